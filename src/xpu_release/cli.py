@@ -1,0 +1,275 @@
+"""The ``xpu-release`` command line: Click, option parsing, output, and exit codes. Nothing else.
+
+Every stage lives in its own module; this file only wires them together and maps the
+``ReleaseError`` hierarchy (``errors.py``) to messages and exit statuses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .errors import ReleaseError, StaleError
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERNAL_ERROR = 70
+INTERRUPTED = 130
+
+
+@dataclass
+class State:
+    root_option: str | None
+    registries_option: str | None
+    debug: bool
+    _repo: Any = field(default=None, init=False)
+
+    @property
+    def repo(self) -> Any:
+        from .manifest import Repo
+
+        if self._repo is None:
+            self._repo = Repo.discover(self.root_option)
+        return self._repo
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root  # type: ignore[no-any-return]
+
+    def registries(self) -> Any:
+        from .endpoints import load_registries
+
+        return load_registries(self.root, self.registries_option)
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+class ReleaseGroup(click.Group):
+    """Maps ``ReleaseError`` to a message on stderr and its exit code; no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ReleaseError as exc:
+            click.echo(f"error: {exc.render()}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
+                err=True,
+            )
+            raise click.exceptions.Exit(INTERNAL_ERROR) from None
+
+
+@click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xpu-release")
+@click.option("--root", envvar="XPU_RELEASE_ROOT", type=click.Path(file_okay=False),
+              help="Repository root (default: found upwards from the current folder).")
+@click.option("--registries", "registries", envvar="XPU_RELEASE_REGISTRIES",
+              type=click.Path(dir_okay=False),
+              help="A registries file that overrides registries.yaml (e.g. local endpoints).")
+@click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None, registries: str | None, debug: bool) -> None:
+    """Release pipeline for accelerator container images."""
+    ctx.obj = State(root_option=root, registries_option=registries, debug=debug)
+
+
+# --- manifests -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("refs", nargs=-1)
+@pass_state
+def validate(state: State, refs: tuple[str, ...]) -> None:
+    """Validate every manifest (or the NAME:VERSIONs given); exit 2 listing every problem."""
+    from .errors import ManifestError
+
+    repo = state.repo
+    state.registries()
+    if refs:
+        problems = []
+        for ref in refs:
+            try:
+                repo.load_ref(ref)
+            except ManifestError as exc:
+                problems.extend(exc.problems)
+        count = len(refs)
+    else:
+        specs, problems = repo.load_all()
+        count = len(specs) + len({p.file for p in problems})
+    if problems:
+        raise ManifestError(problems)
+    click.echo(f"{count} manifest{'s' if count != 1 else ''} valid")
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def list_(state: State, as_json: bool) -> None:
+    """List every NAME:VERSION with the version it extends."""
+    repo = state.repo
+    rows = []
+    for ref in repo.refs():
+        spec = repo.load_ref(ref)
+        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path})
+    if as_json:
+        _emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else ""))
+
+
+@cli.command()
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file.")
+def schema(output: str | None) -> None:
+    """Print the JSON Schema of the manifest format."""
+    from .manifest.schema import json_schema
+
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command()
+@click.argument("refs", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every manifest in the repository.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff if any is stale.")
+@click.option("--stdout", is_flag=True, help="Print the Dockerfile instead of writing it.")
+@pass_state
+def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout: bool) -> None:
+    """Render manifests into their committed Dockerfiles (images/<name>/<version>/Dockerfile)."""
+    from . import render as rendering
+    from .errors import ConfigError, ManifestError
+    from .manifest.schema import json_schema
+
+    repo = state.repo
+    if all_ == bool(refs):
+        msg = "name NAME:VERSION or pass --all"
+        raise ConfigError(msg)
+    registries = state.registries()
+    if all_:
+        specs, problems = repo.load_all()
+        if problems:
+            raise ManifestError(problems)
+    else:
+        specs = [repo.load_ref(r) for r in refs]
+    stale = []
+    for spec in specs:
+        out = rendering.render(repo.root, spec, registries)
+        rel = repo.rel(out.path)
+        if stdout:
+            click.echo(out.text, nl=False)
+        elif check:
+            d = rendering.stale_diff(out, repo.root)
+            if d:
+                stale.append(rel)
+                click.echo(d, nl=False)
+        elif rendering.write(out):
+            click.echo(f"wrote {rel}")
+        else:
+            click.echo(f"{rel} is current")
+    if all_:
+        schema_path = repo.root / "schema" / "manifest.schema.json"
+        text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+        current = schema_path.read_text(encoding="utf-8") if schema_path.is_file() else ""
+        if current != text:
+            if check:
+                stale.append(repo.rel(schema_path))
+            elif not stdout:
+                schema_path.parent.mkdir(exist_ok=True)
+                schema_path.write_text(text, encoding="utf-8")
+                click.echo(f"wrote {repo.rel(schema_path)}")
+    if stale:
+        msg = f"{len(stale)} generated file(s) are stale: {', '.join(stale)}\nrun: xpu-release render --all"
+        raise StaleError(msg)
+    if check:
+        click.echo(f"{len(specs)} Dockerfile{'s' if len(specs) != 1 else ''} current")
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def plan(state: State, ref: str, as_json: bool) -> None:
+    """Every ref a publish of NAME:VERSION would push, per registry and region."""
+    from .plan import make_plan
+
+    spec = state.repo.load_ref(ref)
+    p = make_plan(spec, state.registries())
+    if as_json:
+        _emit_json(p.to_json())
+        return
+    click.echo(f"{spec.ref}  ({spec.manifest_path})")
+    for t in p.targets:
+        click.echo(f"  {t.endpoint.name:<24} {t.version_ref}")
+        for f in t.floating_refs:
+            click.echo(f"  {'':<24} {f}  (floating, moved after every endpoint verifies)")
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def diff(state: State, old: str, new: str, as_json: bool) -> None:
+    """What changed from OLD to NEW (both NAME:VERSION)."""
+    from dataclasses import asdict
+
+    from .diff import diff as compute
+
+    repo = state.repo
+    changes = compute(repo.load_ref(old), repo.load_ref(new))
+    if as_json:
+        _emit_json([asdict(c) for c in changes])
+        return
+    if not changes:
+        click.echo(f"no changes between {old} and {new}")
+    for c in changes:
+        click.echo(f"{c.section:<12} {c}")
+
+
+@cli.command("new-version")
+@click.argument("ref")
+@click.option("--from", "parent", required=True, help="The version it extends, e.g. 25.03.")
+@click.option("--set", "sets", multiple=True, metavar="COMPONENT=VERSION", help="A pin to change.")
+@pass_state
+def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> None:
+    """Start NAME:VERSION as --from plus the --set pins, and render its Dockerfile."""
+    from . import render as rendering
+    from .bump import new_version as create
+    from .bump import parse_sets
+    from .manifest import parse_ref
+
+    image, version = parse_ref(ref)
+    repo = state.repo
+    path, spec = create(repo, image, version, parent, parse_sets(sets))
+    click.echo(f"wrote {repo.rel(path)}")
+    out = rendering.render(repo.root, spec, state.registries())
+    rendering.write(out)
+    click.echo(f"wrote {repo.rel(out.path)}")
+
+
+def main() -> None:
+    """Entry point of the ``xpu-release`` script."""
+    cli(prog_name="xpu-release")

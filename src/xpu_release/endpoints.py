@@ -1,0 +1,155 @@
+"""The registries file: logical registries (public, vpc per region, base-image hub) → endpoints.
+
+``registries.yaml`` in the repository names the real endpoints. A second file, chosen with
+``--registries FILE`` or ``XPU_RELEASE_REGISTRIES``, overrides them field by field, e.g. to map
+every logical registry to a local one (``ci/local-stack.sh env`` writes such a file).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError, ManifestError
+from .manifest import schema
+from .yamlsrc import Source, YamlProblems, load
+
+Role = Literal["public", "vpc", "base"]
+
+_HOST = schema.Str(
+    pattern=r"[A-Za-z0-9.\-]+(?:\{region\}[A-Za-z0-9.\-]*)?(?::[0-9]{1,5})?",
+    what="a registry host",
+    hint="host[:port], with {region} for a per-region VPC pattern",
+    max_len=255,
+)
+REGISTRY = schema.Obj(
+    fields={
+        "role": schema.Enum(choices=("public", "vpc", "base")),
+        "host": _HOST,
+        "namespace": schema.REPOSITORY,
+        "regions": schema.List(item=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"), unique=True),
+        "hosts": schema.Map(value=_HOST, key=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
+                            description="Per-region host overrides."),
+        "insecure": schema.Bool(description="Plain HTTP (loopback test registries only)."),
+        "ca_file": schema.Str(pattern=r"[^\n\r]+", what="a path", max_len=500),
+    },
+)
+FILE = schema.Obj(
+    fields={"registries": schema.Map(value=REGISTRY, key=schema.REGISTRY_ALIAS)},
+    required=("registries",),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """One place an image is pushed to or pulled from."""
+
+    registry: str  # logical name: public, vpc, hub
+    role: Role
+    region: str | None
+    host: str
+    namespace: str
+    insecure: bool = False
+    ca_file: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.registry}/{self.region}" if self.region else self.registry
+
+    def repository(self, image: str) -> str:
+        return f"{self.namespace}/{image}"
+
+    def ref(self, image: str, tag: str) -> str:
+        return f"{self.host}/{self.namespace}/{image}:{tag}"
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.insecure else "https"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Registries:
+    source: str  # which files it came from, for messages
+    entries: tuple[tuple[str, dict[str, Any]], ...]
+
+    def _entry(self, alias: str) -> dict[str, Any]:
+        for name, entry in self.entries:
+            if name == alias:
+                return entry
+        known = ", ".join(n for n, _ in self.entries)
+        msg = f"{self.source}: no registry named {alias!r} (known: {known})"
+        raise ConfigError(msg)
+
+    def endpoint(self, alias: str, region: str | None = None) -> Endpoint:
+        e = self._entry(alias)
+        host = e["host"]
+        if region is not None:
+            host = (e.get("hosts") or {}).get(region, host)
+            host = host.replace("{region}", region)
+        elif "{region}" in host:
+            msg = f"{self.source}: registry {alias!r} is per-region; name a region"
+            raise ConfigError(msg)
+        return Endpoint(
+            registry=alias, role=e["role"], region=region, host=host, namespace=e["namespace"],
+            insecure=bool(e.get("insecure", False)), ca_file=e.get("ca_file"),
+        )
+
+    def publish_endpoints(self) -> tuple[Endpoint, ...]:
+        """Every endpoint a release goes to: the public one(s) first, then each VPC region."""
+        out: list[Endpoint] = []
+        for name, e in self.entries:
+            if e["role"] == "public":
+                out.append(self.endpoint(name))
+        for name, e in self.entries:
+            if e["role"] == "vpc":
+                out.extend(self.endpoint(name, r) for r in e.get("regions") or ())
+        return tuple(out)
+
+    def base_ref(self, alias: str, repository: str, tag: str) -> str:
+        ep = self.endpoint(alias)
+        return f"{ep.host}/{ep.namespace}/{repository}:{tag}"
+
+    def vpc_pattern(self) -> tuple[str, tuple[str, ...]] | None:
+        """The published VPC pattern (from the repository's file) and its regions."""
+        for _, e in self.entries:
+            if e["role"] == "vpc":
+                return f"{e['host']}/{e['namespace']}", tuple(e.get("regions") or ())
+        return None
+
+
+def _load_file(path: Path, display: str) -> Source:
+    try:
+        src = load(path, display)
+    except YamlProblems as exc:
+        raise ManifestError(exc.problems) from None
+    checker = schema.Checker(src)
+    FILE.check(src.data, (), checker)
+    if checker.problems:
+        raise ManifestError(checker.problems)
+    return src
+
+
+def load_registries(root: Path, override: str | None = None) -> Registries:
+    """The repository's ``registries.yaml``, overridden by ``override`` or ``$XPU_RELEASE_REGISTRIES``."""
+    base = _load_file(root / "registries.yaml", "registries.yaml")
+    merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in base.data["registries"].items()}
+    sources = ["registries.yaml"]
+    override = override or os.environ.get("XPU_RELEASE_REGISTRIES") or None
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            msg = f"registries override {override} does not exist"
+            raise ConfigError(msg)
+        over = _load_file(path, str(path))
+        for name, entry in over.data["registries"].items():
+            merged.setdefault(name, {}).update(entry)
+        sources.append(str(path))
+    source = " + ".join(sources)
+    for name, entry in merged.items():
+        missing = [k for k in ("role", "host", "namespace") if k not in entry]
+        if missing:
+            msg = f"{source}: registry {name!r} lacks {', '.join(missing)}"
+            raise ConfigError(msg)
+    return Registries(source=source, entries=tuple(merged.items()))

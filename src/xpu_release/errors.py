@@ -1,0 +1,116 @@
+"""One error hierarchy; each class carries the exit code ``cli.py`` maps it to.
+
+Only ``cli.py`` prints these. Messages say what failed, where, and what to do, and never
+contain a secret: anything that could (a registry response, a log) is redacted first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class ReleaseError(Exception):
+    """Base of every error a user can cause or meet; never shown with a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, details: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def render(self) -> str:
+        return self.message
+
+
+class StaleError(ReleaseError):
+    """A generated file differs from what its source renders to (``render --check``)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One located problem in an input file: ``file:line:col: key.path: message``."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ManifestError(ReleaseError):
+    """One or more manifests are invalid; every problem is reported, not just the first."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Iterable[Problem] | str) -> None:
+        if isinstance(problems, str):
+            self.problems: tuple[Problem, ...] = ()
+            super().__init__(problems)
+        else:
+            self.problems = tuple(problems)
+            lines = [str(p) for p in self.problems]
+            count = len(lines)
+            lines.append(f"{count} problem{'s' if count != 1 else ''} found")
+            super().__init__("\n".join(lines))
+
+
+class ConfigError(ReleaseError):
+    """The registries file, the repository layout or an option is wrong."""
+
+    exit_code = 3
+
+
+class LockError(ReleaseError):
+    """Pins cannot be resolved into a lock, or the committed lock is stale."""
+
+    exit_code = 4
+
+
+class BuildFailed(ReleaseError):
+    """The engine reported an error while building; ``details`` keeps the full log."""
+
+    exit_code = 5
+
+
+class SmokeTestFailed(ReleaseError):
+    """A check inside the built image failed; the image must not be published."""
+
+    exit_code = 6
+
+
+class PublishError(ReleaseError):
+    """A push, copy or verification failed for at least one endpoint."""
+
+    exit_code = 7
+
+
+class RegistryAuthError(PublishError):
+    """A registry refused our credentials (401/403) or we have none for it."""
+
+    exit_code = 8
+
+
+class TagConflict(PublishError):
+    """An immutable version tag already points at a different digest."""
+
+    exit_code = 9
+
+
+class StackError(ReleaseError):
+    """The Docker engine (or a registry the command needs) is not reachable."""
+
+    exit_code = 10
+
+
+class NotFoundError(ReleaseError):
+    """A named image, version, manifest or record does not exist."""
+
+    exit_code = 11

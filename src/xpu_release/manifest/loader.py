@@ -1,0 +1,233 @@
+"""Find the repository, load manifests, apply ``extends:`` and validate the result."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ..errors import ConfigError, ManifestError, NotFoundError, Problem
+from ..yamlsrc import KeyPath, Source, YamlProblems, load
+from . import schema
+from .model import ImageSpec
+
+ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
+REF_RX = re.compile(r"(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*):(?P<version>[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})")
+
+
+def parse_ref(ref: str) -> tuple[str, str]:
+    """``NAME:VERSION`` → (name, version), with a clear message for anything else."""
+    m = REF_RX.fullmatch(ref.strip())
+    if not m:
+        msg = f"{ref!r} is not NAME:VERSION (e.g. training-xpu-pytorch:25.03)"
+        raise ConfigError(msg)
+    return m["image"], m["version"]
+
+
+def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
+    """The repository root: ``explicit`` or ``XPU_RELEASE_ROOT``, else the nearest ancestor
+    that holds ``manifests/``, ``templates/`` and ``registries.yaml`` (like git finds ``.git``)."""
+    given = explicit or os.environ.get("XPU_RELEASE_ROOT")
+    if given:
+        root = Path(given).resolve()
+        if not all((root / m).exists() for m in ROOT_MARKERS):
+            msg = f"{root} is not an xpu-release repository (needs {', '.join(ROOT_MARKERS)})"
+            raise ConfigError(msg)
+        return root
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if all((candidate / m).exists() for m in ROOT_MARKERS):
+            return candidate
+    msg = f"no xpu-release repository at or above {here}; run inside one or pass --root"
+    raise ConfigError(msg)
+
+
+def _merge(parent: Any, child: Any) -> Any:
+    """Maps merge key by key (``null`` removes an inherited entry); anything else replaces."""
+    if isinstance(parent, dict) and isinstance(child, dict):
+        out = dict(parent)
+        for k, v in child.items():
+            if v is None and k in out:
+                out.pop(k)
+                continue
+            out[k] = _merge(out[k], v) if k in out else v
+        return out
+    return copy.deepcopy(child)
+
+
+@dataclass(frozen=True)
+class Repo:
+    root: Path
+
+    @classmethod
+    def discover(cls, explicit: str | None = None) -> Repo:
+        return cls(find_root(explicit=explicit))
+
+    @property
+    def manifests_dir(self) -> Path:
+        return self.root / "manifests"
+
+    def rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def manifest_path(self, image: str, version: str) -> Path:
+        return self.manifests_dir / image / f"{version}.yaml"
+
+    def images(self) -> list[str]:
+        return sorted(p.name for p in self.manifests_dir.iterdir() if p.is_dir())
+
+    def versions(self, image: str) -> list[str]:
+        folder = self.manifests_dir / image
+        if not folder.is_dir():
+            known = ", ".join(self.images()) or "none"
+            msg = f"no image {image!r} under {self.rel(self.manifests_dir)} (known: {known})"
+            raise NotFoundError(msg)
+        return sorted((p.stem for p in folder.glob("*.yaml")), key=_version_key)
+
+    def refs(self) -> list[str]:
+        return [f"{i}:{v}" for i in self.images() for v in self.versions(i)]
+
+    # --- loading -----------------------------------------------------------------------
+
+    def _source(self, image: str, version: str) -> Source:
+        path = self.manifest_path(image, version)
+        if not path.is_file():
+            known = ", ".join(self.versions(image)) or "none"
+            msg = f"no manifest {self.rel(path)} for {image}:{version} (versions: {known})"
+            raise NotFoundError(msg)
+        try:
+            return load(path, self.rel(path))
+        except YamlProblems as exc:
+            raise ManifestError(exc.problems) from None
+        except UnicodeDecodeError as exc:
+            problem = Problem(file=self.rel(path), line=0, column=0, path="",
+                              message=f"not UTF-8 text ({exc.reason})")
+            raise ManifestError([problem]) from None
+
+    def _resolved(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
+        src = self._source(image, version)
+        data = src.data
+        problems: list[Problem] = []
+        if not isinstance(data, dict):
+            raise ManifestError([src.problem((), "a manifest is a mapping of keys")])
+        if data.get("image") != image:
+            problems.append(src.problem(("image",), f"must be {image!r}, the folder it lives in"))
+        if data.get("version") != version:
+            got = data.get("version")
+            raw = src.raw.get(("version",))
+            hint = f"; quote it: '{raw}'" if raw is not None and not isinstance(got, str) else ""
+            problems.append(src.problem(
+                ("version",), f"{got!r} does not match the file name {version}.yaml{hint}"))
+        parent = data.get("extends")
+        if parent is None:
+            if problems:
+                raise ManifestError(problems)
+            return src
+        if not isinstance(parent, str):
+            problems.append(src.problem(("extends",), "must be a version string, e.g. '25.03'"))
+            raise ManifestError(problems)
+        if parent == version or parent in chain:
+            loop = " → ".join((*chain, version, parent))
+            problems.append(src.problem(("extends",), f"inheritance cycle: {loop}"))
+            raise ManifestError(problems)
+        if not self.manifest_path(image, parent).is_file():
+            problems.append(src.problem(
+                ("extends",),
+                f"parent {image}:{parent} does not exist ({self.rel(self.manifest_path(image, parent))})",
+            ))
+            raise ManifestError(problems)
+        if problems:
+            raise ManifestError(problems)
+        base = self._resolved(image, parent, (*chain, version))
+        inherited = {k: v for k, v in base.data.items() if k not in schema.RELEASE_ONLY_KEYS}
+        merged = Source(
+            file=src.file,
+            data=_merge(inherited, data),
+            marks={**base.marks, **src.marks},
+            key_marks={**base.key_marks, **src.key_marks},
+            raw={**base.raw, **src.raw},
+        )
+        return merged
+
+    def load(self, image: str, version: str) -> ImageSpec:
+        """Load, inherit and validate one manifest; all its problems at once."""
+        src = self._resolved(image, version, ())
+        checker = schema.Checker(src)
+        schema.MANIFEST.check(src.data, (), checker)
+        if not checker.problems:
+            _semantic_checks(src, checker)
+        if checker.problems:
+            raise ManifestError(checker.problems)
+        return ImageSpec.from_dict(src.data, manifest_path=src.file)
+
+    def load_ref(self, ref: str) -> ImageSpec:
+        return self.load(*parse_ref(ref))
+
+    def load_all(self) -> tuple[list[ImageSpec], list[Problem]]:
+        """Every manifest in the repository; problems are collected, not raised."""
+        specs: list[ImageSpec] = []
+        problems: list[Problem] = []
+        for image in self.images():
+            for version in self.versions(image):
+                try:
+                    specs.append(self.load(image, version))
+                except ManifestError as exc:
+                    problems.extend(exc.problems or [Problem(
+                        file=self.rel(self.manifest_path(image, version)), line=0, column=0,
+                        path="", message=exc.message)])
+        return specs, problems
+
+
+def _version_key(v: str) -> tuple[int, ...] | tuple[int, str]:
+    parts = v.split(".")
+    if all(p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts)
+    return (1 << 30, v)
+
+
+def _semantic_checks(src: Source, c: schema.Checker) -> None:
+    """Rules that span keys: references between sections, PEP 440 pins, unique packages."""
+    data = src.data
+    comps: dict[str, Any] = {k: v for k, v in data["components"].items() if v is not None}
+    base_cid = data["base"].get("component")
+    if base_cid is not None:
+        if base_cid not in comps:
+            c.fail(("base", "component"), f"names no component (have: {', '.join(comps)})")
+        elif comps[base_cid]["kind"] != "base":
+            c.fail(("base", "component"), f"{base_cid!r} is a {comps[base_cid]['kind']} component, not base")
+    for cid, comp in comps.items():
+        if comp["kind"] == "base" and cid != base_cid:
+            c.fail(("components", cid, "kind"), "a base component must be named by base.component")
+    seen_pkgs: dict[str, str] = {}
+    for cid, comp in comps.items():
+        if comp["kind"] != "pip":
+            continue
+        try:
+            Version(comp["version"])
+        except InvalidVersion:
+            c.fail(("components", cid, "version"), f"{comp['version']!r} is not a PEP 440 version")
+        pkg = re.sub(r"[-_.]+", "-", (comp.get("package") or cid).lower())
+        if pkg in seen_pkgs:
+            c.fail(("components", cid), f"installs {pkg!r}, already pinned by {seen_pkgs[pkg]!r}")
+        seen_pkgs[pkg] = cid
+    release = data.get("release") or {}
+    for i, cid in enumerate(release.get("upgraded") or ()):
+        if cid not in comps:
+            c.fail(("release", "upgraded", i), f"{cid!r} is not a component of this image")
+    for cid in release.get("previous") or {}:
+        if cid not in comps:
+            c.fail(("release", "previous", cid), f"{cid!r} is not a component of this image")
+    env = {k for k, v in (data.get("env") or {}).items() if v is not None}
+    reserved = {"PATH", "VIRTUAL_ENV"} & env
+    for name in sorted(reserved):
+        c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")
+
+

@@ -1,0 +1,222 @@
+"""Frozen value objects for a resolved manifest, built once from validated plain data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["base", "artifact", "pip"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Localized:
+    en: str
+    zh: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Localized:
+        return cls(en=d["en"], zh=d["zh"])
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+def _loc(d: dict[str, Any] | None) -> Localized | None:
+    return Localized.from_dict(d) if d else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Component:
+    id: str
+    kind: Kind
+    name: str
+    version: str
+    noted_as: str | None = None
+    about: Localized | None = None
+    # pip
+    package: str | None = None
+    import_name: str | None = None
+    # artifact
+    url: str | None = None
+    sha256: str | None = None
+    format: str | None = None
+    dest: str | None = None
+
+    @classmethod
+    def from_dict(cls, cid: str, d: dict[str, Any]) -> Component:
+        package = d.get("package") or (cid if d["kind"] == "pip" else None)
+        import_name = d.get("import") or (package.replace("-", "_") if package else None)
+        return cls(
+            id=cid,
+            kind=d["kind"],
+            name=d.get("name") or cid,
+            version=d["version"],
+            noted_as=d.get("noted_as"),
+            about=_loc(d.get("about")),
+            package=package,
+            import_name=import_name,
+            url=d.get("url"),
+            sha256=d.get("sha256"),
+            format=d.get("format"),
+            dest=d.get("dest"),
+        )
+
+    @property
+    def display_version(self) -> str:
+        return self.noted_as or self.version
+
+    @property
+    def pin(self) -> str:
+        """The requirement line for a pip component (``vllm==0.7.3``)."""
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    registry: str
+    repository: str
+    tag: str
+    component: str | None
+    python: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Feature:
+    title: Localized
+    text: Localized
+    switch: Localized | None
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownIssue:
+    title: Localized
+    text: Localized
+    refs: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    title: Localized
+    command: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseInfo:
+    upgraded: tuple[str, ...] = ()
+    previous: tuple[tuple[str, str], ...] = ()
+    bug_fixes: tuple[Localized, ...] = ()
+    highlights: tuple[Localized, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageSpec:
+    """A manifest after inheritance and validation: everything later stages need."""
+
+    image: str
+    version: str
+    manifest_path: str  # relative to the repository root
+    extends: str | None
+    title: Localized
+    scenario: tuple[str, ...]
+    framework: str
+    accelerator_name: str
+    accelerator_kind: str
+    base: BaseImage
+    sdk_requirement: tuple[str, str] | None
+    driver_requirement: str | None
+    pip_index_url: str | None
+    pip_find_links: tuple[str, ...]
+    os_packages: tuple[str, ...]
+    components: tuple[Component, ...]
+    env: tuple[tuple[str, str], ...]
+    tools: tuple[str, ...]
+    files: tuple[str, ...]
+    floating_tags: tuple[str, ...]
+    features: tuple[Feature, ...]
+    quick_start: tuple[Command, ...]
+    usage_advice: tuple[Localized, ...]
+    known_issues: tuple[KnownIssue, ...]
+    release: ReleaseInfo
+    content_hash: str  # sha256 of the resolved manifest, canonical JSON
+
+    @property
+    def ref(self) -> str:
+        return f"{self.image}:{self.version}"
+
+    def of_kind(self, kind: Kind) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.kind == kind)
+
+    def component(self, cid: str) -> Component | None:
+        return next((c for c in self.components if c.id == cid), None)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, manifest_path: str) -> ImageSpec:
+        reqs = data.get("requirements") or {}
+        sdk = reqs.get("sdk")
+        pip = data.get("pip") or {}
+        release = data.get("release") or {}
+        base = data["base"]
+        return cls(
+            image=data["image"],
+            version=data["version"],
+            manifest_path=manifest_path,
+            extends=data.get("extends"),
+            title=Localized.from_dict(data["title"]),
+            scenario=tuple(data["scenario"]),
+            framework=data["framework"],
+            accelerator_name=data["accelerator"]["name"],
+            accelerator_kind=data["accelerator"]["kind"],
+            base=BaseImage(
+                registry=base["registry"],
+                repository=base["repository"],
+                tag=base["tag"],
+                component=base.get("component"),
+                python=base["python"],
+            ),
+            sdk_requirement=(sdk["name"], sdk["version"]) if sdk else None,
+            driver_requirement=reqs.get("driver"),
+            pip_index_url=pip.get("index_url"),
+            pip_find_links=tuple(pip.get("find_links") or ()),
+            os_packages=tuple(data.get("os_packages") or ()),
+            components=tuple(
+                Component.from_dict(cid, c) for cid, c in data["components"].items() if c is not None
+            ),
+            env=tuple((k, v) for k, v in (data.get("env") or {}).items() if v is not None),
+            tools=tuple(data.get("tools") or ()),
+            files=tuple(data.get("files") or ()),
+            floating_tags=tuple(data.get("floating_tags") or ()),
+            features=tuple(
+                Feature(
+                    title=Localized.from_dict(f["title"]),
+                    text=Localized.from_dict(f["text"]),
+                    switch=_loc(f.get("switch")),
+                    env=tuple((f.get("env") or {}).items()),
+                )
+                for f in data.get("features") or ()
+            ),
+            quick_start=tuple(
+                Command(title=Localized.from_dict(q["title"]), command=q["command"])
+                for q in data.get("quick_start") or ()
+            ),
+            usage_advice=tuple(Localized.from_dict(u) for u in data.get("usage_advice") or ()),
+            known_issues=tuple(
+                KnownIssue(
+                    title=Localized.from_dict(k["title"]),
+                    text=Localized.from_dict(k["text"]),
+                    refs=tuple(k.get("refs") or ()),
+                )
+                for k in data.get("known_issues") or ()
+            ),
+            release=ReleaseInfo(
+                upgraded=tuple(release.get("upgraded") or ()),
+                previous=tuple((release.get("previous") or {}).items()),
+                bug_fixes=tuple(Localized.from_dict(b) for b in release.get("bug_fixes") or ()),
+                highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
+            ),
+            content_hash=hashlib.sha256(
+                json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+            ).hexdigest(),
+        )

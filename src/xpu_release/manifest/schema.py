@@ -1,0 +1,498 @@
+"""The manifest format, declared once: it validates manifests and prints their JSON Schema.
+
+Every value that can reach a Dockerfile is a constrained string here (a version, a package
+name, a path, an env value…): newlines, quotes, ``$``, backslashes and shell operators are
+refused where they do not belong, so no manifest can add a Dockerfile instruction.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Problem
+from ..yamlsrc import KeyPath, Source
+
+JSON = dict[str, Any]
+
+
+class Checker:
+    """Collects problems while walking a value against a schema."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def fail(self, path: KeyPath, message: str, *, key: bool = False) -> None:
+        self.problems.append(self.source.problem(path, message, key=key))
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class Type:
+    description = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        raise NotImplementedError
+
+    def schema(self) -> JSON:
+        raise NotImplementedError
+
+    def _with_description(self, out: JSON) -> JSON:
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+@dataclass
+class Str(Type):
+    pattern: str | None = None
+    what: str = "a string"
+    hint: str = ""
+    max_len: int = 200
+    description: str = ""
+    _rx: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rx = re.compile(self.pattern) if self.pattern else None
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, str):
+            raw = c.source.raw.get(path)
+            quote = f"; quote it: '{raw}'" if raw is not None and isinstance(value, int | float) else ""
+            c.fail(path, f"expected {self.what}, got {_describe(value)}{quote}")
+            return
+        if len(value) > self.max_len:
+            c.fail(path, f"is {len(value)} characters long; at most {self.max_len} allowed")
+            return
+        if self._rx and not self._rx.fullmatch(value):
+            hint = f" ({self.hint})" if self.hint else ""
+            c.fail(path, f"{value!r} is not {self.what}{hint}")
+
+    def schema(self) -> JSON:
+        out: JSON = {"type": "string", "maxLength": self.max_len}
+        if self.pattern:
+            out["pattern"] = f"^(?:{self.pattern})$"
+        return self._with_description(out)
+
+
+@dataclass
+class Text(Type):
+    """Free prose for release notes (Markdown). Never reaches a Dockerfile."""
+
+    max_len: int = 4000
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, str):
+            c.fail(path, f"expected text, got {_describe(value)}")
+        elif not value.strip():
+            c.fail(path, "is empty")
+        elif len(value) > self.max_len:
+            c.fail(path, f"is {len(value)} characters long; at most {self.max_len} allowed")
+
+    def schema(self) -> JSON:
+        return self._with_description({"type": "string", "minLength": 1, "maxLength": self.max_len})
+
+
+@dataclass
+class Bool(Type):
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, bool):
+            c.fail(path, f"expected true or false, got {_describe(value)}")
+
+    def schema(self) -> JSON:
+        return self._with_description({"type": "boolean"})
+
+
+@dataclass
+class Enum(Type):
+    choices: tuple[str, ...] = ()
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if value not in self.choices:
+            close = difflib.get_close_matches(str(value), self.choices, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            c.fail(path, f"{_describe(value)} is not one of {', '.join(self.choices)}{hint}")
+
+    def schema(self) -> JSON:
+        return self._with_description({"enum": list(self.choices)})
+
+
+@dataclass
+class Nullable(Type):
+    inner: Type = field(default_factory=Text)
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if value is not None:
+            self.inner.check(value, path, c)
+
+    def schema(self) -> JSON:
+        return self._with_description({"anyOf": [self.inner.schema(), {"type": "null"}]})
+
+
+@dataclass
+class List(Type):
+    item: Type = field(default_factory=Text)
+    unique: bool = False
+    max_items: int = 200
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, list):
+            c.fail(path, f"expected a list, got {_describe(value)}")
+            return
+        if len(value) > self.max_items:
+            c.fail(path, f"has {len(value)} items; at most {self.max_items} allowed")
+        seen: set[str] = set()
+        for i, item in enumerate(value):
+            self.item.check(item, (*path, i), c)
+            if self.unique and isinstance(item, str):
+                if item in seen:
+                    c.fail((*path, i), f"{item!r} is listed twice")
+                seen.add(item)
+
+    def schema(self) -> JSON:
+        out: JSON = {"type": "array", "items": self.item.schema(), "maxItems": self.max_items}
+        if self.unique:
+            out["uniqueItems"] = True
+        return self._with_description(out)
+
+
+@dataclass
+class Map(Type):
+    """A mapping with user-chosen keys (component names, env names)."""
+
+    value: Type = field(default_factory=Text)
+    key: Str = field(default_factory=Str)
+    nullable_values: bool = False  # `key: null` removes an inherited entry
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, dict):
+            c.fail(path, f"expected a mapping, got {_describe(value)}")
+            return
+        for k, v in value.items():
+            self.key.check(k, (*path, k), c)
+            if v is None and self.nullable_values:
+                continue
+            self.value.check(v, (*path, k), c)
+
+    def schema(self) -> JSON:
+        value = self.value.schema()
+        if self.nullable_values:
+            value = {"anyOf": [value, {"type": "null"}]}
+        out: JSON = {"type": "object", "additionalProperties": value}
+        if self.key.pattern:
+            out["propertyNames"] = {"pattern": f"^(?:{self.key.pattern})$"}
+        return self._with_description(out)
+
+
+@dataclass
+class Obj(Type):
+    """A mapping with fixed keys; unknown keys get a "did you mean"."""
+
+    fields: Mapping[str, Type] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, dict):
+            c.fail(path, f"expected a mapping, got {_describe(value)}")
+            return
+        for k, v in value.items():
+            if k not in self.fields:
+                close = difflib.get_close_matches(k, list(self.fields), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                allowed = ", ".join(self.fields)
+                c.fail((*path, k), f"unknown key {k!r}{hint} (allowed: {allowed})", key=True)
+                continue
+            self.fields[k].check(v, (*path, k), c)
+        for k in self.required:
+            if k not in value:
+                c.fail(path, f"missing required key {k!r}")
+
+    def schema(self) -> JSON:
+        out: JSON = {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {k: t.schema() for k, t in self.fields.items()},
+        }
+        if self.required:
+            out["required"] = list(self.required)
+        return self._with_description(out)
+
+
+@dataclass
+class Either(Type):
+    """One of several object shapes, chosen by a discriminating key (``kind``)."""
+
+    key: str = "kind"
+    shapes: Mapping[str, Obj] = field(default_factory=dict)
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if not isinstance(value, dict):
+            c.fail(path, f"expected a mapping, got {_describe(value)}")
+            return
+        kind = value.get(self.key)
+        if kind not in self.shapes:
+            Enum(choices=tuple(self.shapes)).check(kind, (*path, self.key), c)
+            return
+        self.shapes[kind].check(value, path, c)
+
+    def schema(self) -> JSON:
+        return self._with_description({"oneOf": [s.schema() for s in self.shapes.values()]})
+
+
+# --- the constrained strings that may reach a Dockerfile --------------------------------------
+
+# A version is one safe token: PEP 440, semver, `1.4.3_hotfix`, `v1.4.3-8`, `4.49.0+ali`.
+VERSION = Str(
+    pattern=r"[A-Za-z0-9][A-Za-z0-9._+\-]*",
+    what="a valid version",
+    hint="one token of letters, digits and . _ + - ; no spaces, quotes or $",
+    max_len=64,
+)
+# The OCI distribution spec's tag grammar.
+TAG = Str(
+    pattern=r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}",
+    what="a valid OCI tag",
+    hint="letters, digits, _ . - ; at most 128 characters, not starting with . or -",
+    max_len=128,
+)
+IMAGE_NAME = Str(
+    pattern=r"[a-z0-9]+(?:[._\-][a-z0-9]+)*",
+    what="a valid image name",
+    hint="lowercase letters, digits and single . _ - between them",
+    max_len=128,
+)
+REPOSITORY = Str(
+    pattern=r"[a-z0-9]+(?:[._\-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._\-][a-z0-9]+)*)*",
+    what="a valid repository path",
+    hint="lowercase path components separated by /",
+    max_len=255,
+)
+COMPONENT_ID = Str(
+    pattern=r"[a-z0-9]+(?:[._\-][a-z0-9]+)*",
+    what="a valid component id",
+    hint="lowercase letters, digits and - . _",
+    max_len=64,
+)
+PIP_NAME = Str(
+    pattern=r"[A-Za-z0-9](?:[A-Za-z0-9._\-]*[A-Za-z0-9])?",
+    what="a valid Python distribution name",
+    hint="PEP 508 name: letters, digits, . _ -",
+    max_len=100,
+)
+PY_MODULE = Str(
+    pattern=r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*",
+    what="a valid Python module name",
+    max_len=100,
+)
+ENV_NAME = Str(
+    pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+    what="a valid environment variable name",
+    hint="letters, digits and _, not starting with a digit",
+    max_len=100,
+)
+# Env and label values are written double-quoted: refuse what could end the quote or expand.
+SAFE_VALUE = Str(
+    pattern=r"[^\"\\$`\n\r\t\x00-\x1f]*",
+    what="a safe value",
+    hint='no quotes, backslashes, $, backticks or control characters',
+    max_len=500,
+)
+ABS_PATH = Str(
+    pattern=r"/(?:[A-Za-z0-9._+\-]+/?)*",
+    what="an absolute path",
+    hint="/ followed by letters, digits and . _ + - only",
+    max_len=255,
+)
+URL = Str(
+    pattern=r"(?:https?|file)://[A-Za-z0-9._~:/?#\[\]@!%+,;=\-]+",
+    what="a valid URL",
+    hint="http(s):// or file:// with no spaces, quotes, $ or &",
+    max_len=500,
+)
+SHA256 = Str(pattern=r"[0-9a-f]{64}", what="a sha256 digest", hint="64 lowercase hex digits")
+DEB_NAME = Str(
+    pattern=r"[a-z0-9][a-z0-9+.\-]+(?:=[A-Za-z0-9.+~:\-]+)?",
+    what="a valid Debian package (name or name=version)",
+    max_len=120,
+)
+TOOL = Str(pattern=r"[A-Za-z0-9][A-Za-z0-9._+\-]*", what="a valid command name", max_len=64)
+REGISTRY_ALIAS = Str(
+    pattern=r"[a-z][a-z0-9_\-]*", what="a registry alias", hint="a name from registries.yaml"
+)
+LANGS = ("en", "zh")
+LOCALIZED = Obj(
+    fields={lang: Text() for lang in LANGS},
+    required=LANGS,
+    description="Text in every language the notes are written in (en, zh).",
+)
+
+_COMMON = {
+    "name": Str(pattern=r"[^\n\r\"\\$`]+", what="a display name", max_len=80,
+                description="Display name in the notes, e.g. 'vLLM'."),
+    "version": VERSION,
+    "noted_as": Nullable(inner=VERSION, description="How the notes write the version, if not as pinned."),
+    "about": Nullable(inner=LOCALIZED, description="One line on what the component is."),
+}
+
+BASE_COMPONENT = Obj(
+    fields={"kind": Enum(choices=("base",)), **_COMMON},
+    required=("kind", "version"),
+    description="Carried by the base image (e.g. the accelerator SDK); its version is the base tag.",
+)
+ARTIFACT_COMPONENT = Obj(
+    fields={
+        "kind": Enum(choices=("artifact",)),
+        **_COMMON,
+        "url": URL,
+        "sha256": Nullable(inner=SHA256, description="null only for an assumed, unknown artifact."),
+        "format": Enum(choices=("tar.gz", "deb")),
+        "dest": ABS_PATH,
+    },
+    required=("kind", "version", "url", "sha256", "format", "dest"),
+    description="A tarball or .deb fetched on the host, checked by sha256, unpacked in the image.",
+)
+PIP_COMPONENT = Obj(
+    fields={
+        "kind": Enum(choices=("pip",)),
+        **_COMMON,
+        "package": Nullable(inner=PIP_NAME, description="Distribution name if not the id."),
+        "import": Nullable(inner=PY_MODULE, description="Module the smoke test imports."),
+    },
+    required=("kind", "version"),
+    description="A pinned Python distribution installed from the lock, with hashes.",
+)
+COMPONENT = Either(
+    key="kind",
+    shapes={"base": BASE_COMPONENT, "artifact": ARTIFACT_COMPONENT, "pip": PIP_COMPONENT},
+)
+
+FEATURE = Obj(
+    fields={
+        "title": LOCALIZED,
+        "text": LOCALIZED,
+        "switch": Nullable(inner=LOCALIZED, description="How a user turns it on."),
+        "env": Map(value=SAFE_VALUE, key=ENV_NAME, description="Variables that switch it on."),
+    },
+    required=("title", "text"),
+)
+KNOWN_ISSUE = Obj(
+    fields={
+        "title": LOCALIZED,
+        "text": LOCALIZED,
+        "refs": List(item=Str(pattern=r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+",
+                              what="an upstream issue reference", hint="owner/repo#number")),
+    },
+    required=("title", "text"),
+)
+COMMAND = Obj(
+    fields={"title": LOCALIZED, "command": Str(pattern=r"[^\n\r]+", what="a one-line command", max_len=300)},
+    required=("title", "command"),
+)
+
+# Keys that describe one release only; everything else is inherited through `extends:`.
+RELEASE_ONLY_KEYS = ("version", "extends", "release")
+
+MANIFEST = Obj(
+    fields={
+        "image": IMAGE_NAME,
+        "version": TAG,
+        "extends": Nullable(inner=TAG, description="An earlier version of the same image."),
+        "title": LOCALIZED,
+        "scenario": List(item=Enum(choices=("training", "inference")), unique=True),
+        "framework": Enum(choices=("pytorch",)),
+        "accelerator": Obj(
+            fields={"name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="an accelerator name", max_len=40),
+                    "kind": Enum(choices=("ppu", "gpu", "cpu"))},
+            required=("name", "kind"),
+        ),
+        "base": Obj(
+            fields={
+                "registry": REGISTRY_ALIAS,
+                "repository": REPOSITORY,
+                "tag": TAG,
+                "component": Nullable(inner=COMPONENT_ID, description="The `base` component it carries."),
+                "python": ABS_PATH,
+            },
+            required=("registry", "repository", "tag", "python"),
+        ),
+        "requirements": Obj(
+            fields={
+                "sdk": Nullable(inner=Obj(fields={"name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="a name"),
+                                                  "version": VERSION}, required=("name", "version"))),
+                "driver": Nullable(inner=Str(pattern=r"(?:>=|==|<=|>|<) ?[0-9][0-9.]*",
+                                             what="a driver constraint", hint="e.g. '>= 1.1.0'")),
+            },
+        ),
+        "pip": Obj(
+            fields={
+                "index_url": Nullable(inner=URL, description="Index the pins come from; null = pip's config."),
+                "find_links": List(item=Str(pattern=r"[^\s\"'$`\\]+", what="a path or URL", max_len=500)),
+            },
+        ),
+        "os_packages": List(item=DEB_NAME, unique=True),
+        "components": Map(value=COMPONENT, key=COMPONENT_ID, nullable_values=True),
+        "env": Map(value=SAFE_VALUE, key=ENV_NAME, nullable_values=True),
+        "tools": List(item=TOOL, unique=True, description="Commands that must be on PATH."),
+        "files": List(item=ABS_PATH, unique=True, description="Files that must exist in the image."),
+        "floating_tags": List(item=TAG, unique=True, description="Tags moved after a verified publish."),
+        "features": List(item=FEATURE),
+        "quick_start": List(item=COMMAND),
+        "usage_advice": List(item=LOCALIZED),
+        "known_issues": List(item=KNOWN_ISSUE),
+        "release": Obj(
+            fields={
+                "upgraded": List(item=COMPONENT_ID, unique=True,
+                                 description="Components this release upgraded (when there is no parent to diff)."),
+                "previous": Map(value=VERSION, key=COMPONENT_ID,
+                                description="Versions in the previous release, when it has no manifest."),
+                "bug_fixes": List(item=LOCALIZED),
+                "highlights": List(item=LOCALIZED),
+            },
+        ),
+    },
+    required=(
+        "image", "version", "title", "scenario", "framework", "accelerator", "base", "components",
+    ),
+)
+
+# What a child manifest may say before inheritance fills the rest.
+CHILD_REQUIRED = ("image", "version", "extends")
+
+
+def json_schema() -> JSON:
+    out: JSON = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://xpu-release.invalid/schema/manifest.schema.json",  # assumed: no public host yet
+        "title": "xpu-release image manifest",
+        **MANIFEST.schema(),
+    }
+    # A manifest that `extends:` another need only carry what changed.
+    out["required"] = ["image", "version"]
+    return out

@@ -1,0 +1,95 @@
+"""Render an ``ImageSpec`` into its Dockerfile through the Jinja2 templates in ``templates/``."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from .endpoints import Registries
+from .errors import ConfigError
+from .manifest import ImageSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipGroup:
+    """One pip layer: a pinned component and the dependencies no earlier layer installs."""
+
+    id: str
+    title: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    spec: ImageSpec
+    path: Path  # where it is committed
+    text: str
+
+
+def dockerfile_path(root: Path, spec: ImageSpec) -> Path:
+    return root / "images" / spec.image / spec.version / "Dockerfile"
+
+
+def _environment(root: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root / "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # noqa: S701 - Dockerfiles, not HTML; values are validated instead
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(root: Path, spec: ImageSpec, registries: Registries, template: str = "Dockerfile.j2") -> Rendered:
+    """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes."""
+    hub = registries.endpoint(spec.base.registry)
+    base_component = spec.component(spec.base.component) if spec.base.component else None
+    groups = [
+        PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs")
+        for c in spec.of_kind("pip")
+    ]
+    try:
+        text = _environment(root).get_template(template).render(
+            spec=spec,
+            base_registry=f"{hub.host}/{hub.namespace}",
+            base_component=base_component,
+            artifacts=spec.of_kind("artifact"),
+            pip_groups=groups,
+        )
+    except jinja2.TemplateError as exc:
+        msg = f"templates/{template}: {exc}"
+        raise ConfigError(msg) from None
+    # Collapse runs of blank lines the partials leave, so the output reads as hand-written.
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line.rstrip())
+    return Rendered(spec=spec, path=dockerfile_path(root, spec), text="\n".join(lines).strip() + "\n")
+
+
+def stale_diff(rendered: Rendered, root: Path) -> str | None:
+    """A unified diff if the committed Dockerfile differs from ``rendered``, else None."""
+    rel = rendered.path.relative_to(root)
+    current = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else ""
+    if current == rendered.text:
+        return None
+    diff = difflib.unified_diff(
+        current.splitlines(keepends=True),
+        rendered.text.splitlines(keepends=True),
+        fromfile=f"{rel} (committed)" if current else f"{rel} (missing)",
+        tofile=f"{rel} (rendered)",
+    )
+    return "".join(diff)
+
+
+def write(rendered: Rendered) -> bool:
+    """Write the Dockerfile; True if it changed."""
+    old = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else None
+    if old == rendered.text:
+        return False
+    rendered.path.parent.mkdir(parents=True, exist_ok=True)
+    rendered.path.write_text(rendered.text, encoding="utf-8")
+    return True

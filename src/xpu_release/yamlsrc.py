@@ -1,0 +1,179 @@
+"""Safe YAML loading that remembers where every value came from.
+
+PyYAML's composer gives us nodes with marks; we build plain Python values from them
+ourselves so that we can (a) refuse duplicate keys, anchors/aliases and object-building tags,
+(b) bound the size of what we accept, and (c) keep a ``path → (file, line, column)`` table
+for messages like ``manifests/x/25.03.yaml:14:12: components.vllm.version: ...``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Problem
+
+MAX_BYTES = 256 * 1024
+MAX_NODES = 20_000
+
+KeyPath = tuple[str | int, ...]
+
+# Tags the safe resolver assigns to plain scalars; anything else was written by hand (`!!python/…`).
+_STANDARD_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:timestamp",
+}
+
+
+def dotted(path: KeyPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+@dataclass(frozen=True)
+class Mark:
+    file: str
+    line: int
+    column: int
+
+
+@dataclass
+class Source:
+    """A loaded YAML document: its value and where each key path was written."""
+
+    file: str
+    data: Any
+    marks: dict[KeyPath, Mark] = field(default_factory=dict)  # where each value starts
+    key_marks: dict[KeyPath, Mark] = field(default_factory=dict)  # where each key is written
+    raw: dict[KeyPath, str] = field(default_factory=dict)  # the text of plain scalars
+
+    def mark(self, path: KeyPath, *, key: bool = False) -> Mark:
+        """The mark of ``path`` (its key with ``key=True``) or of its nearest written ancestor."""
+        if key and path in self.key_marks:
+            return self.key_marks[path]
+        while path not in self.marks and path:
+            path = path[:-1]
+        return self.marks.get(path, Mark(self.file, 1, 1))
+
+    def problem(self, path: KeyPath, message: str, *, key: bool = False) -> Problem:
+        m = self.mark(path, key=key)
+        return Problem(file=m.file, line=m.line, column=m.column, path=dotted(path), message=message)
+
+
+class YamlProblems(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = problems
+
+
+class _Builder:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.problems: list[Problem] = []
+        self.marks: dict[KeyPath, Mark] = {}
+        self.key_marks: dict[KeyPath, Mark] = {}
+        self.raw: dict[KeyPath, str] = {}
+        self.count = 0
+
+    def _mark(self, node: yaml.Node) -> Mark:
+        return Mark(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def _fail(self, node: yaml.Node, path: KeyPath, message: str) -> None:
+        m = self._mark(node)
+        self.problems.append(
+            Problem(file=m.file, line=m.line, column=m.column, path=dotted(path), message=message)
+        )
+
+    def build(self, node: yaml.Node, path: KeyPath) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            msg = f"document has more than {MAX_NODES} values; manifests are small"
+            raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
+        self.marks[path] = self._mark(node)
+        if node.tag not in _STANDARD_TAGS:
+            self._fail(node, path, f"YAML tag {node.tag!r} is not allowed (plain values only)")
+            return None
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                    self._fail(key_node, path, "keys must be plain strings")
+                    continue
+                key = key_node.value
+                if key in out:
+                    first = self.key_marks[(*path, key)]
+                    self._fail(key_node, (*path, key), f"duplicate key (first set on line {first.line})")
+                    continue
+                self.key_marks[(*path, key)] = self._mark(key_node)
+                out[key] = self.build(value_node, (*path, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.style is None:
+            self.raw[path] = node.value
+        constructor = yaml.SafeLoader.yaml_constructors[node.tag]
+        # The safe constructors for scalars need no loader state.
+        return constructor(yaml.SafeLoader(""), node)
+
+
+class _NoAliasComposer(yaml.SafeLoader):
+    """Refuses anchors and aliases before they can be expanded (no alias bombs)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            mark = event.start_mark
+            raise yaml.MarkedYAMLError(
+                problem="anchors and aliases are not supported in manifests (use `extends:`)",
+                problem_mark=mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def load(path: Path, display: str) -> Source:
+    """Load one YAML file; raise ``YamlProblems`` with located messages on any defect."""
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        msg = f"file is {size} bytes; the limit is {MAX_BYTES} (is this really a manifest?)"
+        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)])
+    text = path.read_text(encoding="utf-8", errors="strict")
+    return loads(text, display)
+
+
+def loads(text: str, display: str) -> Source:
+    loader = _NoAliasComposer(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        message = f"invalid YAML: {exc.problem or exc}"
+        raise YamlProblems(
+            [Problem(file=display, line=line, column=col, path="", message=message)]
+        ) from None
+    except yaml.YAMLError as exc:
+        problem = Problem(file=display, line=0, column=0, path="", message=f"invalid YAML: {exc}")
+        raise YamlProblems([problem]) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise YamlProblems([Problem(file=display, line=1, column=1, path="", message="file is empty")])
+    builder = _Builder(display)
+    data = builder.build(node, ())
+    if builder.problems:
+        raise YamlProblems(builder.problems)
+    return Source(
+        file=display, data=data, marks=builder.marks, key_marks=builder.key_marks, raw=builder.raw
+    )
