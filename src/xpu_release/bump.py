@@ -52,13 +52,16 @@ def child_text(image: str, version: str, parent: str, bumps: tuple[Bump, ...]) -
     return "\n".join(lines) + "\n"
 
 
-def new_version(repo: Repo, image: str, version: str, parent: str, bumps: tuple[Bump, ...]) -> tuple[Path, ImageSpec]:
+def new_version(
+    repo: Repo, image: str, version: str, parent: str, bumps: tuple[Bump, ...]
+) -> tuple[Path, ImageSpec]:
     """Write ``manifests/<image>/<version>.yaml``; validate it, and leave nothing if invalid."""
     base = repo.load(image, parent)
     known = {c.id for c in base.components}
     for b in bumps:
         if b.component not in known:
-            msg = f"--set {b.component}=…: {image}:{parent} has no component {b.component!r} (has: {', '.join(sorted(known))})"
+            have = ", ".join(sorted(known))
+            msg = f"--set {b.component}=…: {image}:{parent} has no component {b.component!r} (has: {have})"
             raise ConfigError(msg)
     path = repo.manifest_path(image, version)
     if path.exists():

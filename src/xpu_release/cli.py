@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -81,11 +80,19 @@ class ReleaseGroup(click.Group):
 
 @click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xpu-release")
-@click.option("--root", envvar="XPU_RELEASE_ROOT", type=click.Path(file_okay=False),
-              help="Repository root (default: found upwards from the current folder).")
-@click.option("--registries", "registries", envvar="XPU_RELEASE_REGISTRIES",
-              type=click.Path(dir_okay=False),
-              help="A registries file that overrides registries.yaml (e.g. local endpoints).")
+@click.option(
+    "--root",
+    envvar="XPU_RELEASE_ROOT",
+    type=click.Path(file_okay=False),
+    help="Repository root (default: found upwards from the current folder).",
+)
+@click.option(
+    "--registries",
+    "registries",
+    envvar="XPU_RELEASE_REGISTRIES",
+    type=click.Path(dir_okay=False),
+    help="A registries file that overrides registries.yaml (e.g. local endpoints).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None, registries: str | None, debug: bool) -> None:
@@ -101,10 +108,11 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, debug: boo
 @pass_state
 def validate(state: State, refs: tuple[str, ...]) -> None:
     """Validate every manifest (or the NAME:VERSIONs given); exit 2 listing every problem."""
-    from .errors import ManifestError
+    from .errors import ManifestError, Problem
 
     repo = state.repo
     state.registries()
+    problems: list[Problem]
     if refs:
         problems = []
         for ref in refs:

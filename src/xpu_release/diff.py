@@ -42,27 +42,58 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
     news = {c.id: c for c in new.components}
     for cid, c in news.items():
         if cid not in olds:
-            changes.append(Change(section="components", id=cid, name=c.name, kind="added",
-                                  old=None, new=c.display_version))
+            changes.append(
+                Change(
+                    section="components",
+                    id=cid,
+                    name=c.name,
+                    kind="added",
+                    old=None,
+                    new=c.display_version,
+                )
+            )
         elif olds[cid].version != c.version:
             kind: ChangeKind = "upgraded" if _is_upgrade(olds[cid].version, c.version) else "changed"
-            changes.append(Change(section="components", id=cid, name=c.name, kind=kind,
-                                  old=olds[cid].display_version, new=c.display_version))
+            changes.append(
+                Change(
+                    section="components",
+                    id=cid,
+                    name=c.name,
+                    kind=kind,
+                    old=olds[cid].display_version,
+                    new=c.display_version,
+                )
+            )
     for cid, c in olds.items():
         if cid not in news:
-            changes.append(Change(section="components", id=cid, name=c.name, kind="removed",
-                                  old=c.display_version, new=None))
+            changes.append(
+                Change(
+                    section="components",
+                    id=cid,
+                    name=c.name,
+                    kind="removed",
+                    old=c.display_version,
+                    new=None,
+                )
+            )
     old_base = f"{old.base.registry}/{old.base.repository}:{old.base.tag}"
     new_base = f"{new.base.registry}/{new.base.repository}:{new.base.tag}"
     if old_base != new_base:
-        changes.append(Change(section="base", id="base", name="base image", kind="changed",
-                              old=old_base, new=new_base))
+        changes.append(
+            Change(
+                section="base",
+                id="base",
+                name="base image",
+                kind="changed",
+                old=old_base,
+                new=new_base,
+            )
+        )
     oenv, nenv = dict(old.env), dict(new.env)
     for k in sorted(oenv.keys() | nenv.keys()):
         if oenv.get(k) != nenv.get(k):
             kind = "added" if k not in oenv else "removed" if k not in nenv else "changed"
-            changes.append(Change(section="env", id=k, name=k, kind=kind, old=oenv.get(k),
-                                  new=nenv.get(k)))
+            changes.append(Change(section="env", id=k, name=k, kind=kind, old=oenv.get(k), new=nenv.get(k)))
     for p in sorted(set(new.os_packages) - set(old.os_packages)):
         changes.append(Change(section="os_packages", id=p, name=p, kind="added", old=None, new=p))
     for p in sorted(set(old.os_packages) - set(new.os_packages)):
@@ -77,6 +108,14 @@ def declared_upgrades(spec: ImageSpec) -> tuple[Change, ...]:
     for cid in spec.release.upgraded:
         c = spec.component(cid)
         assert c is not None  # validated by the loader
-        out.append(Change(section="components", id=cid, name=c.name, kind="upgraded",
-                          old=previous.get(cid), new=c.display_version))
+        out.append(
+            Change(
+                section="components",
+                id=cid,
+                name=c.name,
+                kind="upgraded",
+                old=previous.get(cid),
+                new=c.display_version,
+            )
+        )
     return tuple(out)

@@ -30,8 +30,11 @@ REGISTRY = schema.Obj(
         "host": _HOST,
         "namespace": schema.REPOSITORY,
         "regions": schema.List(item=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"), unique=True),
-        "hosts": schema.Map(value=_HOST, key=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
-                            description="Per-region host overrides."),
+        "hosts": schema.Map(
+            value=_HOST,
+            key=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
+            description="Per-region host overrides.",
+        ),
         "insecure": schema.Bool(description="Plain HTTP (loopback test registries only)."),
         "ca_file": schema.Str(pattern=r"[^\n\r]+", what="a path", max_len=500),
     },
@@ -92,8 +95,13 @@ class Registries:
             msg = f"{self.source}: registry {alias!r} is per-region; name a region"
             raise ConfigError(msg)
         return Endpoint(
-            registry=alias, role=e["role"], region=region, host=host, namespace=e["namespace"],
-            insecure=bool(e.get("insecure", False)), ca_file=e.get("ca_file"),
+            registry=alias,
+            role=e["role"],
+            region=region,
+            host=host,
+            namespace=e["namespace"],
+            insecure=bool(e.get("insecure", False)),
+            ca_file=e.get("ca_file"),
         )
 
     def publish_endpoints(self) -> tuple[Endpoint, ...]:

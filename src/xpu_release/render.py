@@ -36,7 +36,7 @@ def _environment(root: Path) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(root / "templates"),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # noqa: S701 - Dockerfiles, not HTML; values are validated instead
+        autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -48,16 +48,19 @@ def render(root: Path, spec: ImageSpec, registries: Registries, template: str = 
     hub = registries.endpoint(spec.base.registry)
     base_component = spec.component(spec.base.component) if spec.base.component else None
     groups = [
-        PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs")
-        for c in spec.of_kind("pip")
+        PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs") for c in spec.of_kind("pip")
     ]
     try:
-        text = _environment(root).get_template(template).render(
-            spec=spec,
-            base_registry=f"{hub.host}/{hub.namespace}",
-            base_component=base_component,
-            artifacts=spec.of_kind("artifact"),
-            pip_groups=groups,
+        text = (
+            _environment(root)
+            .get_template(template)
+            .render(
+                spec=spec,
+                base_registry=f"{hub.host}/{hub.namespace}",
+                base_component=base_component,
+                artifacts=spec.of_kind("artifact"),
+                pip_groups=groups,
+            )
         )
     except jinja2.TemplateError as exc:
         msg = f"templates/{template}: {exc}"

@@ -131,8 +131,8 @@ class _Builder:
 class _NoAliasComposer(yaml.SafeLoader):
     """Refuses anchors and aliases before they can be expanded (no alias bombs)."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
-        event = self.peek_event()
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             mark = event.start_mark
             raise yaml.MarkedYAMLError(
@@ -160,9 +160,7 @@ def loads(text: str, display: str) -> Source:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         message = f"invalid YAML: {exc.problem or exc}"
-        raise YamlProblems(
-            [Problem(file=display, line=line, column=col, path="", message=message)]
-        ) from None
+        raise YamlProblems([Problem(file=display, line=line, column=col, path="", message=message)]) from None
     except yaml.YAMLError as exc:
         problem = Problem(file=display, line=0, column=0, path="", message=f"invalid YAML: {exc}")
         raise YamlProblems([problem]) from None
@@ -174,6 +172,4 @@ def loads(text: str, display: str) -> Source:
     data = builder.build(node, ())
     if builder.problems:
         raise YamlProblems(builder.problems)
-    return Source(
-        file=display, data=data, marks=builder.marks, key_marks=builder.key_marks, raw=builder.raw
-    )
+    return Source(file=display, data=data, marks=builder.marks, key_marks=builder.key_marks, raw=builder.raw)

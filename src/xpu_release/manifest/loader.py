@@ -12,12 +12,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem
-from ..yamlsrc import KeyPath, Source, YamlProblems, load
+from ..yamlsrc import Source, YamlProblems, load
 from . import schema
 from .model import ImageSpec
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
-REF_RX = re.compile(r"(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*):(?P<version>[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})")
+REF_RX = re.compile(
+    r"(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*):(?P<version>[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})"
+)
 
 
 def parse_ref(ref: str) -> tuple[str, str]:
@@ -108,8 +110,13 @@ class Repo:
         except YamlProblems as exc:
             raise ManifestError(exc.problems) from None
         except UnicodeDecodeError as exc:
-            problem = Problem(file=self.rel(path), line=0, column=0, path="",
-                              message=f"not UTF-8 text ({exc.reason})")
+            problem = Problem(
+                file=self.rel(path),
+                line=0,
+                column=0,
+                path="",
+                message=f"not UTF-8 text ({exc.reason})",
+            )
             raise ManifestError([problem]) from None
 
     def _resolved(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
@@ -124,8 +131,9 @@ class Repo:
             got = data.get("version")
             raw = src.raw.get(("version",))
             hint = f"; quote it: '{raw}'" if raw is not None and not isinstance(got, str) else ""
-            problems.append(src.problem(
-                ("version",), f"{got!r} does not match the file name {version}.yaml{hint}"))
+            problems.append(
+                src.problem(("version",), f"{got!r} does not match the file name {version}.yaml{hint}")
+            )
         parent = data.get("extends")
         if parent is None:
             if problems:
@@ -139,23 +147,24 @@ class Repo:
             problems.append(src.problem(("extends",), f"inheritance cycle: {loop}"))
             raise ManifestError(problems)
         if not self.manifest_path(image, parent).is_file():
-            problems.append(src.problem(
-                ("extends",),
-                f"parent {image}:{parent} does not exist ({self.rel(self.manifest_path(image, parent))})",
-            ))
+            problems.append(
+                src.problem(
+                    ("extends",),
+                    f"parent {image}:{parent} does not exist ({self.rel(self.manifest_path(image, parent))})",
+                )
+            )
             raise ManifestError(problems)
         if problems:
             raise ManifestError(problems)
         base = self._resolved(image, parent, (*chain, version))
         inherited = {k: v for k, v in base.data.items() if k not in schema.RELEASE_ONLY_KEYS}
-        merged = Source(
+        return Source(
             file=src.file,
             data=_merge(inherited, data),
             marks={**base.marks, **src.marks},
             key_marks={**base.key_marks, **src.key_marks},
             raw={**base.raw, **src.raw},
         )
-        return merged
 
     def load(self, image: str, version: str) -> ImageSpec:
         """Load, inherit and validate one manifest; all its problems at once."""
@@ -180,9 +189,18 @@ class Repo:
                 try:
                     specs.append(self.load(image, version))
                 except ManifestError as exc:
-                    problems.extend(exc.problems or [Problem(
-                        file=self.rel(self.manifest_path(image, version)), line=0, column=0,
-                        path="", message=exc.message)])
+                    problems.extend(
+                        exc.problems
+                        or [
+                            Problem(
+                                file=self.rel(self.manifest_path(image, version)),
+                                line=0,
+                                column=0,
+                                path="",
+                                message=exc.message,
+                            )
+                        ]
+                    )
         return specs, problems
 
 
@@ -202,7 +220,10 @@ def _semantic_checks(src: Source, c: schema.Checker) -> None:
         if base_cid not in comps:
             c.fail(("base", "component"), f"names no component (have: {', '.join(comps)})")
         elif comps[base_cid]["kind"] != "base":
-            c.fail(("base", "component"), f"{base_cid!r} is a {comps[base_cid]['kind']} component, not base")
+            c.fail(
+                ("base", "component"),
+                f"{base_cid!r} is a {comps[base_cid]['kind']} component, not base",
+            )
     for cid, comp in comps.items():
         if comp["kind"] == "base" and cid != base_cid:
             c.fail(("components", cid, "kind"), "a base component must be named by base.component")
@@ -229,5 +250,3 @@ def _semantic_checks(src: Source, c: schema.Checker) -> None:
     reserved = {"PATH", "VIRTUAL_ENV"} & env
     for name in sorted(reserved):
         c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")
-
-

@@ -257,7 +257,7 @@ class Either(Type):
             c.fail(path, f"expected a mapping, got {_describe(value)}")
             return
         kind = value.get(self.key)
-        if kind not in self.shapes:
+        if not isinstance(kind, str) or kind not in self.shapes:
             Enum(choices=tuple(self.shapes)).check(kind, (*path, self.key), c)
             return
         self.shapes[kind].check(value, path, c)
@@ -321,7 +321,7 @@ ENV_NAME = Str(
 SAFE_VALUE = Str(
     pattern=r"[^\"\\$`\n\r\t\x00-\x1f]*",
     what="a safe value",
-    hint='no quotes, backslashes, $, backticks or control characters',
+    hint="no quotes, backslashes, $, backticks or control characters",
     max_len=500,
 )
 ABS_PATH = Str(
@@ -338,8 +338,9 @@ URL = Str(
 )
 SHA256 = Str(pattern=r"[0-9a-f]{64}", what="a sha256 digest", hint="64 lowercase hex digits")
 DEB_NAME = Str(
-    pattern=r"[a-z0-9][a-z0-9+.\-]+(?:=[A-Za-z0-9.+~:\-]+)?",
-    what="a valid Debian package (name or name=version)",
+    pattern=r"[a-z0-9][a-z0-9+.\-]+=[A-Za-z0-9.+~:\-]+",
+    what="a pinned Debian package",
+    hint="name=version, e.g. libgomp1=12.2.0-14",
     max_len=120,
 )
 TOOL = Str(pattern=r"[A-Za-z0-9][A-Za-z0-9._+\-]*", what="a valid command name", max_len=64)
@@ -354,8 +355,12 @@ LOCALIZED = Obj(
 )
 
 _COMMON = {
-    "name": Str(pattern=r"[^\n\r\"\\$`]+", what="a display name", max_len=80,
-                description="Display name in the notes, e.g. 'vLLM'."),
+    "name": Str(
+        pattern=r"[^\n\r\"\\$`]+",
+        what="a display name",
+        max_len=80,
+        description="Display name in the notes, e.g. 'vLLM'.",
+    ),
     "version": VERSION,
     "noted_as": Nullable(inner=VERSION, description="How the notes write the version, if not as pinned."),
     "about": Nullable(inner=LOCALIZED, description="One line on what the component is."),
@@ -406,13 +411,21 @@ KNOWN_ISSUE = Obj(
     fields={
         "title": LOCALIZED,
         "text": LOCALIZED,
-        "refs": List(item=Str(pattern=r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+",
-                              what="an upstream issue reference", hint="owner/repo#number")),
+        "refs": List(
+            item=Str(
+                pattern=r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+",
+                what="an upstream issue reference",
+                hint="owner/repo#number",
+            )
+        ),
     },
     required=("title", "text"),
 )
 COMMAND = Obj(
-    fields={"title": LOCALIZED, "command": Str(pattern=r"[^\n\r]+", what="a one-line command", max_len=300)},
+    fields={
+        "title": LOCALIZED,
+        "command": Str(pattern=r"[^\n\r]+", what="a one-line command", max_len=300),
+    },
     required=("title", "command"),
 )
 
@@ -428,8 +441,10 @@ MANIFEST = Obj(
         "scenario": List(item=Enum(choices=("training", "inference")), unique=True),
         "framework": Enum(choices=("pytorch",)),
         "accelerator": Obj(
-            fields={"name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="an accelerator name", max_len=40),
-                    "kind": Enum(choices=("ppu", "gpu", "cpu"))},
+            fields={
+                "name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="an accelerator name", max_len=40),
+                "kind": Enum(choices=("ppu", "gpu", "cpu")),
+            },
             required=("name", "kind"),
         ),
         "base": Obj(
@@ -444,15 +459,29 @@ MANIFEST = Obj(
         ),
         "requirements": Obj(
             fields={
-                "sdk": Nullable(inner=Obj(fields={"name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="a name"),
-                                                  "version": VERSION}, required=("name", "version"))),
-                "driver": Nullable(inner=Str(pattern=r"(?:>=|==|<=|>|<) ?[0-9][0-9.]*",
-                                             what="a driver constraint", hint="e.g. '>= 1.1.0'")),
+                "sdk": Nullable(
+                    inner=Obj(
+                        fields={
+                            "name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="a name"),
+                            "version": VERSION,
+                        },
+                        required=("name", "version"),
+                    )
+                ),
+                "driver": Nullable(
+                    inner=Str(
+                        pattern=r"(?:>=|==|<=|>|<) ?[0-9][0-9.]*",
+                        what="a driver constraint",
+                        hint="e.g. '>= 1.1.0'",
+                    )
+                ),
             },
         ),
         "pip": Obj(
             fields={
-                "index_url": Nullable(inner=URL, description="Index the pins come from; null = pip's config."),
+                "index_url": Nullable(
+                    inner=URL, description="Index the pins come from; null = pip's config."
+                ),
                 "find_links": List(item=Str(pattern=r"[^\s\"'$`\\]+", what="a path or URL", max_len=500)),
             },
         ),
@@ -468,17 +497,30 @@ MANIFEST = Obj(
         "known_issues": List(item=KNOWN_ISSUE),
         "release": Obj(
             fields={
-                "upgraded": List(item=COMPONENT_ID, unique=True,
-                                 description="Components this release upgraded (when there is no parent to diff)."),
-                "previous": Map(value=VERSION, key=COMPONENT_ID,
-                                description="Versions in the previous release, when it has no manifest."),
+                "upgraded": List(
+                    item=COMPONENT_ID,
+                    unique=True,
+                    description="Components this release upgraded (when there is no parent to diff).",
+                ),
+                "previous": Map(
+                    value=VERSION,
+                    key=COMPONENT_ID,
+                    description="Versions in the previous release, when it has no manifest.",
+                ),
                 "bug_fixes": List(item=LOCALIZED),
                 "highlights": List(item=LOCALIZED),
             },
         ),
     },
     required=(
-        "image", "version", "title", "scenario", "framework", "accelerator", "base", "components",
+        "image",
+        "version",
+        "title",
+        "scenario",
+        "framework",
+        "accelerator",
+        "base",
+        "components",
     ),
 )
 

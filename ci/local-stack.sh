@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# The local stack every build, smoke and publish test runs against: a real Docker engine and
+# real distribution registries on loopback, made from Debian's packages. Idempotent.
+#
+#   ci/local-stack.sh up       install what is missing, start engine + registries, seed the base image
+#   ci/local-stack.sh env      print `export` lines for eval (DOCKER_HOST, XPU_RELEASE_REGISTRIES, ...)
+#   ci/local-stack.sh status   say what runs
+#   ci/local-stack.sh reset    wipe published data and images from earlier runs (keeps the base image)
+#   ci/local-stack.sh down     stop what `up` started, by pid
+#
+# Registries (loopback only):
+#   hub             127.0.0.1:15000  stands in for the upstream hub of base images (plain HTTP)
+#   public          127.0.0.1:15001  TLS (a CA made here, trusted through certs.d) + htpasswd auth
+#   vpc/cn-beijing  127.0.0.1:15002  plain HTTP
+#   vpc/cn-wulanchabu 127.0.0.1:15003, vpc/cn-shanghai 127.0.0.1:15004
+set -euo pipefail
+
+STACK="${XPU_STACK_DIR:-/var/lib/xpu-release-stack}"
+BASE_PORT="${XPU_STACK_BASE_PORT:-15000}"
+REGIONS=(cn-beijing cn-wulanchabu cn-shanghai)
+OWN_SOCK="$STACK/docker/docker.sock"
+BASE_REF_PATH="base/debian/bookworm-python:12"  # matches manifests/training-cpu-pytorch (hub alias)
+DEBIAN_MIRROR="${XPU_STACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+
+log() { printf 'local-stack: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+port_of() {
+  case "$1" in
+    hub) echo "$BASE_PORT" ;;
+    public) echo $((BASE_PORT + 1)) ;;
+    vpc-cn-beijing) echo $((BASE_PORT + 2)) ;;
+    vpc-cn-wulanchabu) echo $((BASE_PORT + 3)) ;;
+    vpc-cn-shanghai) echo $((BASE_PORT + 4)) ;;
+    *) die "unknown registry $1" ;;
+  esac
+}
+REGISTRIES=(hub public vpc-cn-beijing vpc-cn-wulanchabu vpc-cn-shanghai)
+
+alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+wait_for() {  # wait_for DESCRIPTION SECONDS COMMAND...
+  local what="$1" deadline=$((SECONDS + $2)); shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "$what did not come up within the deadline"
+    sleep 0.2
+  done
+}
+
+ensure_packages() {
+  local missing=()
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v htpasswd >/dev/null || missing+=(apache2-utils)
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v docker >/dev/null || missing+=(docker.io)
+  if ((${#missing[@]})); then
+    [[ $(id -u) == 0 ]] || die "missing ${missing[*]}; run as root or install them"
+    log "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+engine_host() {  # which engine to use: an existing one, else ours
+  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != "unix://$OWN_SOCK" ]] && docker info >/dev/null 2>&1; then
+    echo "$DOCKER_HOST"; return
+  fi
+  if [[ -S /var/run/docker.sock ]] && DOCKER_HOST=unix:///var/run/docker.sock docker info >/dev/null 2>&1; then
+    echo "unix:///var/run/docker.sock"; return
+  fi
+  echo "unix://$OWN_SOCK"
+}
+
+start_engine() {
+  local host; host="$(engine_host)"
+  if [[ "$host" != "unix://$OWN_SOCK" ]]; then
+    log "using the running engine at $host"; return
+  fi
+  mkdir -p "$STACK/docker"
+  if alive "$STACK/docker/dockerd.pid" && DOCKER_HOST="$host" docker info >/dev/null 2>&1; then
+    return
+  fi
+  # Stale pid file or socket from an earlier run: the process is gone, so clear them.
+  if alive "$STACK/docker/dockerd.pid"; then kill "$(cat "$STACK/docker/dockerd.pid")" || true; sleep 1; fi
+  rm -f "$STACK/docker/dockerd.pid" "$OWN_SOCK"
+  log "starting dockerd ($OWN_SOCK)"
+  setsid dockerd \
+    --host "unix://$OWN_SOCK" \
+    --data-root "$STACK/docker/data" \
+    --exec-root "$STACK/docker/exec" \
+    --pidfile "$STACK/docker/dockerd.pid" \
+    --storage-driver overlay2 \
+    >"$STACK/docker/dockerd.log" 2>&1 </dev/null &
+  wait_for "dockerd (see $STACK/docker/dockerd.log)" 60 env DOCKER_HOST="unix://$OWN_SOCK" docker info
+}
+
+make_certs() {
+  local d="$STACK/certs"
+  mkdir -p "$d"
+  if [[ ! -s "$d/server.crt" ]]; then
+    log "making a CA and a server certificate for 127.0.0.1"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=xpu-release local CA" \
+      -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/san.ext"
+    openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+      -days 3650 -extfile "$d/san.ext" -out "$d/server.crt" 2>/dev/null
+    chmod 600 "$d"/*.key
+  fi
+  # The engine trusts the CA for exactly this host:port.
+  local certsd="/etc/docker/certs.d/127.0.0.1:$(port_of public)"
+  mkdir -p "$certsd" && cp "$d/ca.crt" "$certsd/ca.crt"
+}
+
+make_auth() {
+  local d="$STACK/auth"
+  mkdir -p "$d" && chmod 700 "$d"
+  if [[ ! -s "$d/password" ]]; then
+    (umask 077; openssl rand -hex 16 >"$d/password")
+  fi
+  # The password goes through stdin and files only: never argv.
+  htpasswd -iBc "$d/htpasswd" xpu <"$d/password" 2>/dev/null
+  mkdir -p "$STACK/docker-config"
+  local auth; auth="$(printf 'xpu:%s' "$(cat "$d/password")" | base64 -w0)"
+  (umask 077; printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$(port_of public)" "$auth" \
+    >"$STACK/docker-config/config.json")
+}
+
+registry_config() {  # registry_config NAME
+  local name="$1" port; port="$(port_of "$1")"
+  local dir="$STACK/registries/$name"
+  mkdir -p "$dir/data"
+  {
+    echo "version: 0.1"
+    echo "log: {level: error, accesslog: {disabled: true}}"
+    echo "storage:"
+    echo "  filesystem: {rootdirectory: $dir/data}"
+    echo "  delete: {enabled: true}"
+    echo "  maintenance: {uploadpurging: {enabled: false}}"
+    echo "http:"
+    echo "  addr: 127.0.0.1:$port"
+    echo "  secret: $(cat "$STACK/auth/password")-$name"
+    if [[ "$name" == public ]]; then
+      echo "  tls: {certificate: $STACK/certs/server.crt, key: $STACK/certs/server.key}"
+      echo "auth:"
+      echo "  htpasswd: {realm: xpu-local, path: $STACK/auth/htpasswd}"
+    fi
+  } >"$dir/config.yml"
+  chmod 600 "$dir/config.yml"
+}
+
+registry_up() {  # registry_up NAME
+  local name="$1" port; port="$(port_of "$1")"
+  local dir="$STACK/registries/$name" scheme=http
+  [[ "$name" == public ]] && scheme=https
+  local probe=(curl -s -o /dev/null --max-time 2 --cacert "$STACK/certs/ca.crt" "$scheme://127.0.0.1:$port/v2/")
+  if alive "$dir/pid" && "${probe[@]}"; then return; fi
+  if alive "$dir/pid"; then kill "$(cat "$dir/pid")" || true; fi
+  rm -f "$dir/pid"
+  registry_config "$name"
+  setsid docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 </dev/null &
+  echo $! >"$dir/pid"
+  wait_for "registry $name on 127.0.0.1:$port (see $dir/log)" 30 "${probe[@]}"
+}
+
+write_registries_override() {
+  local f="$STACK/registries.local.yaml"
+  {
+    echo "# Written by ci/local-stack.sh: maps the logical registries to the local stack."
+    echo "registries:"
+    echo "  public:"
+    echo "    host: 127.0.0.1:$(port_of public)"
+    echo "    ca_file: $STACK/certs/ca.crt"
+    echo "  vpc:"
+    echo "    regions: [${REGIONS[*]// /, }]"
+    echo "    hosts:"
+    for r in "${REGIONS[@]}"; do echo "      $r: 127.0.0.1:$(port_of "vpc-$r")"; done
+    echo "    insecure: true"
+    echo "  hub:"
+    echo "    host: 127.0.0.1:$(port_of hub)"
+    echo "    namespace: base"
+    echo "    insecure: true"
+  } >"$f"
+  sed -i 's/\[cn-beijing cn-wulanchabu cn-shanghai\]/[cn-beijing, cn-wulanchabu, cn-shanghai]/' "$f"
+}
+
+seed_base() {
+  local ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
+  local repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}"
+  local url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
+  if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url"; then
+    return
+  fi
+  local tarball="$STACK/base/bookworm-python.tar"
+  if [[ ! -s "$tarball" ]]; then
+    log "debootstrap: a bookworm root with python3 and venv (about a minute)"
+    local root="$STACK/base/rootfs"
+    rm -rf "$root" && mkdir -p "$root"
+    debootstrap --variant=minbase --include=python3,python3-venv bookworm "$root" "$DEBIAN_MIRROR" \
+      >"$STACK/base/debootstrap.log" 2>&1 || die "debootstrap failed (see $STACK/base/debootstrap.log)"
+    # Trim what an image does not need: apt lists and caches, logs.
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+      "$root"/var/log/* "$root"/tmp/*
+    tar --numeric-owner -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+    rm -rf "$root"
+  fi
+  log "seeding $ref"
+  DOCKER_HOST="$(engine_host)" docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["/bin/bash"]' "$tarball" "$ref" >/dev/null
+  DOCKER_HOST="$(engine_host)" docker push -q "$ref" >/dev/null
+}
+
+cmd_up() {
+  mkdir -p "$STACK" && chmod 755 "$STACK"
+  ensure_packages
+  start_engine
+  make_certs
+  make_auth
+  for r in "${REGISTRIES[@]}"; do registry_up "$r"; done
+  write_registries_override
+  seed_base
+  log "up ($STACK)"
+}
+
+cmd_env() {
+  [[ -f "$STACK/registries.local.yaml" ]] || die "the stack is not up: run ci/local-stack.sh up"
+  echo "export DOCKER_HOST=$(engine_host)"
+  echo "export DOCKER_CONFIG=$STACK/docker-config"
+  echo "export XPU_RELEASE_REGISTRIES=$STACK/registries.local.yaml"
+  echo "export XPU_STACK_DIR=$STACK"
+  echo "export XPU_STACK_PUBLIC_USER=xpu"
+  echo "export XPU_STACK_PUBLIC_PASSWORD_FILE=$STACK/auth/password"
+  echo "export XPU_STACK_CA=$STACK/certs/ca.crt"
+}
+
+cmd_status() {
+  local ok=0
+  if DOCKER_HOST="$(engine_host)" docker info >/dev/null 2>&1; then
+    echo "engine    up    $(engine_host)"
+  else
+    echo "engine    down"; ok=1
+  fi
+  for r in "${REGISTRIES[@]}"; do
+    if alive "$STACK/registries/$r/pid"; then
+      echo "registry  up    $r 127.0.0.1:$(port_of "$r")"
+    else
+      echo "registry  down  $r"; ok=1
+    fi
+  done
+  return $ok
+}
+
+cmd_reset() {
+  # Bounded disk: drop what earlier runs published and built; the hub (base images) stays.
+  for r in "${REGISTRIES[@]}"; do
+    [[ "$r" == hub ]] && continue
+    local dir="$STACK/registries/$r"
+    if alive "$dir/pid"; then kill "$(cat "$dir/pid")" || true; fi
+    rm -f "$dir/pid"
+    rm -rf "$dir/data"
+  done
+  if DOCKER_HOST="$(engine_host)" docker info >/dev/null 2>&1; then
+    DOCKER_HOST="$(engine_host)" docker ps -aq --filter label=io.xpu-release.container \
+      | xargs -r env DOCKER_HOST="$(engine_host)" docker rm -f >/dev/null
+    DOCKER_HOST="$(engine_host)" docker system prune -af >/dev/null
+  fi
+  cmd_up
+}
+
+cmd_down() {
+  for r in "${REGISTRIES[@]}"; do
+    local dir="$STACK/registries/$r"
+    if alive "$dir/pid"; then kill "$(cat "$dir/pid")"; fi
+    rm -f "$dir/pid"
+  done
+  if alive "$STACK/docker/dockerd.pid"; then
+    kill "$(cat "$STACK/docker/dockerd.pid")"
+    local deadline=$((SECONDS + 30))
+    while alive "$STACK/docker/dockerd.pid" && ((SECONDS < deadline)); do sleep 0.2; done
+  fi
+  rm -f "$STACK/docker/dockerd.pid" "$OWN_SOCK"
+  log "down"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  reset) cmd_reset ;;
+  down) cmd_down ;;
+  *) echo "usage: $0 up|env|status|reset|down" >&2; exit 2 ;;
+esac

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test command (README): on a fresh Debian 12 machine, installs what the suite needs
+# (Debian and PyPI packages), brings up the local stack (engine + registries), lints, type-checks
+# and runs every test. In CI (CI=true) a missing engine or registry fails the run; it never skips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n== %s\n' "$*"; }
+
+log "python environment (.venv)"
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv || { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && python3 -m venv .venv; }
+fi
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+export PATH="$PWD/.venv/bin:$PATH"
+
+log "lint and types"
+ruff check src tests bench
+ruff format --check src tests bench
+mypy --strict src
+
+log "local stack"
+ci/local-stack.sh reset
+eval "$(ci/local-stack.sh env)"
+ci/local-stack.sh status
+
+log "tests"
+export CI="${CI:-true}"
+set +e
+python -m pytest -ra "$@"
+status=$?
+set -e
+if [[ $status == 5 ]]; then
+  echo "no tests ran: that is a failure here" >&2
+  exit 1
+fi
+exit $status

@@ -1,0 +1,205 @@
+"""One test per CLI command, through Click's CliRunner, as a user would call them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import run, write_manifest
+
+XPU = "training-xpu-pytorch"
+PUBLIC = "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com/egslingjun"
+
+
+def test_list_names_every_release_with_its_parent(repo: Path) -> None:
+    write_manifest(repo, XPU, "25.04", f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n')
+
+    result = run(repo, "list")
+
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "training-cpu-pytorch:25.03",
+        f"{XPU}:25.03",
+        f"{XPU}:25.04  (extends 25.03)",
+    ]
+
+
+def test_schema_is_json_schema_and_the_committed_copy_is_current(repo: Path) -> None:
+    result = run(repo, "schema")
+
+    schema = json.loads(result.stdout)
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert "components" in schema["properties"]
+    assert result.stdout == (repo / "schema" / "manifest.schema.json").read_text()
+
+
+def test_manifests_reference_the_schema_for_editors() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "manifests").rglob("*.yaml"):
+        assert path.read_text().startswith(
+            "# yaml-language-server: $schema=../../schema/manifest.schema.json"
+        ), path
+
+
+def test_plan_lists_every_ref_per_registry_and_region(repo: Path) -> None:
+    result = run(repo, "plan", f"{XPU}:25.03", "--json")
+
+    assert result.exit_code == 0
+    plan = json.loads(result.stdout)
+    refs = {t["endpoint"]: t["version_ref"] for t in plan["targets"]}
+    assert refs == {
+        "public": f"{PUBLIC}/{XPU}:25.03",
+        "vpc/cn-beijing": f"acs-registry-vpc.cn-beijing.cr.aliyuncs.com/egslingjun/{XPU}:25.03",
+        "vpc/cn-wulanchabu": f"acs-registry-vpc.cn-wulanchabu.cr.aliyuncs.com/egslingjun/{XPU}:25.03",
+    }
+    assert plan["targets"][0]["floating_refs"] == [f"{PUBLIC}/{XPU}:latest"]
+
+
+def test_plan_follows_a_registries_override(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "local.yaml"
+    override.write_text(
+        "registries:\n"
+        "  public: {host: 127.0.0.1:15001}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:15002'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(override), "plan", f"{XPU}:25.03")
+
+    assert result.exit_code == 0
+    assert f"127.0.0.1:15001/egslingjun/{XPU}:25.03" in result.stdout
+    assert f"127.0.0.1:15002/egslingjun/{XPU}:25.03" in result.stdout
+    assert "cn-wulanchabu" not in result.stdout
+
+
+def test_a_broken_registries_override_is_a_located_error(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "local.yaml"
+    override.write_text("registries:\n  public: {hots: x}\n")
+
+    result = run(repo, "--registries", str(override), "plan", f"{XPU}:25.03")
+
+    assert result.exit_code == 2
+    assert "registries.public.hots: unknown key 'hots'; did you mean 'hosts'?" in result.stderr
+
+
+def test_diff_shows_each_changed_pin(repo: Path) -> None:
+    write_manifest(
+        repo,
+        XPU,
+        "25.04",
+        f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n'
+        "components:\n  vllm: {version: 0.8.0}\n  eic: null\n"
+        "env: {NEW_SWITCH: '1'}\n",
+    )
+
+    result = run(repo, "diff", f"{XPU}:25.03", f"{XPU}:25.04")
+
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "components   ~ vLLM 0.7.3 → 0.8.0",
+        "components   - EIC 1.3.7.1-v2503",
+        "env          + NEW_SWITCH 1",
+    ]
+
+
+def test_diff_of_identical_releases_says_so(repo: Path) -> None:
+    write_manifest(repo, XPU, "25.04", f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n')
+
+    result = run(repo, "diff", f"{XPU}:25.03", f"{XPU}:25.04", "--json")
+
+    assert json.loads(result.stdout) == []
+
+
+def test_new_version_writes_a_one_line_bump_and_its_dockerfile(repo: Path) -> None:
+    result = run(repo, "new-version", f"{XPU}:25.04", "--from", "25.03", "--set", "vllm=0.8.0")
+
+    assert result.exit_code == 0, result.stderr
+    manifest = (repo / "manifests" / XPU / "25.04.yaml").read_text()
+    assert 'extends: "25.03"' in manifest
+    assert 'vllm:\n    version: "0.8.0"' in manifest
+    dockerfile = (repo / "images" / XPU / "25.04" / "Dockerfile").read_text()
+    assert "# pip: vllm==0.8.0" in dockerfile
+    assert run(repo, "validate").exit_code == 0
+    assert run(repo, "render", "--all", "--check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--set", "nope=1.0"], 3, "has no component 'nope'"),
+        (["--set", "vllm"], 3, "expected COMPONENT=VERSION"),
+        (["--set", "vllm=1 0"], 3, "is not a valid version"),
+        (
+            ["--set", "vllm=0.8.0", "--from", "24.01"],
+            11,
+            "no manifest manifests/training-xpu-pytorch/24.01.yaml",
+        ),
+    ],
+)
+def test_new_version_refuses_bad_input_and_writes_nothing(
+    repo: Path, args: list[str], code: int, message: str
+) -> None:
+    if "--from" not in args:
+        args = [*args, "--from", "25.03"]
+
+    result = run(repo, "new-version", f"{XPU}:25.04", *args)
+
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert not (repo / "manifests" / XPU / "25.04.yaml").exists()
+
+
+def test_new_version_never_overwrites(repo: Path) -> None:
+    result = run(repo, "new-version", f"{XPU}:25.03", "--from", "25.03")
+
+    assert result.exit_code == 3
+    assert "already exists" in result.stderr
+
+
+def test_cli_finds_the_root_from_a_subfolder(repo: Path) -> None:
+    env = {**os.environ, "XPU_RELEASE_ROOT": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xpu_release", "validate"],
+        cwd=repo / "manifests" / XPU,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "2 manifests valid\n"
+
+
+def test_outside_a_repository_the_error_says_what_to_do(tmp_path: Path) -> None:
+    env = {**os.environ, "XPU_RELEASE_ROOT": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "xpu_release", "validate"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert proc.returncode == 3
+    assert "no xpu-release repository at or above" in proc.stderr
+    assert "pass --root" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_manifest_commands_do_not_import_docker_or_testinfra(repo: Path) -> None:
+    code = (
+        "import sys; from xpu_release.cli import cli\n"
+        f"cli(['--root', {str(repo)!r}, 'validate'], standalone_mode=False)\n"
+        f"cli(['--root', {str(repo)!r}, 'render', '--all', '--check'], standalone_mode=False)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'docker', 'testinfra', 'requests'})\n"
+        "print(heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
