@@ -139,12 +139,14 @@ def _load_file(path: Path, display: str) -> Source:
     return src
 
 
-def load_registries(root: Path, override: str | None = None) -> Registries:
-    """The repository's ``registries.yaml``, overridden by ``override`` or ``$XPU_RELEASE_REGISTRIES``."""
+def load_registries(root: Path, override: str | None = None, *, from_env: bool = True) -> Registries:
+    """The repository's ``registries.yaml``, overridden by ``override`` or (with ``from_env``)
+    ``$XPU_RELEASE_REGISTRIES``."""
     base = _load_file(root / "registries.yaml", "registries.yaml")
     merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in base.data["registries"].items()}
     sources = ["registries.yaml"]
-    override = override or os.environ.get("XPU_RELEASE_REGISTRIES") or None
+    if from_env:
+        override = override or os.environ.get("XPU_RELEASE_REGISTRIES") or None
     if override:
         path = Path(override)
         if not path.is_file():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from .endpoints import Registries
+from .endpoints import load_registries
 from .errors import ConfigError
 from .manifest import ImageSpec
 
@@ -43,9 +43,12 @@ def _environment(root: Path) -> jinja2.Environment:
     )
 
 
-def render(root: Path, spec: ImageSpec, registries: Registries, template: str = "Dockerfile.j2") -> Rendered:
-    """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes."""
-    hub = registries.endpoint(spec.base.registry)
+def render(root: Path, spec: ImageSpec, template: str = "Dockerfile.j2") -> Rendered:
+    """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
+
+    The committed Dockerfile names the base registry of the repository's own registries.yaml;
+    a build passes the registry in use (a mirror, the local stack) as BASE_REGISTRY."""
+    hub = load_registries(root, from_env=False).endpoint(spec.base.registry)
     base_component = spec.component(spec.base.component) if spec.base.component else None
     groups = [
         PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs") for c in spec.of_kind("pip")

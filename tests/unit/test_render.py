@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.endpoints import load_registries
 from xpu_release.manifest import Repo
 from xpu_release.render import render
 
@@ -50,7 +49,7 @@ components:
 
 def _render(root: Path, ref: str) -> str:
     repo = Repo(root)
-    return render(root, repo.load_ref(ref), load_registries(root)).text
+    return render(root, repo.load_ref(ref)).text
 
 
 def test_rendering_is_deterministic(repo: Path) -> None:

@@ -1,0 +1,115 @@
+"""``test``: run testinfra checks inside a throwaway container of the built image.
+
+The generic checks (``tests/smoke/``) are parametrized from the manifest, written to a JSON
+file for the pytest run; image-specific checks live in ``images/<image>/tests/``. The container
+is uuid-named and removed afterwards, even on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .engine import Engine, LineSink
+from .errors import SmokeTestFailed
+from .manifest import ImageSpec
+
+VENV = "/opt/venv"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeResult:
+    ref: str
+    image_id: str
+    passed: int
+    failed: tuple[str, ...]
+    seconds: float
+
+
+def check_spec(spec: ImageSpec, image_id: str) -> dict[str, Any]:
+    """What the generic checks verify, taken from the manifest and nothing else."""
+    labels = {
+        "org.opencontainers.image.title": spec.image,
+        "org.opencontainers.image.version": spec.version,
+        "io.xpu-release.manifest.sha256": spec.content_hash,
+        **{f"io.xpu-release.component.{c.id}": c.version for c in spec.components},
+    }
+    return {
+        "ref": spec.ref,
+        "image_id": image_id,
+        "python": f"{VENV}/bin/python",
+        "pip_path": f"{VENV}/bin/pip",
+        "pip": [
+            {"package": c.package, "version": c.version, "import": c.import_name} for c in spec.of_kind("pip")
+        ],
+        "env": {**dict(spec.env), "VIRTUAL_ENV": VENV},
+        "files": list(spec.files),
+        "tools": list(spec.tools),
+        "artifacts": [{"id": c.id, "dest": c.dest} for c in spec.of_kind("artifact") if c.format != "deb"],
+        "labels": labels,
+    }
+
+
+def _failures(junit: Path) -> tuple[int, list[str]]:
+    if not junit.is_file():
+        return 0, ["the smoke run produced no report"]
+    root = ET.parse(junit).getroot()
+    passed, failed = 0, []
+    for case in root.iter("testcase"):
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            first = (problem.get("message") or "").splitlines()
+            failed.append(f"{case.get('name')}: {first[0] if first else 'failed'}")
+        elif case.find("skipped") is None:
+            passed += 1
+    return passed, failed
+
+
+def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+    started = time.monotonic()
+    image = engine.require_image(spec.ref)
+    suites = [root / "tests" / "smoke"]
+    image_tests = root / "images" / spec.image / "tests"
+    if image_tests.is_dir():
+        suites.append(image_tests)
+    with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(json.dumps(check_spec(spec, image.id), indent=2))
+        junit = Path(tmp) / "junit.xml"
+        env = {**os.environ, "XPU_RELEASE_SMOKE_SPEC": str(spec_file)}
+        with engine.container(spec.ref, purpose="smoke") as name:
+            on_line(f"smoke-testing {spec.ref} in container {name}")
+            cmd = [
+                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
+                "-p", "xpu_release.smoke_plugin", "-o", "addopts=", "-o", "junit_family=xunit1", f"--junitxml={junit}",
+                f"--hosts=docker://{name}", "--rootdir", str(root), *map(str, suites),
+            ]  # fmt: skip
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            output: list[str] = []
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    output.append(line)
+                    on_line(line.rstrip())
+                proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        passed, failed = _failures(junit)
+    if proc.returncode != 0 or failed:
+        listing = "\n".join(f"  - {f}" for f in failed) or "  (see the log above)"
+        msg = f"{len(failed)} smoke check(s) failed for {spec.ref}; it must not be published:\n{listing}"
+        raise SmokeTestFailed(msg, details="".join(output))
+    return SmokeResult(ref=spec.ref, image_id=image.id, passed=passed, failed=(),
+                       seconds=time.monotonic() - started)  # fmt: skip
