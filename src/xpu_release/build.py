@@ -78,7 +78,8 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) 
             fetch.link_or_copy(wheel, folder / p.filename)
     token = artifact_token()
     for c in spec.of_kind("artifact"):
-        assert c.url and c.sha256 and c.format
+        assert c.url is not None
+        assert c.sha256 is not None
         blob = fetch.fetch(c.url, c.sha256, f"{c.id}.{c.format}", token=token)
         fetch.link_or_copy(blob, ctx / "artifacts" / c.id / f"{c.id}.{c.format}")
     return ctx

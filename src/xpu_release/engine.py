@@ -97,14 +97,16 @@ class Engine:
                 detail = chunk.get("errorDetail") or {}
                 message = redact(str(detail.get("message") or chunk.get("error") or "unknown error"))
                 log.append(message + "\n")
-                raise BuildFailed(f"build of {tag} failed: {message}", details="".join(log))
+                msg = f"build of {tag} failed: {message}"
+                raise BuildFailed(msg, details="".join(log))
             aux = chunk.get("aux") or {}
             if "ID" in aux:
                 image_id = aux["ID"]
         if not image_id:
             info = self.image(tag)
             if info is None:
-                raise BuildFailed(f"build of {tag} produced no image", details="".join(log))
+                msg = f"build of {tag} produced no image"
+                raise BuildFailed(msg, details="".join(log))
             image_id = info.id
         return image_id
 
