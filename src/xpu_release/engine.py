@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,11 +165,11 @@ class Engine:
                 message = redact(str(detail.get("message") or chunk.get("error")))
                 log.append(message)
                 lowered = message.lower()
-                if any(
-                    k in lowered for k in ("unauthorized", "authentication required", "denied", "401", "403")
-                ):
-                    raise RegistryAuthError(f"{what} was refused: {message}", details="\n".join(log))
-                raise PublishError(f"{what} failed: {message}", details="\n".join(log))
+                if any(k in lowered for k in ("unauthorized", "authentication required", "denied")):
+                    msg = f"{what} was refused: {message}"
+                    raise RegistryAuthError(msg, details="\n".join(log))
+                msg = f"{what} failed: {message}"
+                raise PublishError(msg, details="\n".join(log))
             log.append(redact(str(chunk.get("status") or "")))
             yield chunk
 
@@ -180,9 +180,8 @@ class Engine:
         """A running container of ``image`` that stays up until the block ends, then is removed
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
-        container = None
         try:
-            container = self.client.containers.run(
+            self.client.containers.run(
                 image, command=["sleep", "infinity"], name=name, detach=True,
                 labels={CONTAINER_LABEL: purpose}, network_mode="none", entrypoint=[],
             )  # fmt: skip
@@ -194,10 +193,8 @@ class Engine:
     def remove_container(self, name: str) -> None:
         from docker.errors import NotFound
 
-        try:
+        with suppress(NotFound):
             self.api.remove_container(name, force=True)
-        except NotFound:
-            pass
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL

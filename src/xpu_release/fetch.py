@@ -20,10 +20,9 @@ from .secrets import redact
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XPU_RELEASE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "xpu-release"
-    )
-    path = Path(base)
+    given = os.environ.get("XPU_RELEASE_CACHE")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    path = Path(given) if given else (Path(xdg) if xdg else Path.home() / ".cache") / "xpu-release"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -81,7 +80,7 @@ def fetch(
         if got != sha256:
             msg = f"{filename} from {url} has sha256 {got}, expected {sha256}; refusing it"
             raise BuildFailed(msg)
-        os.replace(partial, target)
+        partial.replace(target)
     return target
 
 

@@ -208,7 +208,7 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
             closure.append(name)
             todo.extend(deps.get(name, ()))
         taken.update(closure)
-        ordered = [root] + sorted(n for n in closure if n != root)
+        ordered = [root, *sorted(n for n in closure if n != root)]
         layers.append(
             Layer(component=c.id, pin=c.pin, packages=tuple(resolved[n] for n in ordered if n in resolved))
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +16,7 @@ SPEC_ENV = "XPU_RELEASE_SMOKE_SPEC"
 
 
 def _spec() -> dict[str, Any]:
-    with open(os.environ[SPEC_ENV], encoding="utf-8") as f:
-        return json.load(f)  # type: ignore[no-any-return]
+    return json.loads(Path(os.environ[SPEC_ENV]).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

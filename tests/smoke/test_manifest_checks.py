@@ -18,9 +18,8 @@ def test_pin_is_installed_at_exactly_its_version(
     installed = {
         _canonical(k): v["version"] for k, v in host.pip.get_packages(pip_path=spec["pip_path"]).items()
     }
-    assert installed.get(_canonical(pin["package"])) == pin["version"], (
-        f"{pin['package']}: manifest pins {pin['version']}, image has {installed.get(_canonical(pin['package']))}"
-    )
+    found = installed.get(_canonical(pin["package"]))
+    assert found == pin["version"], f"{pin['package']}: manifest pins {pin['version']}, image has {found}"
 
 
 def test_pip_check_is_clean(host: Any, spec: dict[str, Any]) -> None:
