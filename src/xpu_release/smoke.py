@@ -91,8 +91,8 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
             on_line(f"smoke-testing {spec.ref} in container {name}")
             cmd = [
                 sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
-                "-p", "xpu_release.smoke_plugin", "-o", "addopts=", "-o", "junit_family=xunit1", f"--junitxml={junit}",
-                f"--hosts=docker://{name}", "--rootdir", str(root), *map(str, suites),
+                "-p", "xpu_release.smoke_plugin", "-o", "addopts=", "-o", "junit_family=xunit1",
+                f"--junitxml={junit}", f"--hosts=docker://{name}", "--rootdir", str(root), *map(str, suites),
             ]  # fmt: skip
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
