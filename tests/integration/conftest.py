@@ -1,0 +1,159 @@
+"""The integration suite runs against the real local stack (ci/local-stack.sh): a Docker engine
+and distribution registries on loopback. With CI=true a missing stack fails the run."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixture"
+# The fixture image's own smoke checks run inside its container, not here.
+collect_ignore = ["fixture"]
+
+
+def _stack_problem() -> str | None:
+    if not os.environ.get("XPU_RELEASE_REGISTRIES"):
+        return "XPU_RELEASE_REGISTRIES is not set: run `eval \"$(ci/local-stack.sh env)\"`"
+    try:
+        import docker
+
+        docker.from_env(version="auto").ping()
+    except Exception as exc:
+        return f"no Docker engine ({type(exc).__name__}): run ci/local-stack.sh up"
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stack() -> None:
+    problem = _stack_problem()
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the local stack is required in CI: {problem}", pytrace=False)
+        pytest.skip(problem)
+
+
+@dataclass(frozen=True)
+class Cli:
+    root: Path
+    env: dict[str, str]
+
+    def run(self, *args: str, check: bool = False, env: dict[str, str] | None = None,
+            timeout: float = 900) -> subprocess.CompletedProcess[str]:  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "xpu_release", "--root", str(self.root), *args],
+            capture_output=True, text=True, env={**self.env, **(env or {})}, timeout=timeout, check=False,
+        )  # fmt: skip
+        if check and proc.returncode != 0:
+            pytest.fail(f"xpu-release {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        return proc
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "xpu_release", "--root", str(self.root), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+        )  # fmt: skip
+
+
+class _ArtifactHandler(BaseHTTPRequestHandler):
+    token = ""
+    body = b""
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {self.token}":
+            self.send_response(401)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _tarball(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class ArtifactServer:
+    url: str
+    token: str
+    sha256: str
+
+
+@pytest.fixture(scope="session")
+def artifact_server() -> Iterator[ArtifactServer]:
+    """A private artifact server on loopback that wants a bearer token."""
+    token = "artifact-token-" + secrets.token_hex(12)
+    body = _tarball({"hello.txt": b"hello from the artifact server\n"})
+    handler = type("Handler", (_ArtifactHandler,), {"token": token, "body": body})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield ArtifactServer(
+            url=f"http://127.0.0.1:{server.server_address[1]}/blob/1.0/blob.tar.gz",
+            token=token,
+            sha256=hashlib.sha256(body).hexdigest(),
+        )
+    finally:
+        server.shutdown()
+
+
+def make_repo(dst: Path, artifact: ArtifactServer) -> Path:
+    """A copy of the repository plus the xpu-fixture image, rendered and locked."""
+    for name in ("manifests", "templates", "images", "schema", "tests"):
+        shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
+    manifest = (FIXTURE / "manifest.yaml").read_text()
+    manifest = manifest.replace("{artifact_url}", artifact.url).replace("{artifact_sha256}", artifact.sha256)
+    (dst / "manifests" / "xpu-fixture").mkdir()
+    (dst / "manifests" / "xpu-fixture" / "1.0.yaml").write_text(manifest)
+    shutil.copytree(FIXTURE / "tests", dst / "images" / "xpu-fixture" / "tests")
+    return dst
+
+
+@pytest.fixture(scope="session")
+def fixture_cli(tmp_path_factory: pytest.TempPathFactory, artifact_server: ArtifactServer) -> Cli:
+    root = make_repo(tmp_path_factory.mktemp("fixture") / "repo", artifact_server)
+    env = {**os.environ, "XPU_RELEASE_ARTIFACT_TOKEN": artifact_server.token}
+    env.pop("XPU_RELEASE_ROOT", None)
+    cli = Cli(root=root, env=env)
+    cli.run("render", "xpu-fixture:1.0", check=True)
+    cli.run("lock", "xpu-fixture:1.0", check=True)
+    return cli
+
+
+@pytest.fixture(scope="session")
+def built_fixture(fixture_cli: Cli) -> subprocess.CompletedProcess[str]:
+    """xpu-fixture:1.0 built once for the session (a rebuild from scratch)."""
+    return fixture_cli.run("build", "xpu-fixture:1.0", "--rebuild", check=True)
+
+
+@pytest.fixture(scope="session")
+def engine() -> object:
+    from xpu_release.engine import Engine
+
+    return Engine.connect()
