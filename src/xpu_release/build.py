@@ -113,9 +113,15 @@ def build_image(
     existing = engine.image(spec.ref)
     if existing and existing.labels.get(INPUTS_LABEL) == inputs and not rebuild:
         on_line(f"{spec.ref} is up to date ({existing.id[:19]}, inputs {inputs[:12]}); skipping the build")
-        return BuiltImage(ref=spec.ref, image_id=existing.id, inputs_sha256=inputs,
-                          manifest_sha256=spec.content_hash, size=existing.size, skipped=True,
-                          seconds=time.monotonic() - started)  # fmt: skip
+        return BuiltImage(
+            ref=spec.ref,
+            image_id=existing.id,
+            inputs_sha256=inputs,
+            manifest_sha256=spec.content_hash,
+            size=existing.size,
+            skipped=True,
+            seconds=time.monotonic() - started,
+        )
 
     context = _assemble_context(root, spec, rendered.text, lock)
     hub = registries.endpoint(spec.base.registry)
@@ -142,6 +148,12 @@ def build_image(
     )
     shutil.rmtree(context, ignore_errors=True)
     info = engine.require_image(image_id)
-    return BuiltImage(ref=spec.ref, image_id=image_id, inputs_sha256=inputs,
-                      manifest_sha256=spec.content_hash, size=info.size, skipped=False,
-                      seconds=time.monotonic() - started)  # fmt: skip
+    return BuiltImage(
+        ref=spec.ref,
+        image_id=image_id,
+        inputs_sha256=inputs,
+        manifest_sha256=spec.content_hash,
+        size=info.size,
+        skipped=False,
+        seconds=time.monotonic() - started,
+    )

@@ -7,6 +7,7 @@ Every stage lives in its own module; this file only wires them together and maps
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -326,8 +327,9 @@ def build(state: State, ref: str, rebuild: bool, as_json: bool) -> None:
     from .engine import Engine
 
     spec = state.repo.load_ref(ref)
-    built = build_image(state.root, spec, state.registries(), Engine.connect(), rebuild=rebuild,
-                        on_line=_line_sink())  # fmt: skip
+    built = build_image(
+        state.root, spec, state.registries(), Engine.connect(), rebuild=rebuild, on_line=_line_sink()
+    )
     if as_json:
         _emit_json(asdict(built))
         return
@@ -352,6 +354,137 @@ def test_(state: State, ref: str, as_json: bool) -> None:
         _emit_json(asdict(result))
         return
     click.echo(f"{spec.ref}: {result.passed} checks passed ({result.image_id})")
+
+
+# --- publish -----------------------------------------------------------------------------
+
+
+def _credentials(username: str | None, password_stdin: bool) -> Any:
+    from .credentials import USER_ENV, Credentials, CredentialStore
+    from .errors import ConfigError
+    from .secrets import register
+
+    if not password_stdin:
+        return CredentialStore()
+    user = username or os.environ.get(USER_ENV)
+    if not user:
+        msg = f"--password-stdin needs --username (or {USER_ENV})"
+        raise ConfigError(msg)
+    password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        msg = "--password-stdin: no password on standard input"
+        raise ConfigError(msg)
+    register(password)
+    return CredentialStore(explicit=Credentials(username=user, password=password))
+
+
+def _print_record(record: Any) -> None:
+    click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
+    for e in record.endpoints:
+        detail = (
+            e.error
+            or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
+        )
+        click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
+    for ref in record.floating_moved:
+        click.echo(f"  moved {ref}")
+
+
+login_options = [
+    click.option("--username", envvar="XPU_RELEASE_USERNAME", help="Registry user (with --password-stdin)."),
+    click.option("--password-stdin", is_flag=True, help="Read the registry password from stdin."),
+]
+
+
+def with_login(f: F) -> F:
+    for option in reversed(login_options):
+        f = option(f)
+    return f
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--dry-run", is_flag=True, help="Print the plan; touch nothing.")
+@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
+@click.option("--chunk-size", type=click.IntRange(min=1 << 20), help="Chunked blob uploads of this size.")
+@click.option("--json", "as_json", is_flag=True)
+@with_login
+@pass_state
+def publish(
+    state: State,
+    ref: str,
+    dry_run: bool,
+    allow_overwrite: bool,
+    record_file: str | None,
+    chunk_size: int | None,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """Publish the tested NAME:VERSION to the public registry and every VPC region, verified."""
+    from . import record as records
+    from .engine import Engine
+    from .errors import PublishError
+    from .plan import make_plan
+    from .publish import Options, failure_report
+    from .publish import publish as run_publish
+
+    spec = state.repo.load_ref(ref)
+    registries = state.registries()
+    if dry_run:
+        plan = make_plan(spec, registries)
+        if as_json:
+            _emit_json({**plan.to_json(), "dry_run": True})
+            return
+        click.echo(f"would publish {spec.ref} (dry run: nothing is touched)")
+        for t in plan.targets:
+            click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
+        for f in (r for t in plan.targets for r in t.floating_refs):
+            click.echo(f"  then move {f} (after every endpoint verifies)")
+        return
+    creds = _credentials(username, password_stdin)
+    options = Options(allow_overwrite=allow_overwrite, chunk_size=chunk_size)
+    result = run_publish(spec, registries, Engine.connect(), creds, options, _line_sink())
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    records.write(result, path)
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        _print_record(result)
+        click.echo(f"record: {path}")
+    if not result.complete:
+        raise PublishError(failure_report(result))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@click.option("--json", "as_json", is_flag=True)
+@with_login
+@pass_state
+def status(
+    state: State, ref: str, record_file: str | None, as_json: bool, username: str | None, password_stdin: bool
+) -> None:
+    """What every endpoint serves now for NAME:VERSION, against its release record."""
+    from . import record as records
+    from .errors import PublishError
+    from .publish import status as endpoint_status
+
+    spec = state.repo.load_ref(ref)
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read(path) if path.is_file() else None
+    rows = endpoint_status(spec, state.registries(), _credentials(username, password_stdin), record)
+    if as_json:
+        _emit_json({"record": str(path) if record else None, "endpoints": rows})
+    else:
+        for r in rows:
+            mark = "ok" if r["matches"] else ("-" if record is None else "DIFFERS")
+            click.echo(f"{r['endpoint']:<22} {mark:<8} {r['ref']}  {r['serves'] or r['error'] or 'absent'}")
+    version_rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}")]
+    if record is not None and not all(r["matches"] for r in version_rows):
+        msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
+        raise PublishError(msg)
 
 
 def main() -> None:

@@ -83,9 +83,16 @@ class Engine:
         log: list[str] = []
         image_id = ""
         stream = self.api.build(
-            path=str(context), tag=tag, buildargs=buildargs, labels=labels, rm=True,
-            forcerm=True, network_mode="none", decode=True, pull=False,
-        )  # fmt: skip
+            path=str(context),
+            tag=tag,
+            buildargs=buildargs,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            network_mode="none",
+            decode=True,
+            pull=False,
+        )
         for chunk in stream:
             if "stream" in chunk:
                 text = redact(chunk["stream"])
@@ -165,7 +172,10 @@ class Engine:
                 message = redact(str(detail.get("message") or chunk.get("error")))
                 log.append(message)
                 lowered = message.lower()
-                if any(k in lowered for k in ("unauthorized", "authentication required", "denied")):
+                if any(
+                    k in lowered
+                    for k in ("unauthorized", "authentication required", "denied", "no basic auth")
+                ):
                     msg = f"{what} was refused: {message}"
                     raise RegistryAuthError(msg, details="\n".join(log))
                 msg = f"{what} failed: {message}"
@@ -182,9 +192,14 @@ class Engine:
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
         try:
             self.client.containers.run(
-                image, command=["sleep", "infinity"], name=name, detach=True,
-                labels={CONTAINER_LABEL: purpose}, network_mode="none", entrypoint=[],
-            )  # fmt: skip
+                image,
+                command=["sleep", "infinity"],
+                name=name,
+                detach=True,
+                labels={CONTAINER_LABEL: purpose},
+                network_mode="none",
+                entrypoint=[],
+            )
             yield name
         finally:
             if os.environ.get(KEEP_ENV) != "1":

@@ -85,8 +85,19 @@ def fetch(
 
 
 def _pip_download(requirement: str, into: Path, url: str) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "--quiet", "-d", str(into / "pip"), requirement]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "-d",
+        str(into / "pip"),
+        requirement,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     files = list((into / "pip").glob("*")) if (into / "pip").is_dir() else []
     if proc.returncode != 0 or len(files) != 1:

@@ -145,11 +145,24 @@ def _pip_report(spec: ImageSpec, workdir: Path) -> dict[str, Any]:
     reqs.write_text("".join(c.pin + "\n" for c in spec.of_kind("pip")))
     report = workdir / "report.json"
     cmd = [
-        sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-        "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "--retries", "2",
-        "--timeout", "30", "--report", str(report),
-        "-r", str(reqs),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--retries",
+        "2",
+        "--timeout",
+        "30",
+        "--report",
+        str(report),
+        "-r",
+        str(reqs),
+    ]
     if spec.pip_index_url:
         cmd += ["--index-url", spec.pip_index_url]
     for link in spec.pip_find_links:
@@ -166,10 +179,17 @@ def _pip_report(spec: ImageSpec, workdir: Path) -> dict[str, Any]:
 
 def _requires(item: dict[str, Any]) -> list[str]:
     """Names a resolved distribution depends on, in the target environment, without extras."""
-    env = {"python_version": TARGET_PYTHON, "python_full_version": TARGET_PYTHON + ".0",
-           "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
-           "os_name": "posix", "implementation_name": "cpython",
-           "platform_python_implementation": "CPython", "extra": ""}  # fmt: skip
+    env = {
+        "python_version": TARGET_PYTHON,
+        "python_full_version": TARGET_PYTHON + ".0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
     out = []
     for raw in item["metadata"].get("requires_dist") or ():
         try:
@@ -192,9 +212,11 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
             msg = f"pip gave no sha256 for {name}; the index must publish hashes"
             raise LockError(msg)
         resolved[name] = Locked(
-            name=item["metadata"]["name"], version=item["metadata"]["version"],
-            sha256=hashes["sha256"], url=item["download_info"]["url"],
-        )  # fmt: skip
+            name=item["metadata"]["name"],
+            version=item["metadata"]["version"],
+            sha256=hashes["sha256"],
+            url=item["download_info"]["url"],
+        )
         deps[name] = _requires(item)
     taken: set[str] = set()
     layers = []

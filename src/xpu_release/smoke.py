@@ -20,6 +20,7 @@ from typing import Any
 
 from .engine import Engine, LineSink
 from .errors import SmokeTestFailed
+from .fetch import cache_dir
 from .manifest import ImageSpec
 
 VENV = "/opt/venv"
@@ -90,10 +91,25 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
         with engine.container(spec.ref, purpose="smoke") as name:
             on_line(f"smoke-testing {spec.ref} in container {name}")
             cmd = [
-                sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
-                "-p", "xpu_release.smoke_plugin", "-o", "addopts=", "-o", "junit_family=xunit1",
-                f"--junitxml={junit}", f"--hosts=docker://{name}", "--rootdir", str(root), *map(str, suites),
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "-rfE",
+                "-p",
+                "xpu_release.smoke_plugin",
+                "-o",
+                "addopts=",
+                "-o",
+                "junit_family=xunit1",
+                f"--junitxml={junit}",
+                f"--hosts=docker://{name}",
+                "--rootdir",
+                str(root),
+                *map(str, suites),
+            ]
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
             try:
@@ -111,5 +127,38 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
         listing = "\n".join(f"  - {f}" for f in failed) or "  (see the log above)"
         msg = f"{len(failed)} smoke check(s) failed for {spec.ref}; it must not be published:\n{listing}"
         raise SmokeTestFailed(msg, details="".join(output))
-    return SmokeResult(ref=spec.ref, image_id=image.id, passed=passed, failed=(),
-                       seconds=time.monotonic() - started)  # fmt: skip
+    result = SmokeResult(
+        ref=spec.ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
+    )
+    _mark_tested(spec, image.id, image.labels.get("io.xpu-release.inputs.sha256", ""), passed)
+    return result
+
+
+def _marker(image_id: str) -> Path:
+    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
+
+
+def _mark_tested(spec: ImageSpec, image_id: str, inputs: str, passed: int) -> None:
+    path = _marker(image_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "ref": spec.ref,
+        "image_id": image_id,
+        "inputs_sha256": inputs,
+        "manifest_sha256": spec.content_hash,
+        "passed": passed,
+        "at": time.time(),
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def require_tested(spec: ImageSpec, image_id: str) -> None:
+    """Publish only what passed its smoke tests: this very image, for this very manifest."""
+    path = _marker(image_id)
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if data.get("manifest_sha256") != spec.content_hash:
+        msg = (
+            f"{spec.ref} ({image_id[:19]}) has not passed its smoke tests for the current manifest; "
+            f"run `xpu-release test {spec.ref}` first"
+        )
+        raise SmokeTestFailed(msg)

@@ -27,7 +27,7 @@ collect_ignore = ["fixture"]
 
 def _stack_problem() -> str | None:
     if not os.environ.get("XPU_RELEASE_REGISTRIES"):
-        return "XPU_RELEASE_REGISTRIES is not set: run `eval \"$(ci/local-stack.sh env)\"`"
+        return 'XPU_RELEASE_REGISTRIES is not set: run `eval "$(ci/local-stack.sh env)"`'
     try:
         import docker
 
@@ -51,12 +51,17 @@ class Cli:
     root: Path
     env: dict[str, str]
 
-    def run(self, *args: str, check: bool = False, env: dict[str, str] | None = None,
-            timeout: float = 900) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    def run(
+        self, *args: str, check: bool = False, env: dict[str, str] | None = None, timeout: float = 900
+    ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [sys.executable, "-m", "xpu_release", "--root", str(self.root), *args],
-            capture_output=True, text=True, env={**self.env, **(env or {})}, timeout=timeout, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env={**self.env, **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
         if check and proc.returncode != 0:
             pytest.fail(f"xpu-release {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
         return proc
@@ -64,8 +69,11 @@ class Cli:
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
             [sys.executable, "-m", "xpu_release", "--root", str(self.root), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
 
 
 class _ArtifactHandler(BaseHTTPRequestHandler):

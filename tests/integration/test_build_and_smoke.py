@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from xpu_release.engine import CONTAINER_LABEL, Engine
+from xpu_release.engine import Engine
 from xpu_release.errors import BuildFailed
 
 from .conftest import ArtifactServer, Cli
@@ -59,7 +59,9 @@ def test_without_the_token_the_private_artifact_is_refused(fixture_cli: Cli, tmp
     assert "set XPU_RELEASE_ARTIFACT_TOKEN" in result.stderr
 
 
-def test_an_unchanged_image_is_not_rebuilt(built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli) -> None:
+def test_an_unchanged_image_is_not_rebuilt(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli
+) -> None:
     again = fixture_cli.run("build", "xpu-fixture:1.0", "--json", check=True)
 
     result = json.loads(again.stdout)
@@ -67,7 +69,9 @@ def test_an_unchanged_image_is_not_rebuilt(built_fixture: subprocess.CompletedPr
     assert "up to date" in again.stderr
 
 
-def test_smoke_checks_pass_on_the_built_image(built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli) -> None:
+def test_smoke_checks_pass_on_the_built_image(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli
+) -> None:
     result = fixture_cli.run("test", "xpu-fixture:1.0", "--json", check=True)
 
     summary = json.loads(result.stdout)
@@ -132,7 +136,7 @@ def test_a_build_that_fails_midway_keeps_the_full_log(engine: Engine, tmp_path: 
 def test_build_containers_have_no_network(engine: Engine, tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text(
         "FROM 127.0.0.1:15000/base/debian/bookworm-python:12\n"
-        "RUN python3 -c \"import socket; print(sorted(n for _, n in socket.if_nameindex()))\" "
+        'RUN python3 -c "import socket; print(sorted(n for _, n in socket.if_nameindex()))" '
         "&& python3 -c \"import socket; socket.create_connection(('172.17.0.1', 15000), timeout=5)\"\n"
     )
     lines: list[str] = []
@@ -152,7 +156,11 @@ def test_a_corrupt_artifact_fails_the_build_with_exit_5_and_the_log(fixture_cli:
     manifest = fixture_cli.root / "manifests" / "xpu-fixture" / "1.0.yaml"
     original = manifest.read_text()
     text = original.split("url: ")[0] + "url: file://" + str(blob) + "\n    sha256: "
-    text += hashlib.sha256(blob.read_bytes()).hexdigest() + "\n    format: tar.gz" + original.split("format: tar.gz")[1]
+    text += (
+        hashlib.sha256(blob.read_bytes()).hexdigest()
+        + "\n    format: tar.gz"
+        + original.split("format: tar.gz")[1]
+    )
     manifest.write_text(text)
     try:
         fixture_cli.run("render", "xpu-fixture:1.0", check=True)
@@ -195,7 +203,9 @@ def test_lock_of_conflicting_pins_fails_with_pips_explanation(fixture_cli: Cli) 
     manifest = fixture_cli.root / "manifests" / "xpu-fixture" / "1.1.yaml"
     manifest.write_text(
         'image: xpu-fixture\nversion: "1.1"\nextends: "1.0"\n'
-        "components:\n  transformers: {kind: pip, version: 4.49.0}\n  tokenizers: {kind: pip, version: 0.15.0}\n"
+        "components:\n"
+        "  transformers: {kind: pip, version: 4.49.0}\n"
+        "  tokenizers: {kind: pip, version: 0.15.0}\n"
     )
     try:
         result = fixture_cli.run("lock", "xpu-fixture:1.1")

@@ -1,0 +1,150 @@
+"""Build benchmark on the CPU family, side by side in one run (a script, not a timed test).
+
+    eval "$(ci/local-stack.sh env)" && python bench/build.py
+
+Measures: a cold build (no engine cache; the host wheel cache stays warm, as on a CI runner
+that keeps it), a rebuild with no change, the content-addressed skip, a rebuild after bumping
+the last-installed pin, and the bytes wasted across layers (files a later layer overwrites or
+deletes). Prints a table and writes bench/results/build.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = "training-cpu-pytorch:25.03"
+BUMPED = "training-cpu-pytorch:99.01"
+GOALS = {"rebuild_no_change": 0.05, "rebuild_last_pin": 0.25, "wasted_fraction": 0.01}
+
+
+def cli(root: Path, *args: str) -> float:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "xpu_release", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"xpu-release {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    return time.monotonic() - started
+
+
+def wasted_bytes(ref: str) -> tuple[int, int]:
+    """(total bytes of all layers, bytes of files a later layer overwrites or deletes)."""
+    import docker
+
+    client = docker.from_env(version="auto", timeout=900)
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "image.tar"
+        with archive.open("wb") as f:
+            for chunk in client.api.get_image(ref):
+                f.write(chunk)
+        with tarfile.open(archive) as outer:
+            manifest = json.load(outer.extractfile("manifest.json"))  # type: ignore[arg-type]
+            seen: dict[str, int] = {}
+            total = wasted = 0
+            for layer_name in manifest[0]["Layers"]:
+                with tarfile.open(fileobj=outer.extractfile(layer_name)) as layer:
+                    for member in layer:
+                        path = "/" + member.name.lstrip("./")
+                        base = path.rsplit("/", 1)
+                        if base[-1].startswith(".wh."):
+                            victim = base[0] + "/" + base[-1][4:]
+                            for p in [p for p in seen if p == victim or p.startswith(victim + "/")]:
+                                wasted += seen.pop(p)
+                            continue
+                        if member.isfile():
+                            total += member.size
+                            if path in seen:
+                                wasted += seen[path]
+                            seen[path] = member.size
+    return total, wasted
+
+
+def main() -> None:
+    import docker
+
+    client = docker.from_env(version="auto", timeout=900)
+    results: dict[str, Any] = {"image": REF}
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        for name in ("manifests", "templates", "images", "schema", "tests"):
+            shutil.copytree(ROOT / name, repo / name)
+        shutil.copy(ROOT / "registries.yaml", repo)
+
+        # Cold: no image and no build cache; the base image stays (it comes from the hub registry).
+        def forget_everything_but_the_base() -> None:
+            for container in client.containers.list(all=True):
+                container.remove(force=True)
+            for image in client.images.list():
+                if not any("bookworm-python" in t for t in image.tags):
+                    client.images.remove(image.id, force=True)
+
+        cli(repo, "build", REF)  # warm the host's wheel cache outside the measured runs
+        forget_everything_but_the_base()
+        results["cold_s"] = cli(repo, "build", REF)
+        results["rebuild_no_change_s"] = cli(repo, "build", REF, "--rebuild")
+        results["skip_s"] = cli(repo, "build", REF)
+
+        # Bump the last-installed pin (accelerate) in a new release that extends 25.03.
+        (repo / "manifests" / "training-cpu-pytorch" / "99.01.yaml").write_text(
+            'image: training-cpu-pytorch\nversion: "99.01"\nextends: "25.03"\n'
+            "components:\n  accelerate: {version: 1.6.0}\n"
+        )
+        cli(repo, "render", BUMPED)
+        cli(repo, "lock", BUMPED)
+        results["rebuild_last_pin_s"] = cli(repo, "build", BUMPED)
+
+    size = client.api.inspect_image(REF)["Size"]
+    total, wasted = wasted_bytes(REF)
+    results.update(image_bytes=size, layer_file_bytes=total, wasted_bytes=wasted)
+    cold = results["cold_s"]
+    rows = [
+        ("cold build", f"{cold:.1f} s", "100 %", ""),
+        (
+            "rebuild, no change",
+            f"{results['rebuild_no_change_s']:.1f} s",
+            f"{100 * results['rebuild_no_change_s'] / cold:.1f} %",
+            "≤ 5 %",
+        ),
+        (
+            "build, same inputs (skip)",
+            f"{results['skip_s']:.1f} s",
+            f"{100 * results['skip_s'] / cold:.1f} %",
+            "",
+        ),
+        (
+            "rebuild, last pin bumped",
+            f"{results['rebuild_last_pin_s']:.1f} s",
+            f"{100 * results['rebuild_last_pin_s'] / cold:.1f} %",
+            "≤ 25 %",
+        ),
+        ("image size", f"{size / 1e6:.0f} MB", "", ""),
+        ("wasted across layers", f"{wasted / 1e6:.2f} MB", f"{100 * wasted / max(total, 1):.2f} %", "≤ 1 %"),
+    ]
+    results["ratios"] = {
+        "rebuild_no_change": results["rebuild_no_change_s"] / cold,
+        "rebuild_last_pin": results["rebuild_last_pin_s"] / cold,
+        "wasted_fraction": wasted / max(total, 1),
+    }
+    results["goals_met"] = {k: results["ratios"][k] <= v for k, v in GOALS.items()}
+    print(f"{'measure':<28} {'value':>10} {'of cold':>9} {'goal':>7}")
+    for name, value, share, goal in rows:
+        print(f"{name:<28} {value:>10} {share:>9} {goal:>7}")
+    out = ROOT / "bench" / "results" / "build.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

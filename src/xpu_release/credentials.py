@@ -1,0 +1,83 @@
+"""Registry credentials: the docker config (``auths``, ``credHelpers``/``credsStore``), the
+environment, or ``--password-stdin``. Never argv; every password is registered for redaction."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import RegistryAuthError
+from .secrets import register
+
+USER_ENV = "XPU_RELEASE_USERNAME"
+PASSWORD_ENV = "XPU_RELEASE_PASSWORD"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Credentials:
+    username: str
+    password: str = field(repr=False)
+
+    def docker_auth(self) -> dict[str, str]:
+        return {"username": self.username, "password": self.password}
+
+
+def _docker_config() -> dict[str, object]:
+    folder = os.environ.get("DOCKER_CONFIG")
+    path = Path(folder) / "config.json" if folder else Path.home() / ".docker" / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return {}
+
+
+def _helper(name: str, host: str) -> Credentials | None:
+    try:
+        proc = subprocess.run(
+            [f"docker-credential-{name}", "get"],
+            input=host,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        msg = f"credential helper docker-credential-{name} failed for {host}: {type(exc).__name__}"
+        raise RegistryAuthError(msg) from None
+    if proc.returncode != 0:
+        return None
+    data = json.loads(proc.stdout)
+    return Credentials(username=data["Username"], password=register(data["Secret"]) or "")
+
+
+@dataclass
+class CredentialStore:
+    """Where credentials for a registry host come from, in order: an explicit login
+    (``--password-stdin``), the environment, then the docker config."""
+
+    explicit: Credentials | None = None
+
+    def for_host(self, host: str) -> Credentials | None:
+        if self.explicit:
+            return self.explicit
+        user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+        if user and password:
+            return Credentials(username=user, password=register(password) or "")
+        config = _docker_config()
+        helpers = config.get("credHelpers") or {}
+        if isinstance(helpers, dict) and host in helpers:
+            return _helper(str(helpers[host]), host)
+        auths = config.get("auths") or {}
+        entry = auths.get(host) if isinstance(auths, dict) else None
+        if isinstance(entry, dict) and entry.get("auth"):
+            raw = base64.b64decode(str(entry["auth"])).decode()
+            user, _, password = raw.partition(":")
+            return Credentials(username=user, password=register(password) or "")
+        store = config.get("credsStore")
+        if isinstance(store, str) and store:
+            return _helper(store, host)
+        return None

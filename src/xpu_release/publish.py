@@ -1,0 +1,320 @@
+"""``publish``: put the tested image into the public registry and every VPC region, and prove
+that each endpoint serves exactly that digest.
+
+Push once through the engine to the first endpoint, then copy registry to registry by digest
+(blobs already present are skipped, blobs in the same registry are mounted, regions run in
+parallel, the manifest bytes are preserved). Version tags are immutable; floating tags move
+only after every endpoint is verified. Every run writes a release record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+from .build import INPUTS_LABEL
+from .credentials import CredentialStore
+from .endpoints import Endpoint, Registries
+from .engine import Engine
+from .errors import PublishError, ReleaseError, TagConflict
+from .fetch import cache_dir
+from .manifest import ImageSpec
+from .plan import Plan, Target, make_plan
+from .record import EndpointRecord, ReleaseRecord, Status
+from .registry import Manifest, RegistryClient, RetryPolicy
+from .secrets import redact
+from .smoke import require_tested
+
+Sink = Callable[[str], None]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    allow_overwrite: bool = False
+    chunk_size: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    parallel: int = 8
+
+
+class _BlobSpool:
+    """Blobs downloaded once from the source, shared by every region's copy (and by reruns)."""
+
+    def __init__(self) -> None:
+        self.folder = cache_dir() / "oci-blobs"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def get(self, source: RegistryClient, repo: str, digest: str) -> Path:
+        with self._guard:
+            lock = self._locks.setdefault(digest, threading.Lock())
+        with lock:
+            path = self.folder / digest.replace(":", "-")
+            if not path.is_file():
+                source.download_blob(repo, digest, path)
+            return path
+
+
+class Publisher:
+    def __init__(
+        self,
+        spec: ImageSpec,
+        registries: Registries,
+        engine: Engine | None,
+        credentials: CredentialStore,
+        options: Options,
+        on_line: Sink,
+    ) -> None:
+        self.spec = spec
+        self.plan: Plan = make_plan(spec, registries)
+        self.engine = engine
+        self.credentials = credentials
+        self.options = options
+        self.on_line = on_line
+        self.spool = _BlobSpool()
+
+    def client(self, ep: Endpoint) -> RegistryClient:
+        return RegistryClient(ep, self.credentials.for_host(ep.host), self.options.retry, self.on_line)
+
+    def repo(self, ep: Endpoint) -> str:
+        return ep.repository(self.spec.image)
+
+    # --- stages -----------------------------------------------------------------------------
+
+    def check_tags(self, image_id: str) -> dict[str, Manifest | None]:
+        """What each endpoint's version tag holds now; refuse a different image unless allowed."""
+        current: dict[str, Manifest | None] = {}
+        conflicts: list[str] = []
+
+        def look(t: Target) -> tuple[Target, Manifest | None, str | None]:
+            try:
+                return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version), None
+            except ReleaseError as exc:
+                return t, None, exc.message
+
+        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+            for t, m, _error in pool.map(look, self.plan.targets):
+                current[t.endpoint.name] = m
+                if m is not None and m.config_digest != image_id:
+                    conflicts.append(
+                        f"  {t.version_ref}: serves {m.digest} (config {m.config_digest[:19]}), "
+                        f"ours is config {image_id[:19]}"
+                    )
+        if conflicts and not self.options.allow_overwrite:
+            msg = (
+                f"{self.spec.ref} is already published with other content; version tags are immutable:\n"
+                + "\n".join(conflicts)
+                + "\nnothing was pushed. Release a new version, or pass --allow-overwrite."
+            )
+            raise TagConflict(msg)
+        return current
+
+    def push_source(self, image_id: str, current: Manifest | None) -> Manifest:
+        """The first endpoint gets the image through the engine; its manifest is the source."""
+        first = self.plan.targets[0]
+        client = self.client(first.endpoint)
+        repo = self.repo(first.endpoint)
+        if current is None or current.config_digest != image_id:
+            assert self.engine is not None
+            self.engine.tag(image_id, first.version_ref)
+            creds = self.credentials.for_host(first.endpoint.host)
+            self.on_line(f"pushing {first.version_ref}")
+            self.engine.push(first.version_ref, creds.docker_auth() if creds else None, self.on_line)
+        manifest = client.get_manifest(repo, self.spec.version)
+        if manifest is None or manifest.config_digest != image_id:
+            got = manifest.config_digest if manifest else "nothing"
+            msg = f"{first.version_ref} serves {got}, not the tested image {image_id}"
+            raise PublishError(msg)
+        return manifest
+
+    def copy_to(self, target: Target, source: Manifest, current: Manifest | None) -> EndpointRecord:
+        started = time.monotonic()
+        ep = target.endpoint
+        client = self.client(ep)
+        repo = self.repo(ep)
+        first = self.plan.targets[0].endpoint
+        src_client = self.client(first)
+        src_repo = self.repo(first)
+        status: str = "unchanged"
+        try:
+            if current is None or current.digest != source.digest:
+                status = "verified"
+                self.on_line(f"copying {source.digest[:19]} to {ep.name}")
+                for digest, _size in source.blobs():
+                    if client.blob_exists(repo, digest):
+                        client.stats["skipped_blobs"] += 1
+                        continue
+                    if ep.host == first.host and client.mount_blob(repo, digest, src_repo):
+                        continue
+                    path = self.spool.get(src_client, src_repo, digest)
+                    client.upload_blob(repo, digest, path, chunk_size=self.options.chunk_size)
+                client.put_manifest(repo, self.spec.version, source)
+            served = client.head_manifest(repo, self.spec.version)
+            if served != source.digest:
+                msg = f"{target.version_ref} serves {served}, expected {source.digest}"
+                raise PublishError(msg)
+            return self._record(
+                target,
+                "verified" if status == "verified" else "unchanged",
+                source.digest,
+                None,
+                started,
+                client,
+            )
+        except ReleaseError as exc:
+            return self._record(target, "failed", None, exc.message, started, client)
+        except Exception as exc:  # a region's unexpected failure must not hide the others'
+            return self._record(
+                target, "failed", None, f"{type(exc).__name__}: {redact(str(exc))}", started, client
+            )
+
+    def _record(
+        self,
+        target: Target,
+        status: str,
+        digest: str | None,
+        error: str | None,
+        started: float,
+        client: RegistryClient,
+    ) -> EndpointRecord:
+        return EndpointRecord(
+            endpoint=target.endpoint.name,
+            host=target.endpoint.host,
+            version_ref=target.version_ref,
+            floating_refs=target.floating_refs,
+            status=cast(Status, status),
+            digest=digest,
+            error=error,
+            seconds=round(time.monotonic() - started, 3),
+            uploaded_bytes=client.stats["uploaded_bytes"],
+            mounted_blobs=client.stats["mounted"],
+            skipped_blobs=client.stats["skipped_blobs"],
+            retries=client.stats["retries"],
+            verified_at=_now() if status in ("verified", "unchanged") else None,
+        )
+
+    def move_floating(self, source: Manifest) -> tuple[str, ...]:
+        moved: list[str] = []
+        for t in self.plan.targets:
+            client = self.client(t.endpoint)
+            for tag, ref in zip(self.spec.floating_tags, t.floating_refs, strict=True):
+                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
+                    client.put_manifest(self.repo(t.endpoint), tag, source)
+                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
+                    msg = f"{ref} does not serve {source.digest} after moving it"
+                    raise PublishError(msg)
+                moved.append(ref)
+        return tuple(moved)
+
+    def run(self, image_id: str, inputs: str) -> ReleaseRecord:
+        current = self.check_tags(image_id)
+        base = ReleaseRecord(
+            ref=self.spec.ref,
+            manifest=self.spec.manifest_path,
+            manifest_sha256=self.spec.content_hash,
+            inputs_sha256=inputs,
+            tested_image_id=image_id,
+            digest=None,
+            published_at=_now(),
+            complete=False,
+            floating_moved=(),
+        )
+        first = self.plan.targets[0]
+        started = time.monotonic()
+        try:
+            source = self.push_source(image_id, current[first.endpoint.name])
+        except ReleaseError as exc:
+            failed = tuple(
+                EndpointRecord(
+                    endpoint=t.endpoint.name,
+                    host=t.endpoint.host,
+                    version_ref=t.version_ref,
+                    floating_refs=t.floating_refs,
+                    status="failed" if t is first else "planned",
+                    digest=None,
+                    error=exc.message
+                    if t is first
+                    else f"not attempted: {first.endpoint.name} (the source) failed",
+                )
+                for t in self.plan.targets
+            )
+            return replace(base, endpoints=failed)
+        first_record = self._record(
+            first, "verified", source.digest, None, started, self.client(first.endpoint)
+        )
+        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+            rest = list(
+                pool.map(lambda t: self.copy_to(t, source, current[t.endpoint.name]), self.plan.targets[1:])
+            )
+        endpoints = (first_record, *rest)
+        complete = all(e.status in ("verified", "unchanged") for e in endpoints)
+        record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
+        if complete and self.spec.floating_tags:
+            record = replace(record, floating_moved=self.move_floating(source))
+        return record
+
+
+def publish(
+    spec: ImageSpec,
+    registries: Registries,
+    engine: Engine,
+    credentials: CredentialStore,
+    options: Options,
+    on_line: Sink,
+) -> ReleaseRecord:
+    """Publish the built, smoke-tested ``spec``; the record says what each endpoint serves."""
+    info = engine.require_image(spec.ref)
+    require_tested(spec, info.id)
+    publisher = Publisher(spec, registries, engine, credentials, options, on_line)
+    return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
+
+
+def failure_report(record: ReleaseRecord) -> str:
+    lines = [f"{record.ref} is not published everywhere; rerun `xpu-release publish {record.ref}` to finish:"]
+    for e in record.endpoints:
+        lines.append(f"  {e.endpoint:<22} {e.status:<10} {e.error or e.digest or ''}")
+    lines.append("no floating tag was moved")
+    return "\n".join(lines)
+
+
+def status(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
+) -> list[dict[str, str | bool | None]]:
+    """What each endpoint serves now for the version and floating tags, against the record."""
+    publisher = Publisher(
+        spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)), lambda _: None
+    )
+    rows: list[dict[str, str | bool | None]] = []
+    for t in publisher.plan.targets:
+        client = publisher.client(t.endpoint)
+        for tag, ref in (
+            (spec.version, t.version_ref),
+            *zip(spec.floating_tags, t.floating_refs, strict=True),
+        ):
+            try:
+                served = client.head_manifest(publisher.repo(t.endpoint), tag)
+                error = None
+            except ReleaseError as exc:
+                served, error = None, exc.message
+            expected = record.digest if record else None
+            rows.append(
+                {
+                    "endpoint": t.endpoint.name,
+                    "ref": ref,
+                    "serves": served,
+                    "expected": expected,
+                    "matches": served is not None and served == expected,
+                    "error": error,
+                }
+            )
+    return rows

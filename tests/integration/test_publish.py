@@ -1,0 +1,332 @@
+"""Publish for real: the local public registry (TLS + htpasswd) and three VPC regions, with an
+outside client (skopeo) confirming the result, and faults injected by a proxy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xpu_release.endpoints import load_registries
+from xpu_release.registry import RegistryClient
+
+from .conftest import Cli
+from .faultproxy import FaultProxy
+
+pytestmark = pytest.mark.integration
+
+REF = "xpu-fixture:1.0"
+REGIONS = {
+    "cn-beijing": "127.0.0.1:15002",
+    "cn-wulanchabu": "127.0.0.1:15003",
+    "cn-shanghai": "127.0.0.1:15004",
+}
+
+
+@pytest.fixture(scope="module")
+def tested(fixture_cli: Cli, built_fixture: object) -> Cli:
+    fixture_cli.run("test", REF, check=True)
+    return fixture_cli
+
+
+@pytest.fixture
+def namespace() -> str:
+    return "t" + uuid.uuid4().hex[:10]
+
+
+def registries_file(path: Path, namespace: str, hosts: dict[str, str] | None = None) -> Path:
+    stack = os.environ["XPU_STACK_DIR"]
+    regions = hosts or REGIONS
+    lines = [
+        "registries:",
+        f"  public: {{host: '127.0.0.1:15001', namespace: {namespace}, ca_file: {stack}/certs/ca.crt}}",
+        f"  vpc:\n    namespace: {namespace}\n    insecure: true",
+        f"    regions: [{', '.join(regions)}]",
+        "    hosts:",
+        *(f"      {r}: '{h}'" for r, h in regions.items()),
+        "  hub: {host: '127.0.0.1:15000', namespace: base, insecure: true}",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def publish(
+    cli: Cli, regs: Path, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    record = regs.with_suffix(".record.json")
+    cmd = ["--registries", str(regs), "publish", REF, "--record", str(record), *args]
+    if stdin is None:
+        return cli.run(*cmd, env=env)
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "xpu_release", "--root", str(cli.root), *cmd],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**cli.env, **(env or {})},
+        check=False,
+    )
+
+
+def record_of(regs: Path) -> dict[str, object]:
+    return json.loads(regs.with_suffix(".record.json").read_text())  # type: ignore[no-any-return]
+
+
+def served(cli: Cli, regs: Path, tag: str) -> dict[str, str | None]:
+    """What each endpoint serves for ``tag``, asked with our own client."""
+    from xpu_release.credentials import CredentialStore
+
+    registries = load_registries(cli.root, str(regs))
+    out = {}
+    for ep in registries.publish_endpoints():
+        client = RegistryClient(ep, CredentialStore().for_host(ep.host))
+        out[ep.name] = client.head_manifest(ep.repository("xpu-fixture"), tag)
+    return out
+
+
+def skopeo_digest(ref: str) -> str:
+    stack = os.environ["XPU_STACK_DIR"]
+    args = ["skopeo", "inspect", "--authfile", f"{os.environ['DOCKER_CONFIG']}/config.json"]
+    if ref.startswith("127.0.0.1:15001"):
+        args += ["--cert-dir", f"{stack}/certs"]
+    else:
+        args += ["--tls-verify=false"]
+    proc = subprocess.run([*args, f"docker://{ref}"], capture_output=True, text=True, check=True)
+    return str(json.loads(proc.stdout)["Digest"])
+
+
+@pytest.fixture
+def proxy() -> Iterator[FaultProxy]:
+    p = FaultProxy(REGIONS["cn-shanghai"])
+    yield p
+    p.close()
+
+
+def test_publish_reaches_every_endpoint_with_the_tested_digest(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+
+    result = publish(tested, regs)
+
+    assert result.returncode == 0, result.stderr
+    record = record_of(regs)
+    assert record["complete"] is True
+    digest = record["digest"]
+    endpoints = record["endpoints"]
+    assert isinstance(endpoints, list)
+    assert [e["endpoint"] for e in endpoints] == [
+        "public",
+        "vpc/cn-beijing",
+        "vpc/cn-wulanchabu",
+        "vpc/cn-shanghai",
+    ]
+    assert all(e["status"] == "verified" and e["digest"] == digest for e in endpoints)
+    assert set(served(tested, regs, "1.0").values()) == {digest}
+    assert set(served(tested, regs, "latest").values()) == {digest}
+    # An outside client agrees, endpoint by endpoint.
+    for e in endpoints:
+        assert skopeo_digest(e["version_ref"]) == digest
+    # The manifest's config is the image the smoke tests ran against.
+    import docker
+
+    tested_id = docker.from_env(version="auto").api.inspect_image(REF)["Id"]
+    assert record["tested_image_id"] == tested_id
+
+
+def test_a_rerun_is_a_verified_no_op(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    assert publish(tested, regs).returncode == 0
+
+    again = publish(tested, regs, "--json")
+
+    assert again.returncode == 0, again.stderr
+    record = json.loads(again.stdout)
+    assert record["complete"] is True
+    assert [e["status"] for e in record["endpoints"][1:]] == ["unchanged"] * 3
+    assert sum(e["uploaded_bytes"] for e in record["endpoints"]) == 0
+
+
+def test_dry_run_touches_nothing(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+
+    result = publish(tested, regs, "--dry-run")
+
+    assert result.returncode == 0
+    assert f"127.0.0.1:15002/{namespace}/xpu-fixture:1.0" in result.stdout
+    assert "then move 127.0.0.1:15001" in result.stdout
+    assert set(served(tested, regs, "1.0").values()) == {None}
+
+
+def test_a_version_tag_with_other_content_is_refused_and_nothing_moves(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    from xpu_release.engine import Engine
+
+    engine = Engine.connect()
+    other = f"127.0.0.1:15003/{namespace}/xpu-fixture:1.0"
+    engine.tag("127.0.0.1:15000/base/debian/bookworm-python:12", other)
+    engine.push(other, None, on_line=lambda _: None)
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+
+    result = publish(tested, regs)
+
+    assert result.returncode == 9
+    assert "version tags are immutable" in result.stderr
+    assert other in result.stderr
+    assert "nothing was pushed" in result.stderr
+    now = served(tested, regs, "1.0")
+    assert now["public"] is None
+    assert now["vpc/cn-beijing"] is None
+    assert set(served(tested, regs, "latest").values()) == {None}
+
+    forced = publish(tested, regs, "--allow-overwrite")
+
+    assert forced.returncode == 0, forced.stderr
+    assert len(set(served(tested, regs, "1.0").values())) == 1
+
+
+def test_a_wrong_password_is_refused_and_never_printed(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    password = "not-the-password-" + uuid.uuid4().hex
+
+    result = publish(tested, regs, "--username", "xpu", "--password-stdin", stdin=password + "\n")
+
+    assert result.returncode == 8, result.stderr
+    assert password not in result.stdout + result.stderr
+    record_file = regs.with_suffix(".record.json")
+    assert not record_file.exists() or password not in record_file.read_text()
+
+
+def test_missing_credentials_are_an_auth_error(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    empty = tmp_path / "docker-config"
+    empty.mkdir()
+
+    result = publish(tested, regs, env={"DOCKER_CONFIG": str(empty)})
+
+    assert result.returncode == 8, result.stderr
+    assert "127.0.0.1:15001" in result.stderr
+
+
+def test_the_bearer_token_flow(tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy) -> None:
+    proxy.faults.bearer = ("robot", "token-secret-" + uuid.uuid4().hex)
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {"cn-shanghai": proxy.host})
+    # Credentials for both: the stack's public registry and the token service behind the proxy.
+    creds = tmp_path / "config"
+    creds.mkdir()
+    public = json.loads(Path(os.environ["DOCKER_CONFIG"], "config.json").read_text())
+    token_auth = base64.b64encode(":".join(proxy.faults.bearer).encode()).decode()
+    public["auths"][proxy.host] = {"auth": token_auth}
+    (creds / "config.json").write_text(json.dumps(public))
+    env = {"DOCKER_CONFIG": str(creds)}
+
+    result = publish(tested, regs, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert proxy.faults.tokens_issued >= 1
+    assert proxy.faults.bearer[1] not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("fault", "value"),
+    [("throttle", 3), ("unavailable", 4), ("reset_uploads", 1), ("delay", 0.05)],
+    ids=["429-retry-after", "503-burst", "reset-mid-upload", "slow"],
+)
+def test_transient_faults_end_verified(
+    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy, fault: str, value: float
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
+    setattr(proxy.faults, fault, value)
+    started = time.monotonic()
+
+    result = publish(tested, regs)
+
+    assert result.returncode == 0, result.stderr
+    record = record_of(regs)
+    assert record["complete"] is True
+    shanghai = record["endpoints"][-1]  # type: ignore[index]
+    assert shanghai["status"] == "verified"
+    if fault == "throttle":
+        assert shanghai["retries"] >= 3
+        assert time.monotonic() - started >= 3  # Retry-After: 1, three times
+    if fault in ("unavailable", "reset_uploads"):
+        assert shanghai["retries"] >= 1
+    assert len(set(served(tested, regs, "1.0").values())) == 1
+
+
+def test_a_region_down_for_good_fails_cleanly_and_a_rerun_finishes(
+    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
+    proxy.faults.down = True
+
+    failed = publish(tested, regs)
+
+    assert failed.returncode == 7
+    assert "vpc/cn-shanghai" in failed.stderr
+    assert "no floating tag was moved" in failed.stderr
+    record = record_of(regs)
+    assert record["complete"] is False
+    assert [e["status"] for e in record["endpoints"]] == ["verified", "verified", "verified", "failed"]  # type: ignore[union-attr]
+    assert set(served(tested, regs, "latest").values()) == {None}
+
+    proxy.faults.down = False
+    uploads_before = proxy.faults.uploads_completed
+    rerun = publish(tested, regs, "--json")
+
+    assert rerun.returncode == 0, rerun.stderr
+    record = json.loads(rerun.stdout)
+    assert record["complete"] is True
+    assert [e["status"] for e in record["endpoints"]] == ["verified", "unchanged", "unchanged", "verified"]
+    # Only the region that had nothing received uploads; the others re-uploaded nothing.
+    assert sum(e["uploaded_bytes"] for e in record["endpoints"][:3]) == 0
+    assert proxy.faults.uploads_completed > uploads_before
+    assert len({d for d in served(tested, regs, "latest").values()}) == 1
+
+
+def test_interrupting_publish_then_rerunning_ends_verified(
+    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
+    proxy.faults.delay = 0.5  # keep it busy long enough to be interrupted mid-copy
+    proc = tested.popen(
+        "--registries", str(regs), "publish", REF, "--record", str(regs.with_suffix(".record.json"))
+    )
+    deadline = time.monotonic() + 120
+    while not any("/blobs/" in s for s in proxy.faults.seen) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+
+    proxy.faults.delay = 0.0
+    rerun = publish(tested, regs)
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert record_of(regs)["complete"] is True
+    assert len(set(served(tested, regs, "1.0").values())) == 1
+
+
+def test_status_compares_every_endpoint_with_the_record(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    assert publish(tested, regs).returncode == 0
+    record = regs.with_suffix(".record.json")
+
+    result = tested.run("--registries", str(regs), "status", REF, "--record", str(record), "--json")
+
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["endpoints"]
+    assert len(rows) == 8  # four endpoints, two tags each (1.0, latest)
+    assert all(r["matches"] for r in rows)
