@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
+from .credentials import CredentialStore
 from .errors import ReleaseError, StaleError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -360,7 +361,7 @@ def test_(state: State, ref: str, as_json: bool) -> None:
 
 
 def _credentials(username: str | None, password_stdin: bool) -> Any:
-    from .credentials import USER_ENV, Credentials, CredentialStore
+    from .credentials import USER_ENV, Credentials
     from .errors import ConfigError
     from .secrets import register
 
@@ -485,6 +486,95 @@ def status(
     if record is not None and not all(r["matches"] for r in version_rows):
         msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
         raise PublishError(msg)
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True)
+@click.option(
+    "--record",
+    "record_file",
+    type=click.Path(dir_okay=False),
+    help="A release record: adds the published refs and digests.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file.")
+@pass_state
+def notes(state: State, ref: str, lang: str, record_file: str | None, output: str | None) -> None:
+    """Release notes of NAME:VERSION in Markdown, from its manifest (and its release record)."""
+    from . import record as records
+    from .notes import render_notes
+
+    spec = state.repo.load_ref(ref)
+    record = records.read(Path(record_file)) if record_file else None
+    result = render_notes(state.repo, spec, state.registries(), lang, record)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(result.text, encoding="utf-8")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(result.text, nl=False)
+
+
+# --- release ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--dry-run", is_flag=True, help="Show every stage's plan; change nothing.")
+@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+@with_login
+@pass_state
+def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool, username: str | None,
+            password_stdin: bool) -> None:  # fmt: skip
+    """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
+    from .publish import Options
+    from .release import Release, Reporter
+
+    creds = CredentialStore() if dry_run else _credentials(username, password_stdin)
+    run = Release(state.repo, ref, state.registries(), creds, Options(allow_overwrite=allow_overwrite),
+                  Reporter(lambda line: click.echo(line, err=True)), dry_run=dry_run)  # fmt: skip
+    summary = run.run()
+    if as_json:
+        _emit_json(summary.to_json())
+        return
+    click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
+    for s in summary.stages:
+        click.echo(f"  {s.name:<8} {s.status:<8} {s.seconds:7.1f} s  {s.detail}")
+    if summary.record:
+        for e in summary.record["endpoints"]:
+            click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
+    for path in summary.notes:
+        click.echo(f"  notes: {path}")
+
+
+cli.add_command(release, "build-release")
+
+
+@cli.command("from-tag")
+@click.argument("tag")
+@pass_state
+def from_tag(state: State, tag: str) -> None:
+    """Map a pushed git tag (NAME/VERSION or NAME-VERSION) to NAME:VERSION."""
+    from .triggers import ref_from_tag
+
+    click.echo(ref_from_tag(state.repo, tag))
+
+
+@cli.command()
+@click.option("--since", required=True, help="A git ref: list releases changed since it.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, for a CI build matrix.")
+@pass_state
+def changed(state: State, since: str, as_json: bool) -> None:
+    """NAME:VERSIONs whose manifest, template or image files changed since a git ref."""
+    from .triggers import changed_refs
+
+    refs = changed_refs(state.repo, since)
+    if as_json:
+        click.echo(json.dumps(refs))
+    else:
+        for r in refs:
+            click.echo(r)
 
 
 def main() -> None:

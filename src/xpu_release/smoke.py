@@ -7,6 +7,7 @@ is uuid-named and removed afterwards, even on Ctrl-C.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -79,10 +80,6 @@ def _failures(junit: Path) -> tuple[int, list[str]]:
 def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink) -> SmokeResult:
     started = time.monotonic()
     image = engine.require_image(spec.ref)
-    suites = [root / "tests" / "smoke"]
-    image_tests = root / "images" / spec.image / "tests"
-    if image_tests.is_dir():
-        suites.append(image_tests)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(json.dumps(check_spec(spec, image.id), indent=2))
@@ -108,7 +105,7 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
                 f"--hosts=docker://{name}",
                 "--rootdir",
                 str(root),
-                *map(str, suites),
+                *map(str, suites(root, spec)),
             ]
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
@@ -130,21 +127,47 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
     result = SmokeResult(
         ref=spec.ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
     )
-    _mark_tested(spec, image.id, image.labels.get("io.xpu-release.inputs.sha256", ""), passed)
+    _mark_tested(spec, image.id, tests_sha256(root, spec), passed)
     return result
+
+
+def suites(root: Path, spec: ImageSpec) -> list[Path]:
+    found = [root / "tests" / "smoke"]
+    image_tests = root / "images" / spec.image / "tests"
+    if image_tests.is_dir():
+        found.append(image_tests)
+    return found
+
+
+def tests_sha256(root: Path, spec: ImageSpec) -> str:
+    """The checks themselves: a changed check means the image must be tested again."""
+    h = hashlib.sha256()
+    for folder in suites(root, spec):
+        for path in sorted(folder.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
+    path = _marker(image_id)
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return bool(
+        data.get("manifest_sha256") == spec.content_hash
+        and data.get("tests_sha256") == tests_sha256(root, spec)
+    )
 
 
 def _marker(image_id: str) -> Path:
     return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
 
 
-def _mark_tested(spec: ImageSpec, image_id: str, inputs: str, passed: int) -> None:
+def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:
     path = _marker(image_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "ref": spec.ref,
         "image_id": image_id,
-        "inputs_sha256": inputs,
+        "tests_sha256": tests,
         "manifest_sha256": spec.content_hash,
         "passed": passed,
         "at": time.time(),

@@ -1,0 +1,126 @@
+"""``notes``: release notes in Markdown, from the manifest (and the release record), through
+``templates/notes.md.j2``, in the structure of the published notes, in Chinese or English."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from .diff import Change, declared_upgrades, diff
+from .endpoints import Registries
+from .errors import ConfigError
+from .manifest import ImageSpec, Repo
+from .manifest.loader import _version_key
+from .record import ReleaseRecord
+
+LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "intro": "This page describes the release of {image} {version}.",
+        "main_features_and_fixes": "Main Features and Bug Fix Lists",
+        "main_features": "Main Features", "bug_fixes": "Bug Fixes", "none": "(none)",
+        "contents": "Contents", "scenario": "Scenario", "framework": "Framework",
+        "accelerator": "Accelerator", "core_components": "Core components",
+        "assets_auth": "Pulling the image over the internet needs an authentication key; "
+                       "pulling through the VPC endpoint of your region is recommended (faster).",
+        "public_image": "Public image", "vpc_image": "VPC image",
+        "region_note": "{region-id} is the region of your ACS product, e.g.",
+        "endpoint": "Endpoint", "reference": "Reference", "not_published": "not published",
+        "tested_image": "Image tested before publishing (config digest)",
+        "switch": "How to enable", "pull": "Log in to the registry",
+        "switches": "Enable the optimisations", "usage_advice": "Usage advice",
+        "upgraded": "{name} upgraded to {new}", "base_upgraded": "Base image upgraded {name} to {new}",
+        "changed": "{name} {old} → {new}", "added": "{name} {new} added", "removed": "{name} {old} removed",
+        "scenarios": "training|inference",
+    },
+    "zh": {
+        "intro": "本文介绍{image} {version}版本发布记录。",
+        "main_features_and_fixes": "Main Features and Bug Fix Lists",
+        "main_features": "Main Features", "bug_fixes": "Bugs Fix", "none": "（暂无）",
+        "contents": "Contents", "scenario": "应用场景", "framework": "框架",
+        "accelerator": "加速器", "core_components": "核心组件",
+        "assets_auth": "通过公网拉取ACS AI容器镜像需要先获取鉴权密钥。"
+                       "建议您使用VPC方式加速拉取AI容器镜像，减少镜像拉取的时间。",
+        "public_image": "公网镜像", "vpc_image": "VPC镜像",
+        "region_note": "{region-id}为您使用的ACS产品所在的开服地域，比如：",
+        "endpoint": "端点", "reference": "镜像地址", "not_published": "未发布",
+        "tested_image": "发布前经过测试的镜像（config digest）",
+        "switch": "开启方式", "pull": "登录镜像仓库",
+        "switches": "开启编译器与重计算显存优化", "usage_advice": "使用建议",
+        "upgraded": "{name}升级至{new}", "base_upgraded": "基础镜像升级{name}至{new}",
+        "changed": "{name} {old} → {new}", "added": "新增{name} {new}", "removed": "移除{name} {old}",
+        "scenarios": "训练|推理",
+    },
+}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notes:
+    spec: ImageSpec
+    lang: str
+    text: str
+
+
+def previous_spec(repo: Repo, spec: ImageSpec) -> ImageSpec | None:
+    """The release this one is compared with: the one it extends, else the version before it."""
+    if spec.extends:
+        return repo.load(spec.image, spec.extends)
+    earlier = [v for v in repo.versions(spec.image) if _version_key(v) < _version_key(spec.version)]
+    return repo.load(spec.image, earlier[-1]) if earlier else None
+
+
+def _feature_line(c: Change, spec: ImageSpec, lang: str) -> str:
+    t = LABELS[lang]
+    if c.kind == "upgraded" and c.old is None:
+        key = "base_upgraded" if spec.base.component == c.id else "upgraded"
+        return t[key].format(name=c.name, new=c.new)
+    if c.kind in ("upgraded", "changed"):
+        return t["changed"].format(name=c.name, old=c.old, new=c.new)
+    return t[c.kind].format(name=c.name, old=c.old, new=c.new)
+
+
+def changes_for_notes(repo: Repo, spec: ImageSpec) -> tuple[Change, ...]:
+    previous = previous_spec(repo, spec)
+    if previous is None:
+        return declared_upgrades(spec)
+    return tuple(c for c in diff(previous, spec) if c.section == "components") or declared_upgrades(spec)
+
+
+def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
+                 record: ReleaseRecord | None = None) -> Notes:  # fmt: skip
+    if lang not in LABELS:
+        msg = f"--lang {lang!r}: choose one of {', '.join(LABELS)}"
+        raise ConfigError(msg)
+    public = next((e for e in registries.publish_endpoints() if e.role == "public"), None)
+    if public is None:
+        msg = f"{registries.source}: no public registry to name in the notes"
+        raise ConfigError(msg)
+    vpc = registries.vpc_pattern()
+    names = dict(zip(("training", "inference"), LABELS[lang]["scenarios"].split("|"), strict=True))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(repo.root / "templates"), undefined=jinja2.StrictUndefined,
+        autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )  # fmt: skip
+    try:
+        text = env.get_template("notes.md.j2").render(
+            spec=spec, lang=lang, t=LABELS[lang], record=record,
+            features=[_feature_line(c, spec, lang) for c in changes_for_notes(repo, spec)],
+            scenario="/".join(names[s] for s in spec.scenario),
+            public_ref=public.ref(spec.image, spec.version), public_host=public.host,
+            vpc_pattern=vpc[0].replace("{region}", "{region-id}") if vpc else None,
+            regions=vpc[1] if vpc else (),
+            issue_url=lambda r: "https://github.com/{}/issues/{}".format(*r.split("#")),
+        )  # fmt: skip
+    except jinja2.TemplateError as exc:
+        msg = f"templates/notes.md.j2: {exc}"
+        raise ConfigError(msg) from None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line.rstrip())
+    return Notes(spec=spec, lang=lang, text="\n".join(lines).strip() + "\n")
+
+
+def notes_path(root: Path, spec: ImageSpec, lang: str) -> Path:
+    return root / "out" / "releases" / spec.image / f"{spec.version}.{lang}.md"

@@ -1,0 +1,236 @@
+"""``release`` (alias ``build-release``): every stage in order, stopping at the first failure.
+
+validate → render check → lock check → build → smoke test → publish → verify → notes → record.
+A smoke-test failure publishes nothing. A rerun resumes: the build is skipped by its inputs
+hash, a passed smoke test by its marker, publish per endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import record as records
+from .build import build_image, inputs_sha256
+from .credentials import CredentialStore
+from .endpoints import Registries
+from .engine import Engine
+from .errors import PublishError, ReleaseError, StaleError
+from .lock import load_lock
+from .manifest import ImageSpec, Repo
+from .notes import notes_path, render_notes
+from .plan import make_plan
+from .publish import Options, failure_report, publish, status
+from .render import render, stale_diff
+from .smoke import already_tested, smoke_test
+
+T = TypeVar("T")
+STAGES = ("validate", "render", "lock", "build", "test", "publish", "verify", "notes", "record")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageResult:
+    name: str
+    status: str  # done, skipped, planned
+    seconds: float
+    detail: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    ref: str
+    dry_run: bool
+    stages: tuple[StageResult, ...]
+    record: dict[str, Any] | None
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "dry_run": self.dry_run,
+            "stages": [s.__dict__ for s in self.stages],
+            "record": self.record,
+            "notes": list(self.notes),
+        }
+
+
+class Reporter:
+    """Stage by stage: CI log groups on GitHub Actions and GitLab, plain lines elsewhere."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.github = os.environ.get("GITHUB_ACTIONS") == "true"
+        self.gitlab = os.environ.get("GITLAB_CI") == "true"
+        self.tty = sys.stderr.isatty()
+
+    def start(self, name: str) -> None:
+        if self.github:
+            self.write(f"::group::{name}")
+        elif self.gitlab:
+            self.write(f"\x1b[0Ksection_start:{int(time.time())}:{name}[collapsed=true]\r\x1b[0K{name}")
+        else:
+            self.write(f"==> {name}")
+
+    def end(self, result: StageResult) -> None:
+        line = f"    {result.name}: {result.status} in {result.seconds:.1f} s — {result.detail}"
+        if self.github:
+            self.write("::endgroup::")
+        elif self.gitlab:
+            self.write(f"\x1b[0Ksection_end:{int(time.time())}:{result.name}\r\x1b[0K")
+        self.write(line)
+
+    def fail(self, name: str, error: ReleaseError) -> None:
+        if self.github:
+            self.write("::endgroup::")
+            self.write(f"::error title=xpu-release {name} failed::{error.message.splitlines()[0]}")
+        self.write(f"    {name}: FAILED")
+
+
+class Release:
+    def __init__(self, repo: Repo, ref: str, registries: Registries, credentials: CredentialStore,
+                 options: Options, reporter: Reporter, *, dry_run: bool) -> None:  # fmt: skip
+        self.repo = repo
+        self.ref = ref
+        self.registries = registries
+        self.credentials = credentials
+        self.options = options
+        self.reporter = reporter
+        self.dry_run = dry_run
+        self.results: list[StageResult] = []
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = Engine.connect()
+        return self._engine
+
+    def stage(self, name: str, run: Callable[[], tuple[str, str, T]]) -> T:
+        self.reporter.start(name)
+        started = time.monotonic()
+        try:
+            status_, detail, value = run()
+        except ReleaseError as exc:
+            self.reporter.fail(name, exc)
+            raise
+        result = StageResult(
+            name=name, status=status_, seconds=round(time.monotonic() - started, 3), detail=detail
+        )
+        self.results.append(result)
+        self.reporter.end(result)
+        return value
+
+    def run(self) -> Summary:
+        root = self.repo.root
+        line = self.reporter.write
+        spec: ImageSpec = self.stage("validate", lambda: self._validate())
+
+        def render_check() -> tuple[str, str, str]:
+            rendered = render(root, spec)
+            diff = stale_diff(rendered, root)
+            if diff:
+                msg = f"{self.repo.rel(rendered.path)} is stale; run `xpu-release render {spec.ref}`\n{diff}"
+                raise StaleError(msg)
+            return "done", f"{self.repo.rel(rendered.path)} is current", rendered.text
+
+        dockerfile = self.stage("render", render_check)
+        lock = self.stage("lock", lambda: ("done", f"{len(load_lock(root, spec).layers)} layers locked",
+                                           load_lock(root, spec)))  # fmt: skip
+        if self.dry_run:
+            return self._plan(spec, inputs_sha256(spec, dockerfile, lock))
+
+        built = self.stage("build", lambda: self._build(spec))
+        self.stage("test", lambda: self._test(spec, built.image_id))
+        record = self.stage("publish", lambda: self._publish(spec))
+        self.stage("verify", lambda: self._verify(spec, record))
+        written = self.stage("notes", lambda: self._notes(spec, record))
+        path = records.default_path(root, spec.image, spec.version)
+
+        def write_record() -> tuple[str, str, None]:
+            records.write(record, path)
+            return "done", self.repo.rel(path), None
+
+        self.stage("record", write_record)
+        line(f"released {spec.ref} as {record.digest}")
+        return Summary(ref=spec.ref, dry_run=False, stages=tuple(self.results), record=record.to_json(),
+                       notes=tuple(written))  # fmt: skip
+
+    # --- stages ---------------------------------------------------------------------------
+
+    def _validate(self) -> tuple[str, str, ImageSpec]:
+        spec = self.repo.load_ref(self.ref)
+        return "done", f"{spec.manifest_path} (sha256 {spec.content_hash[:12]})", spec
+
+    def _build(self, spec: ImageSpec) -> tuple[str, str, Any]:
+        built = build_image(self.repo.root, spec, self.registries, self.engine, on_line=self.reporter.write)
+        state = "skipped" if built.skipped else "done"
+        return state, f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", built
+
+    def _test(self, spec: ImageSpec, image_id: str) -> tuple[str, str, None]:
+        if already_tested(self.repo.root, spec, image_id):
+            return "skipped", f"{image_id[:19]} already passed these checks", None
+        result = smoke_test(self.repo.root, spec, self.engine, on_line=self.reporter.write)
+        return "done", f"{result.passed} checks passed", None
+
+    def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
+        result = publish(
+            spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write
+        )
+        records.write(result, records.default_path(self.repo.root, spec.image, spec.version))
+        if not result.complete:
+            raise PublishError(failure_report(result))
+        moved = sum(1 for e in result.endpoints if e.status == "verified")
+        return "done", f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result
+
+    def _verify(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, None]:
+        rows = status(spec, self.registries, self.credentials, record)
+        wrong = [r for r in rows if not r["matches"]]
+        if wrong:
+            listing = "\n".join(
+                f"  {r['ref']}: serves {r['serves'] or r['error'] or 'nothing'}" for r in wrong
+            )
+            msg = f"after publishing, not every endpoint serves {record.digest}:\n{listing}"
+            raise PublishError(msg)
+        return "done", f"{len(rows)} refs serve {record.digest}", None
+
+    def _notes(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, list[str]]:
+        written = []
+        for lang in ("zh", "en"):
+            notes = render_notes(self.repo, spec, self.registries, lang, record)
+            path = notes_path(self.repo.root, spec, lang)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(notes.text, encoding="utf-8")
+            written.append(str(path))
+        return "done", ", ".join(self.repo.rel(Path(p)) for p in written), written
+
+    def _plan(self, spec: ImageSpec, inputs: str) -> Summary:
+        try:
+            existing = self.engine.image(spec.ref)
+        except ReleaseError:
+            existing = None
+        same = existing is not None and existing.labels.get("io.xpu-release.inputs.sha256") == inputs
+        plan = make_plan(spec, self.registries)
+        planned = [
+            (
+                "build",
+                f"up to date ({existing.id[:19]})"
+                if same and existing
+                else f"would build (inputs {inputs[:12]})",
+            ),
+            ("test", "would run the smoke checks in a throwaway container"),
+            ("publish", "; ".join(t.version_ref for t in plan.targets)),
+            ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
+            (
+                "notes",
+                ", ".join(self.repo.rel(notes_path(self.repo.root, spec, lang)) for lang in ("zh", "en")),
+            ),
+            ("record", self.repo.rel(records.default_path(self.repo.root, spec.image, spec.version))),
+        ]
+        for name, detail in planned:
+            self.stage(name, lambda d=detail: ("planned", d, None))  # type: ignore[misc]
+        return Summary(ref=spec.ref, dry_run=True, stages=tuple(self.results), record=None, notes=())

@@ -1,0 +1,79 @@
+"""What CI runs for: a pushed git tag → NAME:VERSION, and the releases a change touches."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from .errors import ConfigError, NotFoundError
+from .manifest import Repo
+
+TAG_RX = re.compile(
+    r"(?:refs/tags/)?(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*?)[/\-](?P<version>[0-9][A-Za-z0-9_.\-]*)"
+)
+
+
+def ref_from_tag(repo: Repo, tag: str) -> str:
+    """``training-xpu-pytorch/25.03`` or ``training-xpu-pytorch-25.03`` → ``training-xpu-pytorch:25.03``."""
+    m = TAG_RX.fullmatch(tag.strip())
+    if not m:
+        msg = f"tag {tag!r} is not NAME/VERSION or NAME-VERSION (e.g. training-xpu-pytorch/25.03)"
+        raise ConfigError(msg)
+    image, version = m["image"], m["version"]
+    if image not in repo.images():
+        msg = f"tag {tag!r} names image {image!r}, which has no manifests (known: {', '.join(repo.images())})"
+        raise NotFoundError(msg)
+    if not repo.manifest_path(image, version).is_file():
+        known = ", ".join(repo.versions(image))
+        msg = f"tag {tag!r}: no manifest manifests/{image}/{version}.yaml (versions: {known})"
+        raise NotFoundError(msg)
+    spec = repo.load(image, version)
+    if (spec.image, spec.version) != (image, version):
+        msg = f"tag {tag!r} and manifest {spec.manifest_path} disagree ({spec.ref})"
+        raise ConfigError(msg)
+    return spec.ref
+
+
+def _changed_files(root: Path, since: str) -> list[str]:
+    proc = subprocess.run(["git", "-C", str(root), "diff", "--name-only", f"{since}...HEAD"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        msg = f"git cannot compare with {since!r}: {proc.stderr.strip()}"
+        raise ConfigError(msg)
+    dirty = subprocess.run(["git", "-C", str(root), "diff", "--name-only", "HEAD"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    return sorted(set(proc.stdout.split()) | set(dirty.stdout.split()))
+
+
+def changed_refs(repo: Repo, since: str) -> list[str]:
+    """Every NAME:VERSION whose manifest (or a parent's), template or image files changed."""
+    files = _changed_files(repo.root, since)
+    everything = any(f.startswith("templates/") or f == "registries.yaml" for f in files)
+    direct: set[str] = set()
+    for f in files:
+        parts = f.split("/")
+        if parts[0] == "manifests" and len(parts) == 3 and parts[2].endswith(".yaml"):
+            direct.add(f"{parts[1]}:{parts[2][:-5]}")
+        elif parts[0] == "images" and len(parts) >= 3:
+            if parts[2] == "tests":
+                direct.update(f"{parts[1]}:{v}" for v in repo.versions(parts[1]))
+            else:
+                direct.add(f"{parts[1]}:{parts[2]}")
+    out = []
+    for ref in repo.refs():
+        image, version = ref.split(":")
+        if everything or ref in direct or _inherits_from(repo, image, version, direct):
+            out.append(ref)
+    return out
+
+
+def _inherits_from(repo: Repo, image: str, version: str, refs: set[str]) -> bool:
+    seen = set()
+    parent = repo.load(image, version).extends
+    while parent and parent not in seen:
+        if f"{image}:{parent}" in refs:
+            return True
+        seen.add(parent)
+        parent = repo.load(image, parent).extends
+    return False

@@ -1,0 +1,158 @@
+"""The small parts each stage is built from, without an engine or a registry."""
+
+from __future__ import annotations
+
+import base64
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from xpu_release.credentials import CredentialStore
+from xpu_release.lock import Lock, layers_from_report
+from xpu_release.manifest import Repo
+from xpu_release.record import EndpointRecord, ReleaseRecord
+from xpu_release.registry import RetryPolicy
+from xpu_release.secrets import redact, register
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("attempt", "retry_after", "low", "high"),
+    [
+        (0, "3", 3.0, 3.0),
+        (0, None, 0.1, 0.2),
+        (3, None, 0.8, 1.6),
+        (20, None, 2.5, 5.0),
+        (0, "999", 20.0, 20.0),
+    ],
+)
+def test_backoff_is_capped_jittered_and_honours_retry_after(
+    attempt: int, retry_after: str | None, low: float, high: float
+) -> None:
+    policy = RetryPolicy(base_delay=0.2, max_delay=5.0)
+
+    delays = {policy.delay(attempt, retry_after) for _ in range(50)}
+
+    assert all(low <= d <= high for d in delays)
+
+
+def _report(*items: tuple[str, str, list[str]]) -> dict[str, object]:
+    return {
+        "install": [
+            {
+                "metadata": {"name": name, "version": version, "requires_dist": requires},
+                "download_info": {
+                    "url": f"https://files.example.invalid/{name}-{version}-py3-none-any.whl",
+                    "archive_info": {"hashes": {"sha256": name[0] * 64}},
+                },
+            }
+            for name, version, requires in items
+        ]
+    }
+
+
+def test_lock_groups_one_layer_per_pin_in_manifest_order() -> None:
+    spec = Repo(ROOT).load_ref("training-cpu-pytorch:25.03")
+    report = _report(
+        ("torch", "2.13.0+cpu", ["filelock", "sympy>=1.13", 'nvidia-nccl; platform_system == "Windows"']),
+        ("filelock", "3.0", []),
+        ("sympy", "1.14.0", ["mpmath"]),
+        ("mpmath", "1.3.0", []),
+        ("transformers", "4.49.0", ["filelock", "tokenizers", 'pytest; extra == "testing"']),
+        ("tokenizers", "0.21.0", []),
+        ("accelerate", "1.5.2", ["torch", "psutil"]),
+        ("psutil", "7.0", []),
+    )
+
+    layers = layers_from_report(spec, report)
+
+    assert [(layer.component, [p.name for p in layer.packages]) for layer in layers] == [
+        ("torch", ["torch", "filelock", "mpmath", "sympy"]),
+        ("transformers", ["transformers", "tokenizers"]),
+        ("accelerate", ["accelerate", "psutil"]),
+    ]
+
+
+def test_the_committed_lock_parses_and_renders_back_byte_for_byte() -> None:
+    spec = Repo(ROOT).load_ref("training-cpu-pytorch:25.03")
+    path = ROOT / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock"
+
+    lock = Lock.parse(path.read_text(), "requirements.lock")
+
+    assert lock.render(spec) == path.read_text()
+    assert [layer.component for layer in lock.layers] == ["torch", "transformers", "accelerate"]
+    assert all(len(p.sha256) == 64 for layer in lock.layers for p in layer.packages)
+
+
+def test_a_hand_edited_lock_is_refused() -> None:
+    from xpu_release.errors import LockError
+
+    with pytest.raises(LockError, match="not a line of a lock written by xpu-release"):
+        Lock.parse("# pins-sha256: x\n# layer a: a==1\nrequests\n", "requirements.lock")
+
+
+def test_credentials_come_from_the_docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = base64.b64encode(b"robot:s3cret-value").decode()
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {"127.0.0.1:15001": {"auth": auth}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    monkeypatch.delenv("XPU_RELEASE_USERNAME", raising=False)
+
+    creds = CredentialStore().for_host("127.0.0.1:15001")
+
+    assert creds is not None
+    assert (creds.username, creds.password) == ("robot", "s3cret-value")
+    assert "s3cret-value" not in repr(creds)
+    assert redact("login failed for s3cret-value") == "login failed for ***"
+    assert CredentialStore().for_host("elsewhere:5000") is None
+
+
+def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    helper = tmp_path / "docker-credential-fake"
+    helper.write_text(
+        '#!/bin/sh\nread host\necho "{\\"Username\\": \\"u-$host\\", \\"Secret\\": \\"helper-pw\\"}"\n'
+    )
+    helper.chmod(helper.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "config.json").write_text(json.dumps({"credHelpers": {"reg.example": "fake"}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.delenv("XPU_RELEASE_USERNAME", raising=False)
+
+    creds = CredentialStore().for_host("reg.example")
+
+    assert creds is not None
+    assert (creds.username, creds.password) == ("u-reg.example", "helper-pw")
+    assert redact("helper-pw leaked") == "*** leaked"
+
+
+def test_environment_credentials_win_over_the_docker_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XPU_RELEASE_USERNAME", "ci")
+    monkeypatch.setenv("XPU_RELEASE_PASSWORD", "from-env-pw")
+
+    creds = CredentialStore().for_host("anything")
+
+    assert creds is not None
+    assert creds.username == "ci"
+    assert redact("x from-env-pw y") == "x *** y"
+
+
+def test_short_strings_are_not_registered_as_secrets() -> None:
+    register("ab")
+
+    assert redact("ab") == "ab"
+
+
+def test_a_release_record_round_trips_through_json() -> None:
+    record = ReleaseRecord(
+        ref="x:1", manifest="manifests/x/1.yaml", manifest_sha256="m", inputs_sha256="i",
+        tested_image_id="sha256:c", digest="sha256:d", published_at="t", complete=True,
+        floating_moved=("r/x:latest",),
+        endpoints=(
+            EndpointRecord(endpoint="public", host="h", version_ref="h/x:1",
+                           floating_refs=("h/x:latest",), status="verified", digest="sha256:d"),
+        ),
+    )  # fmt: skip
+
+    assert ReleaseRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
