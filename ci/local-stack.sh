@@ -112,6 +112,8 @@ make_certs() {
       -days 3650 -extfile "$d/san.ext" -out "$d/server.crt" 2>/dev/null
     chmod 600 "$d"/*.key
   fi
+  # Outside clients (skopeo --cert-dir) get a folder with the CA alone.
+  mkdir -p "$STACK/trust" && cp "$d/ca.crt" "$STACK/trust/ca.crt"
   # The engine trusts the CA for exactly this host:port.
   local certsd="/etc/docker/certs.d/127.0.0.1:$(port_of public)"
   mkdir -p "$certsd" && cp "$d/ca.crt" "$certsd/ca.crt"
@@ -237,6 +239,7 @@ cmd_env() {
   echo "export XPU_STACK_PUBLIC_USER=xpu"
   echo "export XPU_STACK_PUBLIC_PASSWORD_FILE=$STACK/auth/password"
   echo "export XPU_STACK_CA=$STACK/certs/ca.crt"
+  echo "export XPU_STACK_CERT_DIR=$STACK/trust"
 }
 
 cmd_status() {

@@ -22,7 +22,7 @@ from .build import INPUTS_LABEL
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .engine import Engine
-from .errors import PublishError, ReleaseError, TagConflict
+from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from .fetch import cache_dir
 from .manifest import ImageSpec
 from .plan import Plan, Target, make_plan
@@ -82,9 +82,17 @@ class Publisher:
         self.options = options
         self.on_line = on_line
         self.spool = _BlobSpool()
+        self._clients: dict[str, RegistryClient] = {}
 
-    def client(self, ep: Endpoint) -> RegistryClient:
-        return RegistryClient(ep, self.credentials.for_host(ep.host), self.options.retry, self.on_line)
+    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
+        """One client per endpoint for the whole run, so its report counts every retry; a
+        ``fresh`` one for work shared across threads (downloads from the source)."""
+        if fresh or ep.name not in self._clients:
+            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.options.retry, self.on_line)
+            if fresh:
+                return made
+            self._clients[ep.name] = made
+        return self._clients[ep.name]
 
     def repo(self, ep: Endpoint) -> str:
         return ep.repository(self.spec.image)
@@ -99,8 +107,10 @@ class Publisher:
         def look(t: Target) -> tuple[Target, Manifest | None, str | None]:
             try:
                 return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version), None
+            except RegistryAuthError:
+                raise  # definitive: without access nothing can be published there
             except ReleaseError as exc:
-                return t, None, exc.message
+                return t, None, exc.message  # a region that is down fails later, on its own
 
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
             for t, m, _error in pool.map(look, self.plan.targets):
@@ -143,7 +153,7 @@ class Publisher:
         client = self.client(ep)
         repo = self.repo(ep)
         first = self.plan.targets[0].endpoint
-        src_client = self.client(first)
+        src_client = self.client(first, fresh=True)
         src_repo = self.repo(first)
         status: str = "unchanged"
         try:

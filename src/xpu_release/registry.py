@@ -96,7 +96,8 @@ class RegistryClient:
         self.on_retry = on_retry or (lambda _: None)
         self.base = f"{endpoint.scheme}://{endpoint.host}"
         self.session = requests.Session()
-        self.session.verify = endpoint.ca_file or True
+        # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
+        self.verify: str | bool = endpoint.ca_file or True
         self._auth_header: dict[str, str] = {}
         self._tokens: dict[str, str] = {}
         self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0}
@@ -123,7 +124,7 @@ class RegistryClient:
             auth = (self.credentials.username, self.credentials.password) if self.credentials else None
             try:
                 token_resp = requests.get(
-                    realm, params=params, auth=auth, timeout=self.retry.timeout, verify=self.session.verify
+                    realm, params=params, auth=auth, timeout=self.retry.timeout, verify=self.verify
                 )
             except requests.RequestException as exc:
                 msg = f"token service of {self.endpoint.name} failed: {type(exc).__name__}"
@@ -135,7 +136,7 @@ class RegistryClient:
             token_resp.raise_for_status()
             body = token_resp.json()
             token = body.get("token") or body.get("access_token")
-            self._tokens[params.get("scope", scope)] = token
+            self._tokens[scope] = token  # the token answers this request's challenge
             return True
         return False
 
@@ -164,12 +165,16 @@ class RegistryClient:
                 resp = self.session.request(
                     method,
                     self._url(path),
+                    verify=self.verify,
                     headers=hdrs,
                     data=body,
                     stream=stream,
                     timeout=self.retry.timeout,
                     allow_redirects=True,
                 )
+            except requests.exceptions.SSLError:
+                msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
+                raise PublishError(msg) from None
             except (
                 requests.ConnectionError,
                 requests.Timeout,
@@ -371,7 +376,12 @@ class RegistryClient:
         self.stats["requests"] += 1
         try:
             resp = self.session.request(
-                method, self._url(url), headers=headers, data=body, timeout=self.retry.timeout
+                method,
+                self._url(url),
+                headers=headers,
+                data=body,
+                timeout=self.retry.timeout,
+                verify=self.verify,
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise _BrokenUpload(type(exc).__name__) from None
