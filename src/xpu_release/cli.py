@@ -428,7 +428,7 @@ def publish(
     from .engine import Engine
     from .errors import PublishError
     from .plan import make_plan
-    from .publish import Options, failure_report
+    from .publish import Options, failure_report, newest
     from .publish import publish as run_publish
 
     spec = state.repo.load_ref(ref)
@@ -445,7 +445,9 @@ def publish(
             click.echo(f"  then move {f} (after every endpoint verifies)")
         return
     creds = _credentials(username, password_stdin)
-    options = Options(allow_overwrite=allow_overwrite, chunk_size=chunk_size)
+    options = Options(
+        allow_overwrite=allow_overwrite, chunk_size=chunk_size, move_floating=newest(state.repo, spec)
+    )
     result = run_publish(spec, registries, Engine.connect(), creds, options, _line_sink())
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     records.write(result, path)
@@ -528,11 +530,15 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
 def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool, username: str | None,
             password_stdin: bool) -> None:  # fmt: skip
     """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
-    from .publish import Options
+    from .manifest import parse_ref
+    from .publish import Options, newest
     from .release import Release, Reporter
 
     creds = CredentialStore() if dry_run else _credentials(username, password_stdin)
-    run = Release(state.repo, ref, state.registries(), creds, Options(allow_overwrite=allow_overwrite),
+    image, version = parse_ref(ref)
+    is_newest = version in state.repo.versions(image) and newest(state.repo, state.repo.load(image, version))
+    options = Options(allow_overwrite=allow_overwrite, move_floating=is_newest)
+    run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(lambda line: click.echo(line, err=True)), dry_run=dry_run)  # fmt: skip
     summary = run.run()
     if as_json:

@@ -24,7 +24,7 @@ from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from .fetch import cache_dir
-from .manifest import ImageSpec
+from .manifest import ImageSpec, Repo
 from .plan import Plan, Target, make_plan
 from .record import EndpointRecord, ReleaseRecord, Status
 from .registry import Manifest, RegistryClient, RetryPolicy
@@ -44,6 +44,8 @@ class Options:
     chunk_size: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     parallel: int = 8
+    # Floating tags never move backwards: False when a newer version of the image exists.
+    move_floating: bool = True
 
 
 class _BlobSpool:
@@ -269,7 +271,7 @@ class Publisher:
         endpoints = (first_record, *rest)
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
-        if complete and self.spec.floating_tags:
+        if complete and self.spec.floating_tags and self.options.move_floating:
             record = replace(record, floating_moved=self.move_floating(source))
         return record
 
@@ -287,6 +289,11 @@ def publish(
     require_tested(spec, info.id)
     publisher = Publisher(spec, registries, engine, credentials, options, on_line)
     return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
+
+
+def newest(repo: Repo, spec: ImageSpec) -> bool:
+    """True if no later version of the image has a manifest (floating tags may move)."""
+    return repo.versions(spec.image)[-1] == spec.version
 
 
 def failure_report(record: ReleaseRecord) -> str:

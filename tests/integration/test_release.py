@@ -1,0 +1,113 @@
+"""`xpu-release release` end to end on the local stack: release, bump one pin, release again."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cli
+from .test_publish import registries_file, served
+
+pytestmark = pytest.mark.integration
+
+
+def release(cli: Cli, regs: Path, ref: str, *args: str) -> dict[str, object]:
+    result = cli.run("--registries", str(regs), "release", ref, "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def stages(summary: dict[str, object]) -> dict[str, str]:
+    return {s["name"]: s["status"] for s in summary["stages"]}  # type: ignore[attr-defined, index]
+
+
+def test_release_then_bump_one_pin_and_release_again(fixture_cli: Cli, tmp_path: Path) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "r" + uuid.uuid4().hex[:10])
+
+    dry = release(cli, regs, "xpu-fixture:1.0", "--dry-run")
+    assert set(stages(dry).values()) == {"done", "planned"}
+    assert set(served(cli, regs, "1.0").values()) == {None}
+
+    first = release(cli, regs, "xpu-fixture:1.0")
+    assert list(stages(first)) == [
+        "validate",
+        "render",
+        "lock",
+        "build",
+        "test",
+        "publish",
+        "verify",
+        "notes",
+        "record",
+    ]
+    digest_10 = first["record"]["digest"]  # type: ignore[index]
+    assert set(served(cli, regs, "1.0").values()) == {digest_10}
+
+    again = release(cli, regs, "xpu-fixture:1.0")
+    assert stages(again)["build"] == "skipped"
+    assert stages(again)["test"] == "skipped"
+    assert all(e["status"] == "unchanged" for e in again["record"]["endpoints"][1:])  # type: ignore[index]
+
+    bump = cli.run("new-version", "xpu-fixture:1.1", "--from", "1.0", "--set", "six=1.17.0")
+    assert bump.returncode == 0, bump.stderr
+    cli.run("lock", "xpu-fixture:1.1", check=True)
+    second = release(cli, regs, "xpu-fixture:1.1")
+    digest_11 = second["record"]["digest"]  # type: ignore[index]
+
+    assert digest_11 != digest_10
+    assert set(served(cli, regs, "1.0").values()) == {digest_10}  # the earlier tag is untouched
+    assert set(served(cli, regs, "1.1").values()) == {digest_11}
+    assert set(served(cli, regs, "latest").values()) == {digest_11}  # the floating tag moved
+    notes = Path(second["notes"][1]).read_text()  # type: ignore[index]
+    assert "six 1.16.0 → 1.17.0" in notes
+    assert digest_11 in notes
+    zh = Path(second["notes"][0]).read_text()  # type: ignore[index]
+    assert "Bugs Fix" in zh
+
+    # Re-releasing 1.0 with other content is refused; nothing moves.
+    manifest = cli.root / "manifests" / "xpu-fixture" / "1.0.yaml"
+    original = manifest.read_text()
+    manifest.write_text(original.replace('FIXTURE_MODE: "on"', 'FIXTURE_MODE: "changed"'))
+    try:
+        cli.run("render", "xpu-fixture:1.0", check=True)
+        refused = cli.run("--registries", str(regs), "release", "xpu-fixture:1.0")
+    finally:
+        manifest.write_text(original)
+        cli.run("render", "xpu-fixture:1.0", check=True)
+        (cli.root / "manifests" / "xpu-fixture" / "1.1.yaml").unlink()
+
+    assert refused.returncode == 9, refused.stderr
+    assert "version tags are immutable" in refused.stderr
+    assert set(served(cli, regs, "1.0").values()) == {digest_10}
+    assert set(served(cli, regs, "latest").values()) == {digest_11}
+
+
+def test_a_failing_smoke_test_publishes_nothing(fixture_cli: Cli, tmp_path: Path) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "r" + uuid.uuid4().hex[:10])
+    check = cli.root / "images" / "xpu-fixture" / "tests" / "test_fails.py"
+    check.write_text("def test_this_release_is_broken() -> None:\n    assert 1 == 2, 'broken on purpose'\n")
+    try:
+        result = cli.run("--registries", str(regs), "release", "xpu-fixture:1.0")
+    finally:
+        check.unlink()
+
+    assert result.returncode == 6
+    assert "test_this_release_is_broken" in result.stderr
+    assert set(served(cli, regs, "1.0").values()) == {None}
+    assert set(served(cli, regs, "latest").values()) == {None}
+
+
+def test_from_tag_maps_both_spellings_and_refuses_unknown_ones(fixture_cli: Cli) -> None:
+    for tag in ("xpu-fixture/1.0", "xpu-fixture-1.0", "refs/tags/training-xpu-pytorch/25.03"):
+        result = fixture_cli.run("from-tag", tag)
+        assert result.returncode == 0, result.stderr
+    assert fixture_cli.run("from-tag", "xpu-fixture-1.0").stdout.strip() == "xpu-fixture:1.0"
+
+    missing = fixture_cli.run("from-tag", "xpu-fixture/9.9")
+    assert missing.returncode == 11
+    assert "no manifest manifests/xpu-fixture/9.9.yaml" in missing.stderr

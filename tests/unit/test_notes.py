@@ -1,0 +1,98 @@
+"""Release notes: generated from the manifest, in the seed's structure, carrying every fact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import run, write_manifest
+
+XPU = "training-xpu-pytorch:25.03"
+
+# Every fact of shared/seed/FACTS.md, as it must appear in both languages' notes.
+FACTS_BOTH = [
+    "1.4.3_hotfix", "1.4.3-hotfix", "v1.4.3-8", "1.3.7.1-v2503", "0.7.3", "2.43", "0.2.1.post1", "1.5.2",
+    "4.49.0+ali", ">= 1.1.0", "pytorch",
+    "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com/egslingjun/training-xpu-pytorch:25.03",
+    "acs-registry-vpc.{region-id}.cr.aliyuncs.com/egslingjun/{image:tag}", "cn-beijing", "cn-wulanchabu",
+    "docker login egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com",
+    "docker run --rm -it --ipc=host --net=host --privileged "
+    "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com/egslingjun/training-xpu-pytorch:25.03",
+    "ljperf --action train --model_name deepspeed/llama3-8b", "CHECKPOINT_OPTIMIZATION=true",
+    "stage3_prefetch_bucket_size", "ACCL-N", "ACCL-P", "ACCL-R", "pccl", "rccl", "NCCL", "20%",
+    "AC2+ACCL+CompilerOpt+CkptOpt", "Base+ACCL", "CNP",
+    "NVTE_FLASH_ATTN=1", "NVTE_FUSED_ATTN=0", "fma", "--max-model-len", "80k", "SGLang", "INT8",
+    "--max-num-batched-tokens", "2048", "13370", "Autotune", "fused_moe", "Marlin", "gptq_acext", "awq_acext",
+    "act_order=True", "GPTQ-Int8", "vllm-flash-attn", "xformers", "flashinfer", "A8W8", "FP8",
+    "mp_distributed_executor", "VLLM_WORKER_MULTIPROC_METHOD=spawn", "6152", "6145",
+    "Main Features", "Contents", "Assets", "Driver Requirements", "Key Features and Enhancements",
+    "Quick Start", "Known Issues",
+]  # fmt: skip
+FACTS_ZH = ["训练/推理", "基础镜像升级PPU SDK至1.4.3_hotfix", "vLLM升级至0.7.3", "ray升级至2.43", "（暂无）",
+            "鉴权密钥", "VPC", "请勿重装", "编译优化", "重计算显存优化"]  # fmt: skip
+FACTS_EN = ["training/inference", "Base image upgraded PPU SDK to 1.4.3_hotfix", "vLLM upgraded to 0.7.3",
+            "ray upgraded to 2.43", "(none)", "authentication key", "do not reinstall",
+            "compiler optimisation", "Recompute"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "extra"), [("zh", FACTS_ZH), ("en", FACTS_EN)])
+def test_the_25_03_notes_carry_every_fact(repo: Path, lang: str, extra: list[str]) -> None:
+    result = run(repo, "notes", XPU, "--lang", lang)
+
+    assert result.exit_code == 0, result.stderr
+    missing = [f for f in [*FACTS_BOTH, *extra] if f not in result.stdout]
+    assert missing == []
+
+
+def test_the_notes_follow_the_seed_order(repo: Path) -> None:
+    text = run(repo, "notes", XPU, "--lang", "zh").stdout
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+
+    assert headings == [
+        "## Main Features and Bug Fix Lists", "## Contents", "## Assets", "## Driver Requirements",
+        "## Key Features and Enhancements", "## Quick Start", "## Known Issues",
+    ]  # fmt: skip
+
+
+def test_a_bump_lists_what_changed_against_its_parent(repo: Path) -> None:
+    text = (
+        'image: training-xpu-pytorch\nversion: "25.04"\nextends: "25.03"\n'
+        "components: {vllm: {version: 0.8.0}}\n"
+        "release: {bug_fixes: [{en: Fixed X., zh: 修复X。}]}\n"
+    )
+    write_manifest(repo, "training-xpu-pytorch", "25.04", text)
+
+    en = run(repo, "notes", "training-xpu-pytorch:25.04", "--lang", "en").stdout
+    zh = run(repo, "notes", "training-xpu-pytorch:25.04", "--lang", "zh").stdout
+
+    features = en.split("### Main Features")[1].split("###")[0]
+    assert features.strip() == "- vLLM 0.7.3 → 0.8.0"
+    assert "- Fixed X." in en
+    assert "- 修复X。" in zh
+    assert "training-xpu-pytorch:25.04" in en
+
+
+def test_notes_show_the_digests_of_a_release_record(repo: Path, tmp_path: Path) -> None:
+    import json
+
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({
+        "ref": XPU, "manifest": "m", "manifest_sha256": "m", "inputs_sha256": "i",
+        "tested_image_id": "sha256:" + "c" * 64, "digest": "sha256:" + "d" * 64, "published_at": "t",
+        "complete": True, "floating_moved": [],
+        "endpoints": [{"endpoint": "vpc/cn-beijing", "host": "h", "version_ref": "h/x:25.03",
+                       "floating_refs": [], "status": "verified", "digest": "sha256:" + "d" * 64}],
+    }))  # fmt: skip
+
+    result = run(repo, "notes", XPU, "--lang", "en", "--record", str(record))
+
+    assert "| vpc/cn-beijing | `h/x:25.03` | `sha256:" + "d" * 64 + "` |" in result.stdout
+    assert "sha256:" + "c" * 64 in result.stdout
+
+
+def test_an_unknown_language_is_a_usage_error(repo: Path) -> None:
+    result = run(repo, "notes", XPU, "--lang", "fr")
+
+    assert result.exit_code == 2
+    assert "'fr' is not one of 'zh', 'en'" in result.output

@@ -1,0 +1,94 @@
+"""What CI runs for: tags → NAME:VERSION, and the release matrix a change touches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .helpers import run, write_manifest
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def gitrepo(repo: Path) -> Path:
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    git(repo, "tag", "base")
+    return repo
+
+
+@pytest.mark.parametrize(
+    ("tag", "ref"),
+    [
+        ("training-xpu-pytorch/25.03", "training-xpu-pytorch:25.03"),
+        ("training-xpu-pytorch-25.03", "training-xpu-pytorch:25.03"),
+        ("refs/tags/training-cpu-pytorch/25.03", "training-cpu-pytorch:25.03"),
+    ],
+)
+def test_from_tag_maps_both_spellings(repo: Path, tag: str, ref: str) -> None:
+    result = run(repo, "from-tag", tag)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ref + "\n"
+
+
+@pytest.mark.parametrize(
+    ("tag", "code", "message"),
+    [
+        ("v1.0", 3, "is not NAME/VERSION or NAME-VERSION"),
+        ("training-gpu-pytorch/25.03", 11, "has no manifests"),
+        ("training-xpu-pytorch/25.09", 11, "no manifest manifests/training-xpu-pytorch/25.09.yaml"),
+    ],
+)
+def test_from_tag_fails_clearly(repo: Path, tag: str, code: int, message: str) -> None:
+    result = run(repo, "from-tag", tag)
+
+    assert result.exit_code == code
+    assert message in result.stderr
+
+
+def test_changed_lists_a_bumped_manifest_and_its_children(gitrepo: Path) -> None:
+    write_manifest(
+        gitrepo,
+        "training-xpu-pytorch",
+        "25.04",
+        'image: training-xpu-pytorch\nversion: "25.04"\nextends: "25.03"\n',
+    )
+    git(gitrepo, "add", "-A")
+    git(gitrepo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "25.04")
+    git(gitrepo, "tag", "after-25.04")
+    path = gitrepo / "manifests" / "training-xpu-pytorch" / "25.03.yaml"
+    path.write_text(path.read_text().replace("version: 0.7.3", "version: 0.7.4"))
+
+    result = run(gitrepo, "changed", "--since", "after-25.04", "--json")
+
+    assert json.loads(result.stdout) == ["training-xpu-pytorch:25.03", "training-xpu-pytorch:25.04"]
+
+
+def test_changed_after_a_template_edit_is_everything(gitrepo: Path) -> None:
+    (gitrepo / "templates" / "partials" / "labels.j2").write_text("# edited\n")
+
+    result = run(gitrepo, "changed", "--since", "base")
+
+    assert result.stdout.split() == ["training-cpu-pytorch:25.03", "training-xpu-pytorch:25.03"]
+
+
+def test_changed_with_nothing_changed_is_empty(gitrepo: Path) -> None:
+    result = run(gitrepo, "changed", "--since", "base", "--json")
+
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == []
+
+
+def test_changed_since_an_unknown_ref_says_so(gitrepo: Path) -> None:
+    result = run(gitrepo, "changed", "--since", "no-such-ref")
+
+    assert result.exit_code == 3
+    assert "git cannot compare with 'no-such-ref'" in result.stderr
