@@ -8,16 +8,18 @@ cd "$(dirname "$0")/.."
 log() { printf '\n== %s\n' "$*"; }
 
 log "python environment (.venv)"
-if [[ ! -x .venv/bin/python ]]; then
-  python3 -m venv .venv || { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && python3 -m venv .venv; }
-fi
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
-export PATH="$PWD/.venv/bin:$PATH"
+# shellcheck source=ci/venv.sh
+source ci/venv.sh
+ensure_venv "[dev]"
 
 log "lint and types"
 ruff check src tests bench
 ruff format --check src tests bench
 mypy --strict src
+
+log "manifests and generated files"
+xpu-release validate
+xpu-release render --all --check
 
 log "local stack"
 ci/local-stack.sh reset

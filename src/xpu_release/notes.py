@@ -6,14 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from .diff import Change, declared_upgrades, diff
 from .endpoints import Registries
 from .errors import ConfigError
 from .manifest import ImageSpec, Repo
 from .manifest.loader import _version_key
 from .record import ReleaseRecord
+from .templating import render_template
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -98,28 +97,22 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         raise ConfigError(msg)
     vpc = registries.vpc_pattern()
     names = dict(zip(("training", "inference"), LABELS[lang]["scenarios"].split("|"), strict=True))
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(repo.root / "templates"), undefined=jinja2.StrictUndefined,
-        autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-    )  # fmt: skip
-    try:
-        text = env.get_template("notes.md.j2").render(
-            spec=spec, lang=lang, t=LABELS[lang], record=record,
-            features=[_feature_line(c, spec, lang) for c in changes_for_notes(repo, spec)],
-            scenario="/".join(names[s] for s in spec.scenario),
-            public_ref=public.ref(spec.image, spec.version), public_host=public.host,
-            vpc_pattern=vpc[0].replace("{region}", "{region-id}") if vpc else None,
-            regions=vpc[1] if vpc else (),
-            issue_url=lambda r: "https://github.com/{}/issues/{}".format(*r.split("#")),
-        )  # fmt: skip
-    except jinja2.TemplateError as exc:
-        msg = f"templates/notes.md.j2: {exc}"
-        raise ConfigError(msg) from None
-    lines: list[str] = []
-    for line in text.splitlines():
-        if line.strip() or (lines and lines[-1].strip()):
-            lines.append(line.rstrip())
-    return Notes(spec=spec, lang=lang, text="\n".join(lines).strip() + "\n")
+    text = render_template(
+        repo.root,
+        "notes.md.j2",
+        spec=spec,
+        lang=lang,
+        t=LABELS[lang],
+        record=record,
+        features=[_feature_line(c, spec, lang) for c in changes_for_notes(repo, spec)],
+        scenario="/".join(names[s] for s in spec.scenario),
+        public_ref=public.ref(spec.image, spec.version),
+        public_host=public.host,
+        vpc_pattern=vpc[0].replace("{region}", "{region-id}") if vpc else None,
+        regions=vpc[1] if vpc else (),
+        issue_url=lambda r: "https://github.com/{}/issues/{}".format(*r.split("#")),
+    )
+    return Notes(spec=spec, lang=lang, text=text)
 
 
 def notes_path(root: Path, spec: ImageSpec, lang: str) -> Path:

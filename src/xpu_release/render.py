@@ -6,11 +6,9 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from .endpoints import load_registries
-from .errors import ConfigError
 from .manifest import ImageSpec
+from .templating import render_template
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,17 +30,6 @@ def dockerfile_path(root: Path, spec: ImageSpec) -> Path:
     return root / "images" / spec.image / spec.version / "Dockerfile"
 
 
-def _environment(root: Path) -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(root / "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
 def render(root: Path, spec: ImageSpec, template: str = "Dockerfile.j2") -> Rendered:
     """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
 
@@ -53,27 +40,16 @@ def render(root: Path, spec: ImageSpec, template: str = "Dockerfile.j2") -> Rend
     groups = [
         PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs") for c in spec.of_kind("pip")
     ]
-    try:
-        text = (
-            _environment(root)
-            .get_template(template)
-            .render(
-                spec=spec,
-                base_registry=f"{hub.host}/{hub.namespace}",
-                base_component=base_component,
-                artifacts=spec.of_kind("artifact"),
-                pip_groups=groups,
-            )
-        )
-    except jinja2.TemplateError as exc:
-        msg = f"templates/{template}: {exc}"
-        raise ConfigError(msg) from None
-    # Collapse runs of blank lines the partials leave, so the output reads as hand-written.
-    lines: list[str] = []
-    for line in text.splitlines():
-        if line.strip() or (lines and lines[-1].strip()):
-            lines.append(line.rstrip())
-    return Rendered(spec=spec, path=dockerfile_path(root, spec), text="\n".join(lines).strip() + "\n")
+    text = render_template(
+        root,
+        template,
+        spec=spec,
+        base_registry=f"{hub.host}/{hub.namespace}",
+        base_component=base_component,
+        artifacts=spec.of_kind("artifact"),
+        pip_groups=groups,
+    )
+    return Rendered(spec=spec, path=dockerfile_path(root, spec), text=text)
 
 
 def stale_diff(rendered: Rendered, root: Path) -> str | None:

@@ -1,0 +1,171 @@
+"""The ``xpu-release`` command group: shared state, options, output helpers and exit codes.
+
+Every stage lives in its own module; this file only wires them together and maps the
+``ReleaseError`` hierarchy (``errors.py``) to messages and exit statuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from ..credentials import CredentialStore
+from ..errors import ReleaseError
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERNAL_ERROR = 70
+INTERRUPTED = 130
+
+
+@dataclass
+class State:
+    root_option: str | None
+    registries_option: str | None
+    debug: bool
+    _repo: Any = field(default=None, init=False)
+
+    @property
+    def repo(self) -> Any:
+        from ..manifest import Repo
+
+        if self._repo is None:
+            self._repo = Repo.discover(self.root_option)
+        return self._repo
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root  # type: ignore[no-any-return]
+
+    def registries(self) -> Any:
+        from ..endpoints import load_registries
+
+        return load_registries(self.root, self.registries_option)
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+class ReleaseGroup(click.Group):
+    """Maps ``ReleaseError`` to a message on stderr and its exit code; no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ReleaseError as exc:
+            click.echo(f"error: {exc.render()}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
+                err=True,
+            )
+            raise click.exceptions.Exit(INTERNAL_ERROR) from None
+
+
+@click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xpu-release")
+@click.option(
+    "--root",
+    envvar="XPU_RELEASE_ROOT",
+    type=click.Path(file_okay=False),
+    help="Repository root (default: found upwards from the current folder).",
+)
+@click.option(
+    "--registries",
+    "registries",
+    envvar="XPU_RELEASE_REGISTRIES",
+    type=click.Path(dir_okay=False),
+    help="A registries file that overrides registries.yaml (e.g. local endpoints).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None, registries: str | None, debug: bool) -> None:
+    """Release pipeline for accelerator container images."""
+    ctx.obj = State(root_option=root, registries_option=registries, debug=debug)
+
+
+def _line_sink() -> Callable[[str], None]:
+    """Build and push output: every line in CI logs; in a terminal, one line per step."""
+    tty = sys.stderr.isatty()
+
+    def sink(line: str) -> None:
+        if not tty or line.startswith(("Step ", "pulling", "Successfully", "pushing", "copying")):
+            click.echo(line, err=True)
+
+    return sink
+
+
+def _credentials(username: str | None, password_stdin: bool) -> Any:
+    from ..credentials import USER_ENV, Credentials
+    from ..errors import ConfigError
+    from ..secrets import register
+
+    if not password_stdin:
+        return CredentialStore()
+    user = username or os.environ.get(USER_ENV)
+    if not user:
+        msg = f"--password-stdin needs --username (or {USER_ENV})"
+        raise ConfigError(msg)
+    password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        msg = "--password-stdin: no password on standard input"
+        raise ConfigError(msg)
+    register(password)
+    return CredentialStore(explicit=Credentials(username=user, password=password))
+
+
+def print_plan(plan: Any, heading: str) -> None:
+    """The refs of a plan, per endpoint, then the floating tags that move last."""
+    click.echo(heading)
+    for t in plan.targets:
+        click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
+    for ref in (r for t in plan.targets for r in t.floating_refs):
+        click.echo(f"  then move {ref} (after every endpoint verifies)")
+
+
+def _print_record(record: Any) -> None:
+    click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
+    for e in record.endpoints:
+        detail = (
+            e.error
+            or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
+        )
+        click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
+    for ref in record.floating_moved:
+        click.echo(f"  moved {ref}")
+
+
+login_options = [
+    click.option("--username", envvar="XPU_RELEASE_USERNAME", help="Registry user (with --password-stdin)."),
+    click.option("--password-stdin", is_flag=True, help="Read the registry password from stdin."),
+]
+
+
+def with_login(f: F) -> F:
+    for option in reversed(login_options):
+        f = option(f)
+    return f
+
+
+def main() -> None:
+    """Entry point of the ``xpu-release`` script."""
+    cli(prog_name="xpu-release")

@@ -1,0 +1,72 @@
+"""Commands on images in the engine: lock, build, test."""
+
+from __future__ import annotations
+
+import click
+
+from .app import State, _emit_json, _line_sink, cli, pass_state
+
+# --- build and test ------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--check", is_flag=True, help="Resolve nothing; exit 4 if the committed lock is stale.")
+@pass_state
+def lock(state: State, ref: str, check: bool) -> None:
+    """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed)."""
+    from ..lock import load_lock, lock_path, resolve
+
+    spec = state.repo.load_ref(ref)
+    path = lock_path(state.root, spec)
+    if check:
+        load_lock(state.root, spec)
+        click.echo(f"{state.repo.rel(path)} is current")
+        return
+    result = resolve(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.render(spec), encoding="utf-8")
+    count = sum(len(layer.packages) for layer in result.layers)
+    click.echo(f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers)")
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def build(state: State, ref: str, rebuild: bool, as_json: bool) -> None:
+    """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged)."""
+    from dataclasses import asdict
+
+    from ..build import build_image
+    from ..engine import Engine
+
+    spec = state.repo.load_ref(ref)
+    built = build_image(
+        state.root, spec, state.registries(), Engine.connect(), rebuild=rebuild, on_line=_line_sink()
+    )
+    if as_json:
+        _emit_json(asdict(built))
+        return
+    verb = "up to date" if built.skipped else f"built in {built.seconds:.0f} s"
+    click.echo(f"{built.ref} {verb}: {built.image_id} ({built.size / 1e6:.0f} MB)")
+
+
+@cli.command("test")
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def test_(state: State, ref: str, as_json: bool) -> None:
+    """Smoke-test the built NAME:VERSION inside a throwaway container (testinfra)."""
+    from dataclasses import asdict
+
+    from ..engine import Engine
+    from ..smoke import smoke_test
+
+    spec = state.repo.load_ref(ref)
+    result = smoke_test(state.root, spec, Engine.connect(), on_line=_line_sink())
+    if as_json:
+        _emit_json(asdict(result))
+        return
+    click.echo(f"{spec.ref}: {result.passed} checks passed ({result.image_id})")

@@ -1,0 +1,199 @@
+"""Commands that publish and describe releases: publish, status, notes, release, from-tag, changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..credentials import CredentialStore
+from .app import (
+    State,
+    _credentials,
+    _emit_json,
+    _line_sink,
+    _print_record,
+    cli,
+    pass_state,
+    print_plan,
+    with_login,
+)
+
+# --- publish -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--dry-run", is_flag=True, help="Print the plan; touch nothing.")
+@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
+@click.option("--chunk-size", type=click.IntRange(min=1 << 20), help="Chunked blob uploads of this size.")
+@click.option("--json", "as_json", is_flag=True)
+@with_login
+@pass_state
+def publish(
+    state: State,
+    ref: str,
+    dry_run: bool,
+    allow_overwrite: bool,
+    record_file: str | None,
+    chunk_size: int | None,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """Publish the tested NAME:VERSION to the public registry and every VPC region, verified."""
+    from .. import record as records
+    from ..engine import Engine
+    from ..errors import PublishError
+    from ..plan import make_plan
+    from ..publish import Options, failure_report, newest
+    from ..publish import publish as run_publish
+
+    spec = state.repo.load_ref(ref)
+    registries = state.registries()
+    if dry_run:
+        plan = make_plan(spec, registries)
+        if as_json:
+            _emit_json({**plan.to_json(), "dry_run": True})
+            return
+        print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
+        return
+    creds = _credentials(username, password_stdin)
+    options = Options(
+        allow_overwrite=allow_overwrite, chunk_size=chunk_size, move_floating=newest(state.repo, spec)
+    )
+    result = run_publish(spec, registries, Engine.connect(), creds, options, _line_sink())
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    records.write(result, path)
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        _print_record(result)
+        click.echo(f"record: {path}")
+    if not result.complete:
+        raise PublishError(failure_report(result))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@click.option("--json", "as_json", is_flag=True)
+@with_login
+@pass_state
+def status(
+    state: State, ref: str, record_file: str | None, as_json: bool, username: str | None, password_stdin: bool
+) -> None:
+    """What every endpoint serves now for NAME:VERSION, against its release record."""
+    from .. import record as records
+    from ..errors import PublishError
+    from ..publish import status as endpoint_status
+
+    spec = state.repo.load_ref(ref)
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read(path) if path.is_file() else None
+    rows = endpoint_status(spec, state.registries(), _credentials(username, password_stdin), record)
+    if as_json:
+        _emit_json({"record": str(path) if record else None, "endpoints": rows})
+    else:
+        for r in rows:
+            mark = "ok" if r["matches"] else ("-" if record is None else "DIFFERS")
+            click.echo(f"{r['endpoint']:<22} {mark:<8} {r['ref']}  {r['serves'] or r['error'] or 'absent'}")
+    version_rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}")]
+    if record is not None and not all(r["matches"] for r in version_rows):
+        msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
+        raise PublishError(msg)
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True)
+@click.option(
+    "--record",
+    "record_file",
+    type=click.Path(dir_okay=False),
+    help="A release record: adds the published refs and digests.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file.")
+@pass_state
+def notes(state: State, ref: str, lang: str, record_file: str | None, output: str | None) -> None:
+    """Release notes of NAME:VERSION in Markdown, from its manifest (and its release record)."""
+    from .. import record as records
+    from ..notes import render_notes
+
+    spec = state.repo.load_ref(ref)
+    record = records.read(Path(record_file)) if record_file else None
+    result = render_notes(state.repo, spec, state.registries(), lang, record)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(result.text, encoding="utf-8")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(result.text, nl=False)
+
+
+# --- release ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--dry-run", is_flag=True, help="Show every stage's plan; change nothing.")
+@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+@with_login
+@pass_state
+def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool, username: str | None,
+            password_stdin: bool) -> None:  # fmt: skip
+    """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
+    from ..manifest import parse_ref
+    from ..publish import Options, newest
+    from ..release import Release, Reporter
+
+    creds = CredentialStore() if dry_run else _credentials(username, password_stdin)
+    image, version = parse_ref(ref)
+    is_newest = version in state.repo.versions(image) and newest(state.repo, state.repo.load(image, version))
+    options = Options(allow_overwrite=allow_overwrite, move_floating=is_newest)
+    run = Release(state.repo, ref, state.registries(), creds, options,
+                  Reporter(lambda line: click.echo(line, err=True)), dry_run=dry_run)  # fmt: skip
+    summary = run.run()
+    if as_json:
+        _emit_json(summary.to_json())
+        return
+    click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
+    for s in summary.stages:
+        click.echo(f"  {s.name:<8} {s.status:<8} {s.seconds:7.1f} s  {s.detail}")
+    if summary.record:
+        for e in summary.record["endpoints"]:
+            click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
+    for path in summary.notes:
+        click.echo(f"  notes: {path}")
+
+
+cli.add_command(release, "build-release")
+
+
+@cli.command("from-tag")
+@click.argument("tag")
+@pass_state
+def from_tag(state: State, tag: str) -> None:
+    """Map a pushed git tag (NAME/VERSION or NAME-VERSION) to NAME:VERSION."""
+    from ..triggers import ref_from_tag
+
+    click.echo(ref_from_tag(state.repo, tag))
+
+
+@cli.command()
+@click.option("--since", required=True, help="A git ref: list releases changed since it.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, for a CI build matrix.")
+@pass_state
+def changed(state: State, since: str, as_json: bool) -> None:
+    """NAME:VERSIONs whose manifest, template or image files changed since a git ref."""
+    from ..triggers import changed_refs
+
+    refs = changed_refs(state.repo, since)
+    if as_json:
+        click.echo(json.dumps(refs))
+    else:
+        for r in refs:
+            click.echo(r)

@@ -1,0 +1,33 @@
+"""The Jinja2 environment every generated file is rendered with (Dockerfiles, release notes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .errors import ConfigError
+
+
+def render_template(root: Path, name: str, **context: Any) -> str:
+    """Render ``templates/<name>`` strictly (an undefined value is an error, never empty) and
+    tidy the result: trailing spaces dropped, runs of blank lines collapsed to one."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root / "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Dockerfiles and Markdown, not HTML; values are validated instead
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    try:
+        text = env.get_template(name).render(**context)
+    except jinja2.TemplateError as exc:
+        msg = f"templates/{name}: {exc}"
+        raise ConfigError(msg) from None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line.rstrip())
+    return "\n".join(lines).strip() + "\n"

@@ -1,0 +1,74 @@
+"""The CI pipelines call commands that exist, and never put a secret in argv or a log."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xpu_release.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINES = [ROOT / ".github" / "workflows" / "release.yml", ROOT / ".gitlab-ci.yml"]
+SCRIPTS = sorted((ROOT / "ci").glob("*.sh"))
+
+
+def _commands(value: object) -> list[str]:
+    """Every shell line in a parsed pipeline (run: and script: entries)."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("run", "script", "before_script") and isinstance(v, str):
+                out.append(v)
+            elif k in ("script", "before_script") and isinstance(v, list):
+                out.extend(str(x) for x in v)
+            else:
+                out.extend(_commands(v))
+    elif isinstance(value, list):
+        for item in value:
+            out.extend(_commands(item))
+    return out
+
+
+def _xpu_calls(text: str) -> list[str]:
+    return re.findall(r"xpu-release\s+(?:--\S+\s+\S+\s+)*([a-z][a-z-]+)", text)
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: p.name)
+def test_every_xpu_release_command_in_a_pipeline_exists(path: Path) -> None:
+    lines = _commands(yaml.safe_load(path.read_text()))
+    calls = [c for line in lines for c in _xpu_calls(line)]
+    scripts = [s for line in lines for s in re.findall(r"(ci/[a-z-]+\.sh)", line)]
+    for script in scripts:
+        calls += _xpu_calls((ROOT / script).read_text())
+
+    assert "release" in calls or "from-tag" in calls
+    assert set(calls) <= set(cli.commands), set(calls) - set(cli.commands)
+    assert all((ROOT / s).is_file() for s in scripts)
+
+
+@pytest.mark.parametrize("path", PIPELINES + SCRIPTS, ids=lambda p: p.name)
+def test_no_secret_is_echoed_or_passed_in_argv(path: Path) -> None:
+    text = path.read_text()
+
+    assert not re.search(r"^\s*(echo|printf)\b.*\$\{?[A-Z_]*(PASSWORD|TOKEN)\}?\b", text, re.MULTILINE)
+    assert "--password " not in text
+    assert not re.search(r"docker login[^\n]*-p", text)
+
+
+def test_the_github_release_runs_on_tags_and_archives_the_record() -> None:
+    workflow = yaml.safe_load(PIPELINES[0].read_text())
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads `on` as true
+
+    assert "tags" in triggers["push"]
+    steps = workflow["jobs"]["release"]["steps"]
+    assert any("ci/release-tag.sh" in str(s.get("run", "")) for s in steps)
+    assert any("out/releases/" in str(s.get("with", {}).get("path", "")) for s in steps)
+
+
+def test_the_ci_entry_point_runs_the_readme_test_command() -> None:
+    assert "ci/test.sh" in (ROOT / ".ci" / "run").read_text()
+    assert "ci/test.sh" in (ROOT / "README.md").read_text()
+    assert "ci/release-local.sh" in (ROOT / "README.md").read_text()
