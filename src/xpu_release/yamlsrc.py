@@ -85,6 +85,7 @@ class _Builder:
         self.key_marks: dict[KeyPath, Mark] = {}
         self.raw: dict[KeyPath, str] = {}
         self.count = 0
+        self.seen: set[int] = set()
 
     def _mark(self, node: yaml.Node) -> Mark:
         return Mark(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
@@ -101,6 +102,21 @@ class _Builder:
             msg = f"document has more than {MAX_NODES} values; manifests are small"
             raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
         self.marks[path] = self._mark(node)
+        if id(node) in self.seen:
+            err = _alias_error(node.start_mark)
+            m = self._mark(node)
+            raise YamlProblems(
+                [
+                    Problem(
+                        file=self.file,
+                        line=m.line,
+                        column=m.column,
+                        path=dotted(path),
+                        message=f"invalid YAML: {err.problem}",
+                    )
+                ]
+            )
+        self.seen.add(id(node))
         if node.tag not in _STANDARD_TAGS:
             self._fail(node, path, f"YAML tag {node.tag!r} is not allowed (plain values only)")
             return None
@@ -121,7 +137,7 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         assert isinstance(node, yaml.ScalarNode)
-        if node.style is None:
+        if not node.style:  # plain: None from PyYAML, "" from libyaml
             self.raw[path] = node.value
         constructor = yaml.SafeLoader.yaml_constructors[node.tag]
         # The safe constructors for scalars need no loader state.
@@ -134,12 +150,31 @@ class _NoAliasComposer(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            mark = event.start_mark
-            raise yaml.MarkedYAMLError(
-                problem="anchors and aliases are not supported in manifests (use `extends:`)",
-                problem_mark=mark,
-            )
+            raise _alias_error(event.start_mark)
         return super().compose_node(parent, index)
+
+
+def _alias_error(mark: Any) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(
+        problem="anchors and aliases are not supported in manifests (use `extends:`)", problem_mark=mark
+    )
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """The node tree of ``text``: libyaml's composer when present (fast), else the pure-Python
+    one. Both keep an alias as a second reference to one node, never a copy, so nothing is
+    expanded; with libyaml, ``_Builder`` refuses a node it meets twice."""
+    if getattr(yaml, "__with_libyaml__", False):
+        loader = yaml.CSafeLoader(text)
+        try:
+            return loader.get_single_node()
+        finally:
+            loader.dispose()
+    py_loader = _NoAliasComposer(text)
+    try:
+        return py_loader.get_single_node()
+    finally:
+        py_loader.dispose()
 
 
 def load(path: Path, display: str) -> Source:
@@ -153,9 +188,8 @@ def load(path: Path, display: str) -> Source:
 
 
 def loads(text: str, display: str) -> Source:
-    loader = _NoAliasComposer(text)
     try:
-        node = loader.get_single_node()
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
@@ -164,8 +198,6 @@ def loads(text: str, display: str) -> Source:
     except yaml.YAMLError as exc:
         problem = Problem(file=display, line=0, column=0, path="", message=f"invalid YAML: {exc}")
         raise YamlProblems([problem]) from None
-    finally:
-        loader.dispose()
     if node is None:
         raise YamlProblems([Problem(file=display, line=1, column=1, path="", message="file is empty")])
     builder = _Builder(display)

@@ -156,3 +156,30 @@ def test_a_release_record_round_trips_through_json() -> None:
     )  # fmt: skip
 
     assert ReleaseRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+@pytest.mark.parametrize("libyaml", [True, False], ids=["libyaml", "pure-python"])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &x [1]\nb: *x\n", "anchors and aliases are not supported"),
+        ("a: &a [*a]\n", "anchors and aliases are not supported"),
+        ("a: !!python/name:os.system x\n", "is not allowed"),
+        ("a: 1\na: 2\n", "duplicate key"),
+    ],
+)
+def test_both_yaml_composers_refuse_the_same_things(
+    monkeypatch: pytest.MonkeyPatch, libyaml: bool, text: str, message: str
+) -> None:
+    import yaml
+
+    from xpu_release.yamlsrc import YamlProblems, loads
+
+    if libyaml and not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML was built without libyaml here")
+    monkeypatch.setattr(yaml, "__with_libyaml__", libyaml)
+
+    with pytest.raises(YamlProblems) as refused:
+        loads(text, "x.yaml")
+
+    assert message in str(refused.value)
