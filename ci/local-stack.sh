@@ -273,6 +273,10 @@ cmd_reset() {
       | xargs -r env DOCKER_HOST="$(engine_host)" docker rm -f >/dev/null
     DOCKER_HOST="$(engine_host)" docker system prune -af >/dev/null
   fi
+  # xpu-release's own caches: copied blobs, build contexts and smoke markers go; the wheel and
+  # artifact cache (content-addressed by the committed locks) stays.
+  local cache="${XPU_RELEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xpu-release}"
+  rm -rf "$cache/oci-blobs" "$cache/contexts" "$cache/tested"
   cmd_up
 }
 
