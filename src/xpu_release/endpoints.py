@@ -120,9 +120,9 @@ class Registries:
         return f"{ep.host}/{ep.namespace}/{repository}:{tag}"
 
     def vpc_pattern(self) -> tuple[str, tuple[str, ...]] | None:
-        """The published VPC pattern (from the repository's file) and its regions."""
+        """The VPC pattern and its regions, when every region follows it (no per-region hosts)."""
         for _, e in self.entries:
-            if e["role"] == "vpc":
+            if e["role"] == "vpc" and not e.get("hosts") and "{region}" in e["host"]:
                 return f"{e['host']}/{e['namespace']}", tuple(e.get("regions") or ())
         return None
 

@@ -110,6 +110,7 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         public_host=public.host,
         vpc_pattern=vpc[0].replace("{region}", "{region-id}") if vpc else None,
         regions=vpc[1] if vpc else (),
+        vpc_endpoints=[e for e in registries.publish_endpoints() if e.role == "vpc"],
         issue_url=lambda r: "https://github.com/{}/issues/{}".format(*r.split("#")),
     )
     return Notes(spec=spec, lang=lang, text=text)

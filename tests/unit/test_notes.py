@@ -96,3 +96,17 @@ def test_an_unknown_language_is_a_usage_error(repo: Path) -> None:
 
     assert result.exit_code == 2
     assert "'fr' is not one of 'zh', 'en'" in result.output
+
+
+def test_with_per_region_endpoints_the_notes_list_each_region(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "local.yaml"
+    override.write_text(
+        "registries:\n  public: {host: '127.0.0.1:15001'}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:15002'}, insecure: true}\n"
+    )
+
+    text = run(repo, "--registries", str(override), "notes", XPU, "--lang", "en").stdout
+
+    assert "- Public image: `127.0.0.1:15001/egslingjun/training-xpu-pytorch:25.03`" in text
+    assert "- VPC image (cn-beijing): `127.0.0.1:15002/egslingjun/training-xpu-pytorch:25.03`" in text
+    assert "acs-registry-vpc" not in text
