@@ -333,3 +333,35 @@ def test_status_compares_every_endpoint_with_the_record(tested: Cli, tmp_path: P
     rows = json.loads(result.stdout)["endpoints"]
     assert len(rows) == 8  # four endpoints, two tags each (1.0, latest)
     assert all(r["matches"] for r in rows)
+
+
+def test_chunked_uploads_end_verified(tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
+
+    result = publish(tested, regs, "--chunk-size", str(4 << 20))
+
+    assert result.returncode == 0, result.stderr
+    patches = [s for s in proxy.faults.seen if s.startswith("PATCH ")]
+    assert len(patches) >= 10  # the 170 MB base layer alone is over 40 chunks of 4 MiB
+    assert len(set(served(tested, regs, "1.0").values())) == 1
+
+
+def test_a_region_in_the_source_registry_gets_blobs_by_mount(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    stack = os.environ["XPU_STACK_DIR"]
+    regs = tmp_path / "regs.yaml"
+    regs.write_text(
+        "registries:\n"
+        f"  public: {{host: '127.0.0.1:15001', namespace: {namespace}, ca_file: {stack}/certs/ca.crt}}\n"
+        f"  vpc:\n    namespace: {namespace}-vpc\n    ca_file: {stack}/certs/ca.crt\n"
+        "    regions: [cn-wulanchabu]\n    hosts: {cn-wulanchabu: '127.0.0.1:15001'}\n"
+    )
+
+    result = publish(tested, regs, "--json")
+
+    assert result.returncode == 0, result.stderr
+    region = json.loads(result.stdout)["endpoints"][1]
+    assert region["status"] == "verified"
+    assert region["mounted_blobs"] >= 2
+    assert region["uploaded_bytes"] == 0
