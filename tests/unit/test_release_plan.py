@@ -1,0 +1,83 @@
+"""`release --dry-run` shows every stage's plan and changes nothing; CI log groups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xpu_release.errors import BuildFailed
+from xpu_release.release import Reporter, StageResult
+
+from .helpers import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_dry_run_plans_every_stage_and_writes_nothing(repo: Path) -> None:
+    lock = ROOT / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock"
+    (repo / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock").write_text(lock.read_text())
+
+    result = run(repo, "release", "training-cpu-pytorch:25.03", "--dry-run", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert [(s["name"], s["status"]) for s in summary["stages"]] == [
+        ("validate", "done"), ("render", "done"), ("lock", "done"), ("build", "planned"), ("test", "planned"),
+        ("publish", "planned"), ("verify", "planned"), ("notes", "planned"), ("record", "planned"),
+    ]  # fmt: skip
+    assert "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com" in summary["stages"][5]["detail"]
+    assert summary["record"] is None
+    assert not (repo / "out").exists()
+
+
+def test_dry_run_stops_at_a_stale_lock(repo: Path) -> None:
+    result = run(repo, "release", "training-cpu-pytorch:25.03", "--dry-run")
+
+    assert result.exit_code == 4
+    assert (
+        "requirements.lock does not exist; run `xpu-release lock training-cpu-pytorch:25.03`" in result.stderr
+    )
+    assert "lock: FAILED" in result.stderr
+
+
+def test_build_release_is_an_alias(repo: Path) -> None:
+    result = run(repo, "build-release", "training-xpu-pytorch:25.03", "--dry-run")
+
+    assert result.exit_code == 4  # the xpu family has no lock on this machine
+    assert "==> validate" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "start", "end"),
+    [
+        ({"GITHUB_ACTIONS": "true"}, "::group::build", "::endgroup::"),
+        ({"GITLAB_CI": "true"}, "section_start:", "section_end:"),
+        ({}, "==> build", "    build: done"),
+    ],
+)
+def test_stages_become_ci_log_groups(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], start: str, end: str
+) -> None:
+    for name in ("GITHUB_ACTIONS", "GITLAB_CI"):
+        monkeypatch.delenv(name, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    lines: list[str] = []
+    reporter = Reporter(lines.append)
+
+    reporter.start("build")
+    reporter.end(StageResult(name="build", status="done", seconds=1.0, detail="x"))
+
+    assert start in lines[0]
+    assert any(end in line for line in lines[1:])
+
+
+def test_a_failed_stage_is_an_annotation_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    lines: list[str] = []
+
+    Reporter(lines.append).fail("build", BuildFailed("build of x:1 failed: boom\nmore"))
+
+    assert "::error title=xpu-release build failed::build of x:1 failed: boom" in lines
