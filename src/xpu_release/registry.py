@@ -216,14 +216,17 @@ class RegistryClient:
     def ping(self) -> None:
         self.request("GET", "/v2/")
 
-    def head_manifest(self, repo: str, reference: str) -> str | None:
-        """The digest ``reference`` points at, or None."""
-        resp = self.request(
-            "HEAD",
+    def _manifest(self, method: str, repo: str, reference: str) -> requests.Response:
+        return self.request(
+            method,
             f"/v2/{repo}/manifests/{reference}",
             scope=f"repository:{repo}:pull",
             headers={"Accept": MANIFEST_ACCEPT},
         )
+
+    def head_manifest(self, repo: str, reference: str) -> str | None:
+        """The digest ``reference`` points at, or None."""
+        resp = self._manifest("HEAD", repo, reference)
         if resp.status_code == 404:
             return None
         digest = resp.headers.get("Docker-Content-Digest")
@@ -233,12 +236,8 @@ class RegistryClient:
         return manifest.digest if manifest else None
 
     def get_manifest(self, repo: str, reference: str) -> Manifest | None:
-        resp = self.request(
-            "GET",
-            f"/v2/{repo}/manifests/{reference}",
-            scope=f"repository:{repo}:pull",
-            headers={"Accept": MANIFEST_ACCEPT},
-        )
+        """The manifest ``reference`` points at, its digest checked against its bytes, or None."""
+        resp = self._manifest("GET", repo, reference)
         if resp.status_code == 404:
             return None
         body = resp.content
