@@ -335,3 +335,20 @@ def status(
                 }
             )
     return rows
+
+
+def catalog(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore
+) -> dict[str, dict[str, str | None]]:
+    """Every tag of the image's repository, per endpoint, with the digest it serves now."""
+    publisher = Publisher(spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)),
+                          lambda _: None)  # fmt: skip
+    out: dict[str, dict[str, str | None]] = {}
+    for t in publisher.plan.targets:
+        client = publisher.client(t.endpoint)
+        repo = publisher.repo(t.endpoint)
+        try:
+            out[t.endpoint.name] = {tag: client.head_manifest(repo, tag) for tag in sorted(client.tags(repo))}
+        except ReleaseError as exc:
+            out[t.endpoint.name] = {"(unreachable)": exc.message}
+    return out

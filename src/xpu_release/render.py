@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .endpoints import load_registries
-from .manifest import ImageSpec
+from .errors import ManifestError
+from .manifest import ImageSpec, schema
 from .templating import render_template
+from .yamlsrc import YamlProblems, load
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,11 +32,42 @@ def dockerfile_path(root: Path, spec: ImageSpec) -> Path:
     return root / "images" / spec.image / spec.version / "Dockerfile"
 
 
-def render(root: Path, spec: ImageSpec, template: str = "Dockerfile.j2") -> Rendered:
+IMAGE_FILE = schema.Obj(
+    fields={
+        "template": schema.Str(pattern=r"[A-Za-z0-9_.\-]+\.j2", what="a template file name in templates/"),
+        "description": schema.Text(),
+    },
+    required=("template",),
+    description="images/<image>/image.yaml: the non-versioned definition of an image.",
+)
+
+
+def image_template(root: Path, image: str) -> str:
+    """The template ``images/<image>/image.yaml`` names (Dockerfile.j2 when there is none)."""
+    path = root / "images" / image / "image.yaml"
+    if not path.is_file():
+        return "Dockerfile.j2"
+    display = str(path.relative_to(root))
+    try:
+        src = load(path, display)
+    except YamlProblems as exc:
+        raise ManifestError(exc.problems) from None
+    checker = schema.Checker(src)
+    IMAGE_FILE.check(src.data, (), checker)
+    if checker.problems:
+        raise ManifestError(checker.problems)
+    name = str(src.data["template"])
+    if not (root / "templates" / name).is_file():
+        raise ManifestError([src.problem(("template",), f"templates/{name} does not exist")])
+    return name
+
+
+def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered:
     """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
 
     The committed Dockerfile names the base registry of the repository's own registries.yaml;
     a build passes the registry in use (a mirror, the local stack) as BASE_REGISTRY."""
+    template = template or image_template(root, spec.image)
     hub = load_registries(root, from_env=False).endpoint(spec.base.registry)
     base_component = spec.component(spec.base.component) if spec.base.component else None
     groups = [

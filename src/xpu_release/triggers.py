@@ -56,7 +56,7 @@ def changed_refs(repo: Repo, since: str) -> list[str]:
         if parts[0] == "manifests" and len(parts) == 3 and parts[2].endswith(".yaml"):
             direct.add(f"{parts[1]}:{parts[2][:-5]}")
         elif parts[0] == "images" and len(parts) >= 3:
-            if parts[2] == "tests":
+            if parts[2] in ("tests", "image.yaml"):
                 direct.update(f"{parts[1]}:{v}" for v in repo.versions(parts[1]))
             else:
                 direct.add(f"{parts[1]}:{parts[2]}")

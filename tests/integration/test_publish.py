@@ -365,3 +365,16 @@ def test_a_region_in_the_source_registry_gets_blobs_by_mount(
     assert region["status"] == "verified"
     assert region["mounted_blobs"] >= 2
     assert region["uploaded_bytes"] == 0
+
+
+def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    assert publish(tested, regs).returncode == 0
+    digest = record_of(regs)["digest"]
+
+    result = tested.run("--registries", str(regs), "status", REF, "--catalog", "--json")
+
+    assert result.returncode == 0, result.stderr
+    catalog = json.loads(result.stdout)
+    assert set(catalog) == {"public", "vpc/cn-beijing", "vpc/cn-wulanchabu", "vpc/cn-shanghai"}
+    assert all(tags == {"1.0": digest, "latest": digest} for tags in catalog.values())

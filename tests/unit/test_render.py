@@ -201,3 +201,24 @@ def test_every_rendered_dockerfile_is_clean_under_hadolint(repo: Path, tmp_path:
     )
 
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_an_image_file_chooses_the_template(repo: Path) -> None:
+    (repo / "templates" / "Other.j2").write_text("FROM scratch\nLABEL image={{ spec.image }}\n")
+    (repo / "images" / "training-cpu-pytorch" / "image.yaml").write_text("template: Other.j2\n")
+
+    result = run(repo, "render", "training-cpu-pytorch:25.03", "--stdout")
+
+    assert result.stdout == "FROM scratch\nLABEL image=training-cpu-pytorch\n"
+
+
+def test_an_image_file_naming_a_missing_template_is_located(repo: Path) -> None:
+    (repo / "images" / "training-cpu-pytorch" / "image.yaml").write_text("template: Nope.j2\n")
+
+    result = run(repo, "render", "training-cpu-pytorch:25.03")
+
+    assert result.exit_code == 2
+    assert (
+        "images/training-cpu-pytorch/image.yaml:1:11: template: templates/Nope.j2 does not exist"
+        in result.stderr
+    )

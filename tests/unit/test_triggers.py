@@ -80,6 +80,15 @@ def test_changed_after_a_template_edit_is_everything(gitrepo: Path) -> None:
     assert result.stdout.split() == ["training-cpu-pytorch:25.03", "training-xpu-pytorch:25.03"]
 
 
+def test_changed_after_an_image_file_edit_is_every_version_of_that_image(gitrepo: Path) -> None:
+    path = gitrepo / "images" / "training-cpu-pytorch" / "image.yaml"
+    path.write_text(path.read_text() + "# edited\n")
+
+    result = run(gitrepo, "changed", "--since", "base")
+
+    assert result.stdout.split() == ["training-cpu-pytorch:25.03"]
+
+
 def test_changed_with_nothing_changed_is_empty(gitrepo: Path) -> None:
     result = run(gitrepo, "changed", "--since", "base", "--json")
 

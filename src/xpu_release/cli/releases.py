@@ -79,18 +79,36 @@ def publish(
 @cli.command()
 @click.argument("ref")
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@click.option("--catalog", is_flag=True, help="Every tag of the repository, per endpoint, with its digest.")
 @click.option("--json", "as_json", is_flag=True)
 @with_login
 @pass_state
 def status(
-    state: State, ref: str, record_file: str | None, as_json: bool, username: str | None, password_stdin: bool
+    state: State,
+    ref: str,
+    record_file: str | None,
+    catalog: bool,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
 ) -> None:
     """What every endpoint serves now for NAME:VERSION, against its release record."""
     from .. import record as records
     from ..errors import PublishError
+    from ..publish import catalog as tag_catalog
     from ..publish import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
+    if catalog:
+        tags = tag_catalog(spec, state.registries(), _credentials(username, password_stdin))
+        if as_json:
+            _emit_json(tags)
+            return
+        for endpoint, entries in tags.items():
+            click.echo(endpoint)
+            for tag, digest in entries.items():
+                click.echo(f"  {tag:<16} {digest}")
+        return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read(path) if path.is_file() else None
     rows = endpoint_status(spec, state.registries(), _credentials(username, password_stdin), record)
