@@ -81,3 +81,31 @@ def test_a_failed_stage_is_an_annotation_on_github(monkeypatch: pytest.MonkeyPat
     Reporter(lines.append).fail("build", BuildFailed("build of x:1 failed: boom\nmore"))
 
     assert "::error title=xpu-release build failed::build of x:1 failed: boom" in lines
+
+
+def test_in_a_terminal_build_steps_share_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from xpu_release.cli.app import LiveLine
+
+    live = LiveLine(tty=True)
+    for line in ("==> build", "Step 1/3 : FROM base", " ---> Using cache", "Step 2/3 : RUN x", "pushing x:1"):
+        live(line)
+
+    err = capsys.readouterr().err
+    assert err.startswith("==> build\n")
+    assert "\r\x1b[KStep 2/3 : RUN x" in err
+    assert err.count("\n") == 2  # the stage line and the push line; steps overwrite each other
+    assert err.endswith("pushing x:1\n")
+
+
+def test_in_ci_logs_every_line_is_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    from xpu_release.cli.app import LiveLine
+
+    live = LiveLine(tty=False)
+    for line in ("Step 1/2 : FROM base", " ---> Using cache", "Step 2/2 : RUN x"):
+        live(line)
+
+    assert capsys.readouterr().err.splitlines() == [
+        "Step 1/2 : FROM base",
+        " ---> Using cache",
+        "Step 2/2 : RUN x",
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,15 +104,43 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, debug: boo
     ctx.obj = State(root_option=root, registries_option=registries, debug=debug)
 
 
-def _line_sink() -> Callable[[str], None]:
-    """Build and push output: every line in CI logs; in a terminal, one line per step."""
-    tty = sys.stderr.isatty()
+class LiveLine:
+    """Progress output. In CI logs (no terminal) every line, as it comes. In a terminal, one
+    status line rewritten in place for build steps and layer chatter, and the lines that matter
+    (stages, pushes, copies, retries) kept above it."""
 
-    def sink(line: str) -> None:
-        if not tty or line.startswith(("Step ", "pulling", "Successfully", "pushing", "copying")):
+    KEEP = ("==>", "    ", "pulling", "pushing", "copying", "smoke-testing", "Successfully built", "released")
+
+    def __init__(self, tty: bool | None = None) -> None:
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.width = shutil.get_terminal_size((100, 20)).columns
+        self.dirty = False
+
+    def __call__(self, line: str) -> None:
+        if not self.tty:
             click.echo(line, err=True)
+            return
+        if line.startswith(self.KEEP) or "retrying" in line:
+            self._clear()
+            click.echo(line, err=True)
+        else:
+            self._raw("\r\x1b[K" + line.strip()[: self.width - 1])
+            self.dirty = True
 
-    return sink
+    def _clear(self) -> None:
+        if self.dirty:
+            self._raw("\r\x1b[K")
+            self.dirty = False
+
+    @staticmethod
+    def _raw(text: str) -> None:
+        # Written as is: click.echo would strip the control sequences it does not recognise.
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
+def _line_sink() -> Callable[[str], None]:
+    return LiveLine()
 
 
 def _credentials(username: str | None, password_stdin: bool) -> Any:

@@ -173,7 +173,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     is_newest = version in state.repo.versions(image) and newest(state.repo, state.repo.load(image, version))
     options = Options(allow_overwrite=allow_overwrite, move_floating=is_newest)
     run = Release(state.repo, ref, state.registries(), creds, options,
-                  Reporter(lambda line: click.echo(line, err=True)), dry_run=dry_run)  # fmt: skip
+                  Reporter(_line_sink()), dry_run=dry_run)  # fmt: skip
     summary = run.run()
     if as_json:
         _emit_json(summary.to_json())
