@@ -6,6 +6,7 @@ Every stage lives in its own module; this file only wires them together and maps
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 
@@ -65,9 +66,11 @@ class ReleaseGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ReleaseError as exc:
+            LiveLine.close_all()
             click.echo(f"error: {exc.render()}", err=True)
             raise click.exceptions.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
+            LiveLine.close_all()
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(INTERRUPTED) from None
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
@@ -109,12 +112,26 @@ class LiveLine:
     status line rewritten in place for build steps and layer chatter, and the lines that matter
     (stages, pushes, copies, retries) kept above it."""
 
-    KEEP = ("==>", "    ", "pulling", "pushing", "copying", "smoke-testing", "Successfully built", "released")
+    open: ClassVar[list[LiveLine]] = []
+    KEEP = ("==>", "    ", "pulling", "pushing", "copying", "smoke-testing", "Successfully", "released")
 
     def __init__(self, tty: bool | None = None) -> None:
         self.tty = sys.stderr.isatty() if tty is None else tty
         self.width = shutil.get_terminal_size((100, 20)).columns
         self.dirty = False
+        LiveLine.open.append(self)
+        atexit.register(self.close)
+
+    @classmethod
+    def close_all(cls) -> None:
+        for live in cls.open:
+            live.close()
+
+    def close(self) -> None:
+        """Leave the last status line on screen, ended, so later output starts on its own line."""
+        if self.dirty:
+            self._raw("\n")
+            self.dirty = False
 
     def __call__(self, line: str) -> None:
         if not self.tty:
@@ -139,7 +156,7 @@ class LiveLine:
         sys.stderr.flush()
 
 
-def _line_sink() -> Callable[[str], None]:
+def _line_sink() -> LiveLine:
     return LiveLine()
 
 

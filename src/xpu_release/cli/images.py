@@ -44,8 +44,14 @@ def build(state: State, ref: str, rebuild: bool, as_json: bool) -> None:
 
     spec = state.repo.load_ref(ref)
     built = build_image(
-        state.root, spec, state.registries(), Engine.connect(), rebuild=rebuild, on_line=_line_sink()
+        state.root,
+        spec,
+        state.registries(),
+        Engine.connect(),
+        rebuild=rebuild,
+        on_line=(live := _line_sink()),
     )
+    live.close()
     if as_json:
         _emit_json(asdict(built))
         return
@@ -65,7 +71,8 @@ def test_(state: State, ref: str, as_json: bool) -> None:
     from ..smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
-    result = smoke_test(state.root, spec, Engine.connect(), on_line=_line_sink())
+    result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := _line_sink()))
+    live.close()
     if as_json:
         _emit_json(asdict(result))
         return

@@ -64,7 +64,8 @@ def publish(
     options = Options(
         allow_overwrite=allow_overwrite, chunk_size=chunk_size, move_floating=newest(state.repo, spec)
     )
-    result = run_publish(spec, registries, Engine.connect(), creds, options, _line_sink())
+    result = run_publish(spec, registries, Engine.connect(), creds, options, live := _line_sink())
+    live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     records.write(result, path)
     if as_json:
@@ -173,8 +174,9 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     is_newest = version in state.repo.versions(image) and newest(state.repo, state.repo.load(image, version))
     options = Options(allow_overwrite=allow_overwrite, move_floating=is_newest)
     run = Release(state.repo, ref, state.registries(), creds, options,
-                  Reporter(_line_sink()), dry_run=dry_run)  # fmt: skip
+                  Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
     summary = run.run()
+    live.close()
     if as_json:
         _emit_json(summary.to_json())
         return
