@@ -66,14 +66,10 @@ def fetch(
         partial = Path(tmp) / filename
         try:
             _download(url, partial, token)
-        except (OSError, BuildFailed) as exc:
+        except Exception as exc:  # OSError, our own refusal, or requests' errors
             if not pip_fallback:
-                msg = f"cannot fetch {url}: {redact(str(exc))}"
-                raise BuildFailed(msg) from None
-            partial = _pip_download(pip_fallback, Path(tmp), url)
-        except Exception as exc:  # requests' errors, without importing requests here
-            if not pip_fallback:
-                msg = f"cannot fetch {url}: {type(exc).__name__}: {redact(str(exc))}"
+                why = str(exc) if isinstance(exc, BuildFailed) else f"{type(exc).__name__}: {exc}"
+                msg = f"cannot fetch {url}: {redact(why)}"
                 raise BuildFailed(msg) from None
             partial = _pip_download(pip_fallback, Path(tmp), url)
         got = sha256_file(partial)
