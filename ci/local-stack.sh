@@ -37,7 +37,18 @@ port_of() {
 }
 REGISTRIES=(hub public vpc-cn-beijing vpc-cn-wulanchabu vpc-cn-shanghai)
 
-alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A pid file counts only if its process is alive *and* is the program it names: after a reboot
+# or a crash the pid may belong to something else, which must never be trusted or killed.
+alive() {  # alive PIDFILE [PROGRAM]
+  [[ -f "$1" ]] || return 1
+  local pid; pid="$(cat "$1")"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  local program="${2:-}"
+  if [[ -z "$program" ]]; then
+    case "$1" in */dockerd.pid) program=dockerd ;; *) program=docker-registry ;; esac
+  fi
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$program"
+}
 
 wait_for() {  # wait_for DESCRIPTION SECONDS COMMAND...
   local what="$1" deadline=$((SECONDS + $2)); shift 2
