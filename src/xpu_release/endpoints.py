@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError, ManifestError
+from .errors import ConfigError
 from .manifest import schema
-from .yamlsrc import Source, YamlProblems, load
 
 Role = Literal["public", "vpc", "base"]
 
@@ -127,22 +126,10 @@ class Registries:
         return None
 
 
-def _load_file(path: Path, display: str) -> Source:
-    try:
-        src = load(path, display)
-    except YamlProblems as exc:
-        raise ManifestError(exc.problems) from None
-    checker = schema.Checker(src)
-    FILE.check(src.data, (), checker)
-    if checker.problems:
-        raise ManifestError(checker.problems)
-    return src
-
-
 def load_registries(root: Path, override: str | None = None, *, from_env: bool = True) -> Registries:
     """The repository's ``registries.yaml``, overridden by ``override`` or (with ``from_env``)
     ``$XPU_RELEASE_REGISTRIES``."""
-    base = _load_file(root / "registries.yaml", "registries.yaml")
+    base = schema.load_checked(root / "registries.yaml", "registries.yaml", FILE)
     merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in base.data["registries"].items()}
     sources = ["registries.yaml"]
     if from_env:
@@ -152,7 +139,7 @@ def load_registries(root: Path, override: str | None = None, *, from_env: bool =
         if not path.is_file():
             msg = f"registries override {override} does not exist"
             raise ConfigError(msg)
-        over = _load_file(path, str(path))
+        over = schema.load_checked(path, str(path), FILE)
         for name, entry in over.data["registries"].items():
             merged.setdefault(name, {}).update(entry)
         sources.append(str(path))

@@ -10,7 +10,6 @@ from .endpoints import load_registries
 from .errors import ManifestError
 from .manifest import ImageSpec, schema
 from .templating import render_template
-from .yamlsrc import YamlProblems, load
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,15 +46,7 @@ def image_template(root: Path, image: str) -> str:
     path = root / "images" / image / "image.yaml"
     if not path.is_file():
         return "Dockerfile.j2"
-    display = str(path.relative_to(root))
-    try:
-        src = load(path, display)
-    except YamlProblems as exc:
-        raise ManifestError(exc.problems) from None
-    checker = schema.Checker(src)
-    IMAGE_FILE.check(src.data, (), checker)
-    if checker.problems:
-        raise ManifestError(checker.problems)
+    src = schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE)
     name = str(src.data["template"])
     if not (root / "templates" / name).is_file():
         raise ManifestError([src.problem(("template",), f"templates/{name} does not exist")])

@@ -11,10 +11,11 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..errors import Problem
-from ..yamlsrc import KeyPath, Source
+from ..errors import ManifestError, Problem
+from ..yamlsrc import KeyPath, Source, YamlProblems, load
 
 JSON = dict[str, Any]
 
@@ -526,6 +527,19 @@ MANIFEST = Obj(
 
 # What a child manifest may say before inheritance fills the rest.
 CHILD_REQUIRED = ("image", "version", "extends")
+
+
+def load_checked(path: Path, display: str, shape: Type) -> Source:
+    """Load a YAML file safely and check it against ``shape``; every problem, located, at once."""
+    try:
+        src = load(path, display)
+    except YamlProblems as exc:
+        raise ManifestError(exc.problems) from None
+    checker = Checker(src)
+    shape.check(src.data, (), checker)
+    if checker.problems:
+        raise ManifestError(checker.problems)
+    return src
 
 
 def json_schema() -> JSON:
