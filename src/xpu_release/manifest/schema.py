@@ -525,9 +525,6 @@ MANIFEST = Obj(
     ),
 )
 
-# What a child manifest may say before inheritance fills the rest.
-CHILD_REQUIRED = ("image", "version", "extends")
-
 
 def load_checked(path: Path, display: str, shape: Type) -> Source:
     """Load a YAML file safely and check it against ``shape``; every problem, located, at once."""
