@@ -101,9 +101,8 @@ class Publisher:
 
     # --- stages -----------------------------------------------------------------------------
 
-    def check_tags(self, image_id: str) -> dict[str, Manifest | None]:
-        """What each endpoint's version tag holds now; refuse a different image unless allowed."""
-        current: dict[str, Manifest | None] = {}
+    def check_tags(self, image_id: str) -> None:
+        """Before anything is pushed: refuse if any endpoint's version tag holds another image."""
         conflicts: list[str] = []
 
         def look(t: Target) -> tuple[Target, Manifest | None, str | None]:
@@ -116,7 +115,6 @@ class Publisher:
 
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
             for t, m, _error in pool.map(look, self.plan.targets):
-                current[t.endpoint.name] = m
                 if m is not None and m.config_digest != image_id:
                     conflicts.append(
                         f"  {t.version_ref}: serves {m.digest} (config {m.config_digest[:19]}), "
@@ -129,13 +127,22 @@ class Publisher:
                 + "\nnothing was pushed. Release a new version, or pass --allow-overwrite."
             )
             raise TagConflict(msg)
+
+    def _current(self, target: Target, image_id: str) -> Manifest | None:
+        """What ``target``'s version tag holds right now. Asked again at the moment of writing:
+        an endpoint that was unreachable during ``check_tags`` is held to the same rule."""
+        current = self.client(target.endpoint).get_manifest(self.repo(target.endpoint), self.spec.version)
+        if current is not None and current.config_digest != image_id and not self.options.allow_overwrite:
+            msg = f"{target.version_ref} holds other content ({current.digest}); version tags are immutable"
+            raise TagConflict(msg)
         return current
 
-    def push_source(self, image_id: str, current: Manifest | None) -> Manifest:
+    def push_source(self, image_id: str) -> Manifest:
         """The first endpoint gets the image through the engine; its manifest is the source."""
         first = self.plan.targets[0]
         client = self.client(first.endpoint)
         repo = self.repo(first.endpoint)
+        current = self._current(first, image_id)
         if current is None or current.config_digest != image_id:
             assert self.engine is not None
             self.engine.tag(image_id, first.version_ref)
@@ -149,7 +156,7 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
-    def copy_to(self, target: Target, source: Manifest, current: Manifest | None) -> EndpointRecord:
+    def copy_to(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
         started = time.monotonic()
         ep = target.endpoint
         client = self.client(ep)
@@ -159,6 +166,7 @@ class Publisher:
         src_repo = self.repo(first)
         status: str = "unchanged"
         try:
+            current = self._current(target, image_id)
             if current is None or current.digest != source.digest:
                 status = "verified"
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
@@ -229,7 +237,7 @@ class Publisher:
         return tuple(moved)
 
     def run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        current = self.check_tags(image_id)
+        self.check_tags(image_id)
         base = ReleaseRecord(
             ref=self.spec.ref,
             manifest=self.spec.manifest_path,
@@ -244,7 +252,7 @@ class Publisher:
         first = self.plan.targets[0]
         started = time.monotonic()
         try:
-            source = self.push_source(image_id, current[first.endpoint.name])
+            source = self.push_source(image_id)
         except ReleaseError as exc:
             failed = tuple(
                 EndpointRecord(
@@ -265,9 +273,7 @@ class Publisher:
             first, "verified", source.digest, None, started, self.client(first.endpoint)
         )
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
-            rest = list(
-                pool.map(lambda t: self.copy_to(t, source, current[t.endpoint.name]), self.plan.targets[1:])
-            )
+            rest = list(pool.map(lambda t: self.copy_to(t, source, image_id), self.plan.targets[1:]))
         endpoints = (first_record, *rest)
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)

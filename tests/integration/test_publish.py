@@ -378,3 +378,26 @@ def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, n
     catalog = json.loads(result.stdout)
     assert set(catalog) == {"public", "vpc/cn-beijing", "vpc/cn-wulanchabu", "vpc/cn-shanghai"}
     assert all(tags == {"1.0": digest, "latest": digest} for tags in catalog.values())
+
+
+def test_a_region_unreachable_during_the_check_is_still_held_to_immutability(
+    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy
+) -> None:
+    from xpu_release.engine import Engine
+
+    engine = Engine.connect()
+    other = f"{REGIONS['cn-shanghai']}/{namespace}/xpu-fixture:1.0"
+    engine.tag("127.0.0.1:15000/base/debian/bookworm-python:12", other)
+    engine.push(other, None, on_line=lambda _: None)
+    regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
+    proxy.faults.unavailable = 6  # exactly the attempts of the up-front check: it sees the region down
+
+    result = publish(tested, regs)
+
+    assert result.returncode == 7, result.stderr
+    record = record_of(regs)
+    shanghai = record["endpoints"][-1]  # type: ignore[index]
+    assert shanghai["status"] == "failed"
+    assert "holds other content" in shanghai["error"]
+    assert served(tested, regs, "1.0")["vpc/cn-shanghai"] != record["digest"]
+    assert set(served(tested, regs, "latest").values()) == {None}
