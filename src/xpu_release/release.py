@@ -21,7 +21,7 @@ from .credentials import CredentialStore
 from .endpoints import Registries
 from .engine import Engine
 from .errors import PublishError, ReleaseError, StaleError
-from .lock import load_lock
+from .lock import Lock, load_lock
 from .manifest import ImageSpec, Repo
 from .notes import notes_path, render_notes
 from .plan import make_plan
@@ -139,8 +139,12 @@ class Release:
             return "done", f"{self.repo.rel(rendered.path)} is current", rendered.text
 
         dockerfile = self.stage("render", render_check)
-        lock = self.stage("lock", lambda: ("done", f"{len(load_lock(root, spec).layers)} layers locked",
-                                           load_lock(root, spec)))  # fmt: skip
+
+        def lock_check() -> tuple[str, str, Lock]:
+            lock = load_lock(root, spec)
+            return "done", f"{len(lock.layers)} layers locked", lock
+
+        lock = self.stage("lock", lock_check)
         if self.dry_run:
             return self._plan(spec, inputs_sha256(spec, dockerfile, lock))
 
