@@ -85,7 +85,8 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
         spec_file.write_text(json.dumps(check_spec(spec, image.id), indent=2))
         junit = Path(tmp) / "junit.xml"
         env = {**os.environ, "XPU_RELEASE_SMOKE_SPEC": str(spec_file)}
-        with engine.container(spec.ref, purpose="smoke") as name:
+        # By id, not by tag: the container runs exactly the image the marker will name.
+        with engine.container(image.id, purpose="smoke") as name:
             on_line(f"smoke-testing {spec.ref} in container {name}")
             cmd = [
                 sys.executable,
