@@ -19,10 +19,10 @@ from pathlib import Path
 from . import fetch
 from .endpoints import Registries
 from .engine import Engine, LineSink
-from .errors import ManifestError, StaleError
+from .errors import ManifestError
 from .lock import Lock, load_lock
 from .manifest import ImageSpec
-from .render import render, stale_diff
+from .render import require_current
 from .secrets import artifact_token
 
 INPUTS_LABEL = "io.xpu-release.inputs.sha256"
@@ -102,11 +102,7 @@ def build_image(
             "artifacts); pin their checksums before building"
         )
         raise ManifestError(msg)
-    rendered = render(root, spec)
-    diff = stale_diff(rendered, root)
-    if diff:
-        msg = f"{rendered.path.relative_to(root)} is stale; run `xpu-release render {spec.ref}`\n{diff}"
-        raise StaleError(msg)
+    rendered = require_current(root, spec)
     lock = load_lock(root, spec)
     inputs = inputs_sha256(spec, rendered.text, lock)
 
@@ -125,7 +121,7 @@ def build_image(
 
     context = _assemble_context(root, spec, rendered.text, lock)
     hub = registries.endpoint(spec.base.registry)
-    base_ref = registries.base_ref(spec.base.registry, spec.base.repository, spec.base.tag)
+    base_ref = hub.ref(spec.base.repository, spec.base.tag)
     labels = {
         "org.opencontainers.image.title": spec.image,
         "org.opencontainers.image.version": spec.version,
@@ -142,7 +138,7 @@ def build_image(
     image_id = engine.build(
         context=context,
         tag=spec.ref,
-        buildargs={"BASE_REGISTRY": f"{hub.host}/{hub.namespace}"},
+        buildargs={"BASE_REGISTRY": hub.prefix},
         labels=labels,
         on_line=on_line,
     )

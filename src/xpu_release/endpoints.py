@@ -60,11 +60,16 @@ class Endpoint:
     def name(self) -> str:
         return f"{self.registry}/{self.region}" if self.region else self.registry
 
+    @property
+    def prefix(self) -> str:
+        """``host/namespace``: what image names are put under (also BASE_REGISTRY in builds)."""
+        return f"{self.host}/{self.namespace}"
+
     def repository(self, image: str) -> str:
         return f"{self.namespace}/{image}"
 
     def ref(self, image: str, tag: str) -> str:
-        return f"{self.host}/{self.namespace}/{image}:{tag}"
+        return f"{self.prefix}/{image}:{tag}"
 
     @property
     def scheme(self) -> str:
@@ -113,10 +118,6 @@ class Registries:
             if e["role"] == "vpc":
                 out.extend(self.endpoint(name, r) for r in e.get("regions") or ())
         return tuple(out)
-
-    def base_ref(self, alias: str, repository: str, tag: str) -> str:
-        ep = self.endpoint(alias)
-        return f"{ep.host}/{ep.namespace}/{repository}:{tag}"
 
     def vpc_pattern(self) -> tuple[str, tuple[str, ...]] | None:
         """The VPC pattern and its regions, when every region follows it (no per-region hosts)."""

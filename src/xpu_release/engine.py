@@ -46,6 +46,14 @@ class ImageInfo:
         )
 
 
+def _stream_error(chunk: dict[str, Any]) -> str | None:
+    """The error an engine stream line reports (in an HTTP 200 answer), redacted; else None."""
+    if "error" not in chunk and "errorDetail" not in chunk:
+        return None
+    detail = chunk.get("errorDetail") or {}
+    return redact(str(detail.get("message") or chunk.get("error") or "unknown error"))
+
+
 class Engine:
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -100,9 +108,8 @@ class Engine:
                 for line in text.splitlines():
                     if line.strip():
                         on_line(line)
-            if "error" in chunk or "errorDetail" in chunk:
-                detail = chunk.get("errorDetail") or {}
-                message = redact(str(detail.get("message") or chunk.get("error") or "unknown error"))
+            message = _stream_error(chunk)
+            if message is not None:
                 log.append(message + "\n")
                 msg = f"build of {tag} failed: {message}"
                 raise BuildFailed(msg, details="".join(log))
@@ -167,9 +174,8 @@ class Engine:
     def _stream(stream: Any, what: str) -> Iterator[dict[str, Any]]:
         log: list[str] = []
         for chunk in stream:
-            if "error" in chunk or "errorDetail" in chunk:
-                detail = chunk.get("errorDetail") or {}
-                message = redact(str(detail.get("message") or chunk.get("error")))
+            message = _stream_error(chunk)
+            if message is not None:
                 log.append(message)
                 lowered = message.lower()
                 if any(

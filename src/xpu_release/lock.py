@@ -24,12 +24,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from .errors import LockError
 from .manifest import ImageSpec
+from .manifest.model import canonical_name
 
 TARGET_PYTHON = "3.11"  # the base images' interpreter (Debian bookworm)
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +194,7 @@ def _requires(item: dict[str, Any]) -> list[str]:
         except InvalidRequirement:
             continue
         if req.marker is None or Marker(str(req.marker)).evaluate(env):
-            out.append(canonical(req.name))
+            out.append(canonical_name(req.name))
     return out
 
 
@@ -206,7 +203,7 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
     resolved: dict[str, Locked] = {}
     deps: dict[str, list[str]] = {}
     for item in report["install"]:
-        name = canonical(item["metadata"]["name"])
+        name = canonical_name(item["metadata"]["name"])
         hashes = (item["download_info"].get("archive_info") or {}).get("hashes") or {}
         if "sha256" not in hashes:
             msg = f"pip gave no sha256 for {name}; the index must publish hashes"
@@ -221,7 +218,7 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
     taken: set[str] = set()
     layers = []
     for c in spec.of_kind("pip"):
-        root = canonical(c.package or c.id)
+        root = canonical_name(c.package or c.id)
         todo, closure = [root], []
         while todo:
             name = todo.pop(0)

@@ -10,7 +10,7 @@ from .diff import Change, declared_upgrades, diff
 from .endpoints import Registries
 from .errors import ConfigError
 from .manifest import ImageSpec, Repo
-from .manifest.loader import _version_key
+from .manifest.loader import version_key
 from .record import ReleaseRecord
 from .templating import render_template
 
@@ -65,7 +65,7 @@ def previous_spec(repo: Repo, spec: ImageSpec) -> ImageSpec | None:
     """The release this one is compared with: the one it extends, else the version before it."""
     if spec.extends:
         return repo.load(spec.image, spec.extends)
-    earlier = [v for v in repo.versions(spec.image) if _version_key(v) < _version_key(spec.version)]
+    earlier = [v for v in repo.versions(spec.image) if version_key(v) < version_key(spec.version)]
     return repo.load(spec.image, earlier[-1]) if earlier else None
 
 

@@ -24,7 +24,7 @@ from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from .fetch import cache_dir
-from .manifest import ImageSpec, Repo
+from .manifest import ImageSpec
 from .plan import Plan, Target, make_plan
 from .record import EndpointRecord, ReleaseRecord, Status
 from .registry import Manifest, RegistryClient, RetryPolicy
@@ -105,16 +105,16 @@ class Publisher:
         """Before anything is pushed: refuse if any endpoint's version tag holds another image."""
         conflicts: list[str] = []
 
-        def look(t: Target) -> tuple[Target, Manifest | None, str | None]:
+        def look(t: Target) -> tuple[Target, Manifest | None]:
             try:
-                return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version), None
+                return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version)
             except RegistryAuthError:
                 raise  # definitive: without access nothing can be published there
-            except ReleaseError as exc:
-                return t, None, exc.message  # a region that is down fails later, on its own
+            except ReleaseError:
+                return t, None  # a region that is down fails later, on its own
 
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
-            for t, m, _error in pool.map(look, self.plan.targets):
+            for t, m in pool.map(look, self.plan.targets):
                 if m is not None and m.config_digest != image_id:
                     conflicts.append(
                         f"  {t.version_ref}: serves {m.digest} (config {m.config_digest[:19]}), "
@@ -297,11 +297,6 @@ def publish(
     return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
 
 
-def newest(repo: Repo, spec: ImageSpec) -> bool:
-    """True if no later version of the image has a manifest (floating tags may move)."""
-    return repo.versions(spec.image)[-1] == spec.version
-
-
 def failure_report(record: ReleaseRecord) -> str:
     lines = [f"{record.ref} is not published everywhere; rerun `xpu-release publish {record.ref}` to finish:"]
     for e in record.endpoints:
@@ -310,13 +305,18 @@ def failure_report(record: ReleaseRecord) -> str:
     return "\n".join(lines)
 
 
+def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> Publisher:
+    """A publisher that only asks (no engine, few retries): for ``status`` and ``catalog``."""
+    return Publisher(
+        spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)), lambda _: None
+    )
+
+
 def status(
     spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
 ) -> list[dict[str, str | bool | None]]:
     """What each endpoint serves now for the version and floating tags, against the record."""
-    publisher = Publisher(
-        spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)), lambda _: None
-    )
+    publisher = _reader(spec, registries, credentials)
     rows: list[dict[str, str | bool | None]] = []
     for t in publisher.plan.targets:
         client = publisher.client(t.endpoint)
@@ -347,8 +347,7 @@ def catalog(
     spec: ImageSpec, registries: Registries, credentials: CredentialStore
 ) -> dict[str, dict[str, str | None]]:
     """Every tag of the image's repository, per endpoint, with the digest it serves now."""
-    publisher = Publisher(spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)),
-                          lambda _: None)  # fmt: skip
+    publisher = _reader(spec, registries, credentials)
     out: dict[str, dict[str, str | None]] = {}
     for t in publisher.plan.targets:
         client = publisher.client(t.endpoint)

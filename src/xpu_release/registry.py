@@ -98,7 +98,6 @@ class RegistryClient:
         self.session = requests.Session()
         # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
         self.verify: str | bool = endpoint.ca_file or True
-        self._auth_header: dict[str, str] = {}
         self._tokens: dict[str, str] = {}
         self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0}
 
@@ -147,7 +146,7 @@ class RegistryClient:
         *,
         scope: str = "",
         headers: dict[str, str] | None = None,
-        data: bytes | BinaryIO | Callable[[], Any] | None = None,
+        data: bytes | BinaryIO | None = None,
         stream: bool = False,
         ok: tuple[int, ...] = (200,),
     ) -> requests.Response:
@@ -156,18 +155,14 @@ class RegistryClient:
         authed_once = False
         attempt = 0
         while True:
-            hdrs = dict(headers or {})
-            if scope in self._tokens:
-                hdrs["Authorization"] = f"Bearer {self._tokens[scope]}"
-            body = data() if callable(data) else data
             self.stats["requests"] += 1
             try:
                 resp = self.session.request(
                     method,
                     self._url(path),
                     verify=self.verify,
-                    headers=hdrs,
-                    data=body,
+                    headers=self._with_token(headers or {}, scope),
+                    data=data,
                     stream=stream,
                     timeout=self.retry.timeout,
                     allow_redirects=True,
@@ -204,6 +199,12 @@ class RegistryClient:
             text = redact(resp.text[:300])
             msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
             raise PublishError(msg)
+
+    def _with_token(self, headers: dict[str, str], scope: str) -> dict[str, str]:
+        """``headers`` plus the bearer token earned for ``scope``, if any."""
+        if scope in self._tokens:
+            return {**headers, "Authorization": f"Bearer {self._tokens[scope]}"}
+        return headers
 
     def _backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
         delay = self.retry.delay(attempt, retry_after)
@@ -322,11 +323,9 @@ class RegistryClient:
             try:
                 if chunk_size:
                     location = self._patch_chunks(location, path, size, chunk_size, scope)
-                    sep = "&" if "?" in location else "?"
-                    self._put_final(f"{location}{sep}digest={digest}", None, scope)
-                else:
-                    sep = "&" if "?" in location else "?"
-                    self._put_final(f"{location}{sep}digest={digest}", path, scope)
+                sep = "&" if "?" in location else "?"
+                # Chunked: the chunks are sent, the closing PUT is empty; monolithic: it carries all.
+                self._put_final(f"{location}{sep}digest={digest}", None if chunk_size else path, scope)
             except _BrokenUpload as exc:
                 self._backoff(attempt, None, f"upload of {digest[:19]} broke ({exc})")
                 continue
@@ -370,8 +369,7 @@ class RegistryClient:
         self, method: str, url: str, headers: dict[str, str], body: Any, scope: str
     ) -> requests.Response:
         """One upload request, no retry here: a broken upload session is restarted whole."""
-        if scope in self._tokens:
-            headers = {**headers, "Authorization": f"Bearer {self._tokens[scope]}"}
+        headers = self._with_token(headers, scope)
         self.stats["requests"] += 1
         try:
             resp = self.session.request(

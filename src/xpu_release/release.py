@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import record as records
-from .build import build_image, inputs_sha256
+from .build import INPUTS_LABEL, build_image, inputs_sha256
 from .credentials import CredentialStore
 from .endpoints import Registries
 from .engine import Engine
-from .errors import PublishError, ReleaseError, StaleError
+from .errors import PublishError, ReleaseError
 from .lock import Lock, load_lock
 from .manifest import ImageSpec, Repo
 from .notes import notes_path, render_notes
 from .plan import make_plan
 from .publish import Options, failure_report, publish, status
-from .render import render, stale_diff
+from .render import require_current
 from .smoke import already_tested, smoke_test
 
 T = TypeVar("T")
@@ -131,11 +131,7 @@ class Release:
         spec: ImageSpec = self.stage("validate", lambda: self._validate())
 
         def render_check() -> tuple[str, str, str]:
-            rendered = render(root, spec)
-            diff = stale_diff(rendered, root)
-            if diff:
-                msg = f"{self.repo.rel(rendered.path)} is stale; run `xpu-release render {spec.ref}`\n{diff}"
-                raise StaleError(msg)
+            rendered = require_current(root, spec)
             return "done", f"{self.repo.rel(rendered.path)} is current", rendered.text
 
         dockerfile = self.stage("render", render_check)
@@ -162,7 +158,7 @@ class Release:
         self.stage("record", write_record)
         line(f"released {spec.ref} as {record.digest}")
         return Summary(ref=spec.ref, dry_run=False, stages=tuple(self.results), record=record.to_json(),
-                       notes=tuple(written))  # fmt: skip
+                       notes=tuple(str(p) for p in written))  # fmt: skip
 
     # --- stages ---------------------------------------------------------------------------
 
@@ -185,8 +181,10 @@ class Release:
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write
         )
-        records.write(result, records.default_path(self.repo.root, spec.image, spec.version))
         if not result.complete:
+            # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
+            # record is written by the last stage.
+            records.write(result, records.default_path(self.repo.root, spec.image, spec.version))
             raise PublishError(failure_report(result))
         moved = sum(1 for e in result.endpoints if e.status == "verified")
         return "done", f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result
@@ -202,22 +200,22 @@ class Release:
             raise PublishError(msg)
         return "done", f"{len(rows)} refs serve {record.digest}", None
 
-    def _notes(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, list[str]]:
+    def _notes(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, list[Path]]:
         written = []
         for lang in ("zh", "en"):
             notes = render_notes(self.repo, spec, self.registries, lang, record)
             path = notes_path(self.repo.root, spec, lang)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(notes.text, encoding="utf-8")
-            written.append(str(path))
-        return "done", ", ".join(self.repo.rel(Path(p)) for p in written), written
+            written.append(path)
+        return "done", ", ".join(self.repo.rel(p) for p in written), written
 
     def _plan(self, spec: ImageSpec, inputs: str) -> Summary:
         try:
             existing = self.engine.image(spec.ref)
         except ReleaseError:
             existing = None
-        same = existing is not None and existing.labels.get("io.xpu-release.inputs.sha256") == inputs
+        same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
         plan = make_plan(spec, self.registries)
         planned = [
             (

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .endpoints import load_registries
-from .errors import ManifestError
+from .errors import ManifestError, StaleError
 from .manifest import ImageSpec, schema
 from .templating import render_template
 
@@ -68,12 +68,22 @@ def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered
         root,
         template,
         spec=spec,
-        base_registry=f"{hub.host}/{hub.namespace}",
+        base_registry=hub.prefix,
         base_component=base_component,
         artifacts=spec.of_kind("artifact"),
         pip_groups=groups,
     )
     return Rendered(spec=spec, path=dockerfile_path(root, spec), text=text)
+
+
+def require_current(root: Path, spec: ImageSpec) -> Rendered:
+    """The rendered Dockerfile of ``spec``; StaleError with the diff if the committed one differs."""
+    rendered = render(root, spec)
+    diff = stale_diff(rendered, root)
+    if diff:
+        msg = f"{rendered.path.relative_to(root)} is stale; run `xpu-release render {spec.ref}`\n{diff}"
+        raise StaleError(msg)
+    return rendered
 
 
 def stale_diff(rendered: Rendered, root: Path) -> str | None:

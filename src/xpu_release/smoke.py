@@ -150,8 +150,7 @@ def tests_sha256(root: Path, spec: ImageSpec) -> str:
 
 
 def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
-    path = _marker(image_id)
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data = _read_marker(image_id)
     return bool(
         data.get("manifest_sha256") == spec.content_hash
         and data.get("tests_sha256") == tests_sha256(root, spec)
@@ -160,6 +159,12 @@ def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
 
 def _marker(image_id: str) -> Path:
     return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
+
+
+def _read_marker(image_id: str) -> dict[str, Any]:
+    """What the last passing smoke run of ``image_id`` recorded ({} if none did)."""
+    path = _marker(image_id)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:
@@ -178,9 +183,7 @@ def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> Non
 
 def require_tested(spec: ImageSpec, image_id: str) -> None:
     """Publish only what passed its smoke tests: this very image, for this very manifest."""
-    path = _marker(image_id)
-    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    if data.get("manifest_sha256") != spec.content_hash:
+    if _read_marker(image_id).get("manifest_sha256") != spec.content_hash:
         msg = (
             f"{spec.ref} ({image_id[:19]}) has not passed its smoke tests for the current manifest; "
             f"run `xpu-release test {spec.ref}` first"

@@ -20,6 +20,7 @@ MAX_BYTES = 256 * 1024
 MAX_NODES = 20_000
 
 KeyPath = tuple[str | int, ...]
+ALIASES_REFUSED = "anchors and aliases are not supported in manifests (use `extends:`)"
 
 # Tags the safe resolver assigns to plain scalars; anything else was written by hand (`!!python/…`).
 _STANDARD_TAGS = {
@@ -102,20 +103,9 @@ class _Builder:
             msg = f"document has more than {MAX_NODES} values; manifests are small"
             raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
         self.marks[path] = self._mark(node)
-        if id(node) in self.seen:
-            err = _alias_error(node.start_mark)
-            m = self._mark(node)
-            raise YamlProblems(
-                [
-                    Problem(
-                        file=self.file,
-                        line=m.line,
-                        column=m.column,
-                        path=dotted(path),
-                        message=f"invalid YAML: {err.problem}",
-                    )
-                ]
-            )
+        if id(node) in self.seen:  # an alias: stop here, before a recursive one loops
+            self._fail(node, path, f"invalid YAML: {ALIASES_REFUSED}")
+            raise YamlProblems(self.problems)
         self.seen.add(id(node))
         if node.tag not in _STANDARD_TAGS:
             self._fail(node, path, f"YAML tag {node.tag!r} is not allowed (plain values only)")
@@ -150,14 +140,8 @@ class _NoAliasComposer(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise _alias_error(event.start_mark)
+            raise yaml.MarkedYAMLError(problem=ALIASES_REFUSED, problem_mark=event.start_mark)
         return super().compose_node(parent, index)
-
-
-def _alias_error(mark: Any) -> yaml.MarkedYAMLError:
-    return yaml.MarkedYAMLError(
-        problem="anchors and aliases are not supported in manifests (use `extends:`)", problem_mark=mark
-    )
 
 
 def _compose(text: str) -> yaml.Node | None:
@@ -183,7 +167,11 @@ def load(path: Path, display: str) -> Source:
     if size > MAX_BYTES:
         msg = f"file is {size} bytes; the limit is {MAX_BYTES} (is this really a manifest?)"
         raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)])
-    text = path.read_text(encoding="utf-8", errors="strict")
+    try:
+        text = path.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        msg = f"not UTF-8 text ({exc.reason})"
+        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)]) from None
     return loads(text, display)
 
 

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import docker
 
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+from xpu_release.manifest.model import canonical_name
 
 
 def test_pin_is_installed_at_exactly_its_version(
     host: Any, spec: dict[str, Any], pin: dict[str, str]
 ) -> None:
     installed = {
-        _canonical(k): v["version"] for k, v in host.pip.get_packages(pip_path=spec["pip_path"]).items()
+        canonical_name(k): v["version"] for k, v in host.pip.get_packages(pip_path=spec["pip_path"]).items()
     }
-    found = installed.get(_canonical(pin["package"]))
+    found = installed.get(canonical_name(pin["package"]))
     assert found == pin["version"], f"{pin['package']}: manifest pins {pin['version']}, image has {found}"
 
 

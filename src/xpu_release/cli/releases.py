@@ -48,7 +48,7 @@ def publish(
     from ..engine import Engine
     from ..errors import PublishError
     from ..plan import make_plan
-    from ..publish import Options, failure_report, newest
+    from ..publish import Options, failure_report
     from ..publish import publish as run_publish
 
     spec = state.repo.load_ref(ref)
@@ -62,7 +62,9 @@ def publish(
         return
     creds = _credentials(username, password_stdin)
     options = Options(
-        allow_overwrite=allow_overwrite, chunk_size=chunk_size, move_floating=newest(state.repo, spec)
+        allow_overwrite=allow_overwrite,
+        chunk_size=chunk_size,
+        move_floating=state.repo.is_latest(spec.image, spec.version),
     )
     result = run_publish(spec, registries, Engine.connect(), creds, options, live := _line_sink())
     live.close()
@@ -166,13 +168,11 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
             password_stdin: bool) -> None:  # fmt: skip
     """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
     from ..manifest import parse_ref
-    from ..publish import Options, newest
+    from ..publish import Options
     from ..release import Release, Reporter
 
     creds = CredentialStore() if dry_run else _credentials(username, password_stdin)
-    image, version = parse_ref(ref)
-    is_newest = version in state.repo.versions(image) and newest(state.repo, state.repo.load(image, version))
-    options = Options(allow_overwrite=allow_overwrite, move_floating=is_newest)
+    options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)))
     run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
     summary = run.run()

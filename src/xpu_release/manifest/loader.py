@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem
 from ..yamlsrc import Source, YamlProblems, load
 from . import schema
-from .model import ImageSpec
+from .model import ImageSpec, canonical_name
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
 REF_RX = re.compile(
@@ -92,7 +92,12 @@ class Repo:
             known = ", ".join(self.images()) or "none"
             msg = f"no image {image!r} under {self.rel(self.manifests_dir)} (known: {known})"
             raise NotFoundError(msg)
-        return sorted((p.stem for p in folder.glob("*.yaml")), key=_version_key)
+        return sorted((p.stem for p in folder.glob("*.yaml")), key=version_key)
+
+    def is_latest(self, image: str, version: str) -> bool:
+        """True if no later version of ``image`` has a manifest (floating tags may move to it)."""
+        versions = self.versions(image)
+        return bool(versions) and versions[-1] == version
 
     def refs(self) -> list[str]:
         return [f"{i}:{v}" for i in self.images() for v in self.versions(i)]
@@ -109,15 +114,6 @@ class Repo:
             return load(path, self.rel(path))
         except YamlProblems as exc:
             raise ManifestError(exc.problems) from None
-        except UnicodeDecodeError as exc:
-            problem = Problem(
-                file=self.rel(path),
-                line=0,
-                column=0,
-                path="",
-                message=f"not UTF-8 text ({exc.reason})",
-            )
-            raise ManifestError([problem]) from None
 
     def _resolved(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
         src = self._source(image, version)
@@ -204,7 +200,8 @@ class Repo:
         return specs, problems
 
 
-def _version_key(v: str) -> tuple[int, ...] | tuple[int, str]:
+def version_key(v: str) -> tuple[int, ...] | tuple[int, str]:
+    """Sort key for versions: numeric dotted versions (25.03 < 25.10) before anything else."""
     parts = v.split(".")
     if all(p.isdigit() for p in parts):
         return tuple(int(p) for p in parts)
@@ -235,7 +232,7 @@ def _semantic_checks(src: Source, c: schema.Checker) -> None:
             Version(comp["version"])
         except InvalidVersion:
             c.fail(("components", cid, "version"), f"{comp['version']!r} is not a PEP 440 version")
-        pkg = re.sub(r"[-_.]+", "-", (comp.get("package") or cid).lower())
+        pkg = canonical_name(comp.get("package") or cid)
         if pkg in seen_pkgs:
             c.fail(("components", cid), f"installs {pkg!r}, already pinned by {seen_pkgs[pkg]!r}")
         seen_pkgs[pkg] = cid

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Kind = Literal["base", "artifact", "pip"]
+
+
+def canonical_name(name: str) -> str:
+    """A Python distribution name as PEP 503 compares them (``Flash_Infer`` = ``flash-infer``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, kw_only=True)
