@@ -26,8 +26,10 @@ def render_template(root: Path, name: str, **context: Any) -> str:
     except jinja2.TemplateError as exc:
         msg = f"templates/{name}: {exc}"
         raise ConfigError(msg) from None
+    # Split on "\n" only: str.splitlines() also breaks at U+2028, NEL, VT, FF and more, and
+    # re-joining with "\n" would turn such a character inside a value into a new instruction.
     lines: list[str] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if line.strip() or (lines and lines[-1].strip()):
             lines.append(line.rstrip())
     return "\n".join(lines).strip() + "\n"

@@ -84,7 +84,7 @@ MALFORMED: list[tuple[str, str | bytes, str]] = [
     (
         "newline-in-env",
         MINIMAL + 'env: {A: "x\\nRUN curl evil"}\n',
-        "env.A: 'x\\nRUN curl evil' is not a safe value",
+        "env.A: contains U+000A (LINE FEED); a line break or control character is never allowed here",
     ),
     ("dollar-in-env", MINIMAL + 'env: {A: "$(id)"}\n', "env.A: '$(id)' is not a safe value"),
     (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,26 @@ from typing import Any
 
 from ..errors import ManifestError, Problem
 from ..yamlsrc import KeyPath, Source, YamlProblems, load
+
+# Every character that some line splitter treats as a line break: Python's str.splitlines()
+# (LF, VT, FF, CR, FS, GS, RS, NEL, LS, PS), Docker's parser (LF, CR) and YAML (NEL, LS, PS).
+LINE_BREAKS = frozenset("\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029")
+# Unicode categories refused in every constrained string (Str): control characters, format
+# characters (bidi overrides and zero-width joiners that hide what a reader sees), line and
+# paragraph separators, and lone surrogates.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_CONTROL_NAMES = {"\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\t": "TAB", "\x0b": "VERTICAL TAB",
+                  "\x0c": "FORM FEED", "\x85": "NEXT LINE", "\x00": "NUL"}  # fmt: skip
+
+
+def first_unsafe_char(value: str) -> str | None:
+    """How to name the first line break or control character in ``value``, or None."""
+    for ch in value:
+        if ch in LINE_BREAKS or unicodedata.category(ch) in UNSAFE_CATEGORIES:
+            name = _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "")
+            return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+    return None
+
 
 JSON = dict[str, Any]
 
@@ -82,6 +103,10 @@ class Str(Type):
             return
         if len(value) > self.max_len:
             c.fail(path, f"is {len(value)} characters long; at most {self.max_len} allowed")
+            return
+        bad = first_unsafe_char(value)
+        if bad is not None:
+            c.fail(path, f"contains {bad}; a line break or control character is never allowed here")
             return
         if self._rx and not self._rx.fullmatch(value):
             hint = f" ({self.hint})" if self.hint else ""
@@ -320,7 +345,7 @@ ENV_NAME = Str(
 )
 # Env and label values are written double-quoted: refuse what could end the quote or expand.
 SAFE_VALUE = Str(
-    pattern=r"[^\"\\$`\n\r\t\x00-\x1f]*",
+    pattern=r"[^\"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]*",
     what="a safe value",
     hint="no quotes, backslashes, $, backticks or control characters",
     max_len=500,
@@ -357,7 +382,7 @@ LOCALIZED = Obj(
 
 _COMMON = {
     "name": Str(
-        pattern=r"[^\n\r\"\\$`]+",
+        pattern=r"[^\"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]+",
         what="a display name",
         max_len=80,
         description="Display name in the notes, e.g. 'vLLM'.",
