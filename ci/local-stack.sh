@@ -15,6 +15,7 @@
 #   vpc/cn-wulanchabu 127.0.0.1:15003, vpc/cn-shanghai 127.0.0.1:15004
 set -euo pipefail
 
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STACK="${XPU_STACK_DIR:-/var/lib/xpu-release-stack}"
 BASE_PORT="${XPU_STACK_BASE_PORT:-15000}"
 REGIONS=(cn-beijing cn-wulanchabu cn-shanghai)
@@ -76,15 +77,16 @@ ensure_packages() {
   fi
 }
 
-engine_host() {  # which engine to use: an existing one, else ours
-  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != "unix://$OWN_SOCK" ]] && docker info >/dev/null 2>&1; then
-    echo "$DOCKER_HOST"; return
-  fi
-  if [[ -S /var/run/docker.sock ]] && DOCKER_HOST=unix:///var/run/docker.sock docker info >/dev/null 2>&1; then
-    echo "unix:///var/run/docker.sock"; return
+engine_host() {  # which engine to use: the stack's own, unless XPU_STACK_DOCKER_HOST names another
+  # Never the host's /var/run/docker.sock by chance: reset prunes, and a developer's images are
+  # not ours to prune.
+  if [[ -n "${XPU_STACK_DOCKER_HOST:-}" ]]; then
+    echo "$XPU_STACK_DOCKER_HOST"; return
   fi
   echo "unix://$OWN_SOCK"
 }
+
+own_engine() { [[ "$(engine_host)" == "unix://$OWN_SOCK" ]]; }
 
 start_engine() {
   local host; host="$(engine_host)"
@@ -202,13 +204,19 @@ write_registries_override() {
   sed -i 's/\[cn-beijing cn-wulanchabu cn-shanghai\]/[cn-beijing, cn-wulanchabu, cn-shanghai]/' "$f"
 }
 
+# The base recipe: bump it when ci/base-image.py changes what it makes, so hubs seeded by an
+# older recipe are seeded again.
+BASE_RECIPE=2
+
 seed_base() {
   local ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
   local repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}"
   local url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
-  if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url"; then
+  if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url" \
+    && [[ "$(cat "$STACK/base/recipe" 2>/dev/null)" == "$BASE_RECIPE" ]]; then
     return
   fi
+  mkdir -p "$STACK/base"
   local tarball="$STACK/base/bookworm-python.tar"
   if [[ ! -s "$tarball" ]]; then
     log "debootstrap: a bookworm root with python3 and venv (about a minute)"
@@ -222,11 +230,15 @@ seed_base() {
     tar --numeric-owner -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
     rm -rf "$root"
   fi
+  # Reproducible: the same Debian packages give the same image on any machine (ci/base-image.py),
+  # so the digest a committed lock pins is the one a fresh stack serves.
   log "seeding $ref"
-  DOCKER_HOST="$(engine_host)" docker import \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'CMD ["/bin/bash"]' "$tarball" "$ref" >/dev/null
+  local python="$HERE/../.venv/bin/python"
+  [[ -x "$python" ]] || python=python3
+  DOCKER_HOST="$(engine_host)" "$python" "$HERE/base-image.py" "$tarball" "$ref" >/dev/null \
+    || die "could not make the base image from $tarball"
   DOCKER_HOST="$(engine_host)" docker push -q "$ref" >/dev/null
+  echo "$BASE_RECIPE" >"$STACK/base/recipe"
 }
 
 cmd_up() {
@@ -282,7 +294,14 @@ cmd_reset() {
   if DOCKER_HOST="$(engine_host)" docker info >/dev/null 2>&1; then
     DOCKER_HOST="$(engine_host)" docker ps -aq --filter label=io.xpu-release.container \
       | xargs -r env DOCKER_HOST="$(engine_host)" docker rm -f >/dev/null
-    DOCKER_HOST="$(engine_host)" docker system prune -af >/dev/null
+    if own_engine; then
+      # The stack started this engine: everything in it is ours.
+      DOCKER_HOST="$(engine_host)" docker system prune -af >/dev/null
+    else
+      # Another engine (XPU_STACK_DOCKER_HOST): only the images xpu-release made and labelled.
+      DOCKER_HOST="$(engine_host)" docker images -q --filter label=io.xpu-release.inputs.sha256 \
+        | sort -u | xargs -r env DOCKER_HOST="$(engine_host)" docker rmi -f >/dev/null 2>&1 || true
+    fi
   fi
   # xpu-release's own caches: copied blobs, build contexts and smoke markers go; the wheel and
   # artifact cache (content-addressed by the committed locks) stays.

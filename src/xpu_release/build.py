@@ -3,30 +3,47 @@
 Hermetic: wheels and artifacts are fetched and verified on the host, then installed from the
 build context by build containers that have no network. Content-addressed: the image carries
 the sha256 of its inputs, and a build whose inputs already exist as an image is skipped.
+Reproducible: the base is the lock's digest, and what the classic builder made is normalized
+(``normalize.py``) into an image whose id depends on the inputs alone, never on the build's
+time or place: the same manifest, lock and base digest give the same image id on any runner.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import fetch
+from . import baseimage, fetch
 from .endpoints import Registries
 from .engine import Engine, LineSink
 from .errors import ManifestError
 from .lock import Lock, load_lock
 from .manifest import ImageSpec
+from .normalize import Normalized, iso, normalize
 from .render import require_current
 from .secrets import artifact_token
 
 INPUTS_LABEL = "io.xpu-release.inputs.sha256"
 MANIFEST_LABEL = "io.xpu-release.manifest.sha256"
+RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
+_CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
+
+
+def source_date_epoch(spec: ImageSpec) -> int:
+    """The release's SOURCE_DATE_EPOCH: every mtime, ``created`` and history time in the image.
+
+    It is a fact of the manifest, so every runner agrees on it: a calendar version ``YY.MM``
+    (25.03) is the first second of that month in UTC; any other version is 0 (1970-01-01)."""
+    m = _CALVER.fullmatch(spec.version)
+    if m is None:
+        return 0
+    return int(datetime(2000 + int(m["yy"]), int(m["mm"]), 1, tzinfo=UTC).timestamp())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,28 +55,23 @@ class BuiltImage:
     size: int
     skipped: bool
     seconds: float
+    layers_rewritten: int = 0
+    layers_reused: int = 0
 
 
 def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
-    """Everything the image is made from: the resolved manifest, the Dockerfile, the lock."""
+    """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
+    base digest it pins (and the rules that normalize layers)."""
+    from .layers import RULES_VERSION
+
     basis = {
         "manifest": spec.content_hash,
         "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
         "lock": [[p.name, p.version, p.sha256] for layer in lock.layers for p in layer.packages],
+        "base": lock.base_digest,
+        "layer_rules": RULES_VERSION,
     }
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
-
-
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
-def revision(root: Path) -> str:
-    rev = _git(root, "rev-parse", "HEAD") or "unknown"
-    if rev != "unknown" and _git(root, "status", "--porcelain", "--untracked-files=no"):
-        rev += "-dirty"
-    return rev
 
 
 def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
@@ -92,6 +104,8 @@ def build_image(
     engine: Engine,
     *,
     rebuild: bool = False,
+    no_cache: bool = False,
+    keep_layers: Path | None = None,
     on_line: LineSink,
 ) -> BuiltImage:
     started = time.monotonic()
@@ -119,30 +133,36 @@ def build_image(
             seconds=time.monotonic() - started,
         )
 
+    base_ref = baseimage.pinned_ref(spec, registries, lock)
+    base_layers = baseimage.ensure(engine, base_ref, on_line)
     context = _assemble_context(root, spec, rendered.text, lock)
-    hub = registries.endpoint(spec.base.registry)
-    base_ref = hub.ref(spec.base.repository, spec.base.tag)
+    epoch = source_date_epoch(spec)
+    # Nothing of the build's time or place: no clock, no git revision or remote, no host name.
+    # The revision a release was built from is in its record, not in the image.
     labels = {
         "org.opencontainers.image.title": spec.image,
         "org.opencontainers.image.version": spec.version,
-        "org.opencontainers.image.revision": revision(root),
-        "org.opencontainers.image.created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "org.opencontainers.image.source": _git(root, "remote", "get-url", "origin") or spec.manifest_path,
-        "org.opencontainers.image.base.name": base_ref,
+        "org.opencontainers.image.created": iso(epoch),
+        "org.opencontainers.image.base.name": f"{spec.base.repository}:{spec.base.tag}",
+        "org.opencontainers.image.base.digest": lock.base_digest,
         MANIFEST_LABEL: spec.content_hash,
         INPUTS_LABEL: inputs,
     }
-    if engine.image(base_ref) is None:
-        on_line(f"pulling base image {base_ref}")
-        engine.pull(base_ref)
-    image_id = engine.build(
+    raw_tag = f"{RAW_REPOSITORY}/{spec.image}:{spec.version}"
+    raw_id = engine.build(
         context=context,
-        tag=spec.ref,
-        buildargs={"BASE_REGISTRY": hub.prefix},
+        tag=raw_tag,
+        buildargs={"BASE_IMAGE": base_ref},
         labels=labels,
         on_line=on_line,
+        nocache=no_cache,
     )
     shutil.rmtree(context, ignore_errors=True)
+    made: Normalized = normalize(
+        engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
+        keep_layers=keep_layers,
+    )  # fmt: skip
+    image_id = made.image_id
     info = engine.require_image(image_id)
     return BuiltImage(
         ref=spec.ref,
@@ -152,4 +172,6 @@ def build_image(
         size=info.size,
         skipped=False,
         seconds=time.monotonic() - started,
+        layers_rewritten=made.rewritten,
+        layers_reused=made.reused,
     )

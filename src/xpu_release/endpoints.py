@@ -62,7 +62,7 @@ class Endpoint:
 
     @property
     def prefix(self) -> str:
-        """``host/namespace``: what image names are put under (also BASE_REGISTRY in builds)."""
+        """``host/namespace``: what image names are put under (also the base's registry in builds)."""
         return f"{self.host}/{self.namespace}"
 
     def repository(self, image: str) -> str:

@@ -14,6 +14,7 @@ import json
 import random
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,7 +297,8 @@ class RegistryClient:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
             raise PublishError(msg)
         h = hashlib.sha256()
-        partial = dest.with_suffix(".partial")
+        # A name of its own: two runs sharing the spool never write into each other's file.
+        partial = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.partial")
         try:
             with partial.open("wb") as f:
                 for block in resp.iter_content(1 << 20):

@@ -57,7 +57,7 @@ def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered
     """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
 
     The committed Dockerfile names the base registry of the repository's own registries.yaml;
-    a build passes the registry in use (a mirror, the local stack) as BASE_REGISTRY."""
+    a build passes the base pinned by digest, from the registry in use, as BASE_IMAGE."""
     template = template or image_template(root, spec.image)
     hub = load_registries(root, from_env=False).endpoint(spec.base.registry)
     base_component = spec.component(spec.base.component) if spec.base.component else None

@@ -68,7 +68,7 @@ def test_layers_run_from_least_to_most_bumped(repo: Path) -> None:
     final = text[text.index("FROM system AS image") :]
 
     order = [
-        text.index("FROM ${BASE_REGISTRY}/debian/bookworm-python:12 AS base"),
+        text.index("FROM ${BASE_IMAGE} AS base"),
         text.index("apt-get install"),
         text.index("FROM base AS artifact-blob"),
         text.index("FROM system AS pip-six"),

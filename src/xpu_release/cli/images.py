@@ -11,19 +11,39 @@ from .app import State, _emit_json, _line_sink, cli, pass_state
 
 @cli.command()
 @click.argument("ref")
-@click.option("--check", is_flag=True, help="Resolve nothing; exit 4 if the committed lock is stale.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Resolve no pins; exit 4 if the committed lock is stale or the base tag has moved.",
+)
 @pass_state
 def lock(state: State, ref: str, check: bool) -> None:
-    """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed)."""
-    from ..lock import load_lock, lock_path, resolve
+    """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed),
+    and pin the base image's tag to the digest it points at now."""
+    from dataclasses import replace
+
+    from ..baseimage import current_digest
+    from ..credentials import CredentialStore
+    from ..errors import LockError
+    from ..lock import check_base, load_lock, lock_path, pin_base, resolve
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
     if check:
-        load_lock(state.root, spec)
-        click.echo(f"{state.repo.rel(path)} is current")
+        committed = load_lock(state.root, spec)
+        current = current_digest(spec, state.registries(), CredentialStore())
+        check_base(committed, spec, current, state.repo.rel(path))
+        click.echo(f"{state.repo.rel(path)} is current (base {committed.base_digest[:19]})")
         return
-    result = resolve(spec)
+    result = resolve(spec)  # the pins first: an unreachable index is the first thing to say
+    current = current_digest(spec, state.registries(), CredentialStore())
+    if current is None:
+        msg = (
+            f"the base {spec.base.repository}:{spec.base.tag} is not served by the "
+            f"{spec.base.registry} registry; nothing to pin. No lock was written."
+        )
+        raise LockError(msg)
+    result = replace(result, base=pin_base(spec, current))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
     count = sum(len(layer.packages) for layer in result.layers)
@@ -77,3 +97,32 @@ def test_(state: State, ref: str, as_json: bool) -> None:
         _emit_json(asdict(result))
         return
     click.echo(f"{spec.ref}: {result.passed} checks passed ({result.image_id})")
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True)
+@pass_state
+def repro(state: State, ref: str, as_json: bool) -> None:
+    """Build NAME:VERSION twice from scratch; exit 5 naming the layers and files that differ."""
+    from dataclasses import asdict
+
+    from ..engine import Engine
+    from ..errors import BuildFailed
+    from ..repro import check
+
+    spec = state.repo.load_ref(ref)
+    report = check(state.root, spec, state.registries(), Engine.connect(), on_line=(live := _line_sink()))
+    live.close()
+    if as_json:
+        _emit_json({**asdict(report), "same": report.same})
+    elif report.same:
+        click.echo(f"{spec.ref} is reproducible: both builds are {report.first} ({report.layers} layers)")
+    if report.same:
+        return
+    lines = [f"{spec.ref} is not reproducible: {report.first} ≠ {report.second}"]
+    for d in report.differing:
+        lines.append(f"  layer {d.index}: {d.first[:19]} ≠ {d.second[:19]}")
+        lines += [f"    {f}" for f in d.files]
+    lines += [f"  config {c}" for c in report.config]
+    raise BuildFailed("\n".join(lines))

@@ -29,6 +29,11 @@ from .app import (
 @click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
 @click.option("--chunk-size", type=click.IntRange(min=1 << 20), help="Chunked blob uploads of this size.")
+@click.option(
+    "--engine-push",
+    is_flag=True,
+    help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @with_login
 @pass_state
@@ -39,6 +44,7 @@ def publish(
     allow_overwrite: bool,
     record_file: str | None,
     chunk_size: int | None,
+    engine_push: bool,
     as_json: bool,
     username: str | None,
     password_stdin: bool,
@@ -65,6 +71,7 @@ def publish(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
         move_floating=state.repo.is_latest(spec.image, spec.version),
+        engine_push=engine_push,
     )
     result = run_publish(spec, registries, Engine.connect(), creds, options, live := _line_sink())
     live.close()

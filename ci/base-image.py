@@ -1,0 +1,106 @@
+"""Make the local stack's base image from a debootstrapped root, reproducibly.
+
+    python ci/base-image.py ROOTFS_TARBALL TAG
+
+Two runs on two machines that install the same Debian package versions give the same image id
+and, pushed by the same engine version, the same digest: what a lock pins stays valid on a fresh
+runner. What debootstrap leaves that depends on the machine or the day is made fixed first:
+the host's /etc/hostname and /etc/resolv.conf (an engine mounts its own at run time),
+/etc/shadow's "last changed" day, ldconfig's aux-cache (it records inode times); then the root
+is written as a normalized layer (sorted, mtimes clamped, no bytecode) under a fixed config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from xpu_release import layers
+from xpu_release.engine import Engine
+from xpu_release.normalize import config_bytes, iso
+
+# assumed: the base's SOURCE_DATE_EPOCH, 2025-03-01T00:00:00Z (the first release it serves).
+EPOCH = 1740787200
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def fixed(name: str, data: bytes) -> bytes | None:
+    """What the base holds at ``name`` instead of ``data`` (None: left out)."""
+    if name in ("etc/hostname", "etc/resolv.conf"):
+        return b""
+    if name == "var/cache/ldconfig/aux-cache":
+        return None
+    if name in ("etc/shadow", "etc/shadow-"):
+        day = str(EPOCH // 86400)
+        lines = []
+        for line in data.decode().splitlines():
+            fields = line.split(":")
+            if len(fields) > 2 and fields[2]:
+                fields[2] = day
+            lines.append(":".join(fields))
+        return "".join(line + "\n" for line in lines).encode()
+    return data
+
+
+FIXED = ("etc/hostname", "etc/resolv.conf", "var/cache/ldconfig/aux-cache", "etc/shadow", "etc/shadow-")
+
+
+def fix_tarball(source: Path, dest: Path) -> None:
+    with tarfile.open(source) as src, tarfile.open(dest, "w", format=tarfile.PAX_FORMAT) as out:
+        for m in src:
+            name = m.name.removeprefix("./")
+            if name not in FIXED or not m.isreg():
+                fh = src.extractfile(m) if m.isreg() else None
+                out.addfile(m, fh)
+                continue
+            fh = src.extractfile(m)
+            assert fh is not None
+            data = fixed(name, fh.read())
+            if data is not None:
+                m.size = len(data)
+                out.addfile(m, io.BytesIO(data))
+
+
+def main(tarball: str, tag: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="xpu-base-") as tmp_name:
+        tmp = Path(tmp_name)
+        raw = tmp / "raw.tar"
+        fix_tarball(Path(tarball), raw)
+        layer = tmp / "layer.tar"
+        diff_id = layers.normalize_layer(raw, layer, EPOCH)
+        raw.unlink()
+        config = config_bytes(
+            {
+                "architecture": "amd64",
+                "os": "linux",
+                "created": iso(EPOCH),
+                "config": {"Env": [f"PATH={PATH}"], "Cmd": ["/bin/bash"]},
+                "history": [{"created": iso(EPOCH), "created_by": "debootstrap --variant=minbase "
+                             "--include=python3,python3-venv bookworm (ci/local-stack.sh)"}],
+                "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+            }
+        )  # fmt: skip
+        name = hashlib.sha256(config).hexdigest()
+        manifest = [{"Config": f"{name}.json", "RepoTags": [tag], "Layers": ["layer/layer.tar"]}]
+        bundle = tmp / "image.tar"
+        with tarfile.open(bundle, "w") as tar:
+            for data, arcname in ((config, f"{name}.json"), (json.dumps(manifest).encode(), "manifest.json")):
+                info = tarfile.TarInfo(arcname)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            tar.add(layer, arcname="layer/layer.tar")
+        engine = Engine.connect()
+        with bundle.open("rb") as fh:
+            for chunk in engine.api.load_image(fh):
+                if chunk.get("error"):
+                    sys.exit(f"docker load failed: {chunk['error']}")
+    print(f"sha256:{name}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

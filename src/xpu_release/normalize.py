@@ -1,0 +1,246 @@
+"""Turn what the classic builder made into the reproducible image that is tested and published.
+
+The classic builder stamps every image with its moment and place: the config's ``created`` and
+history times, the id of the last build container, the engine's version, and layers whose files
+carry the build's mtimes. ``normalize`` takes the built image apart and assembles the image the
+release really is:
+
+- the base's layers as they are (pinned by digest, so already fixed);
+- every layer above them rewritten by ``layers.normalize_layer`` (sorted, mtimes clamped to the
+  release's SOURCE_DATE_EPOCH, no bytecode, no owner names);
+- a config with ``created`` and every history time at the epoch, and nothing of the build
+  container or the engine.
+
+Its id, the sha256 of that config, is then a pure function of the manifest, the lock and the
+base digest. It is loaded into the engine with ``docker load``; layers the engine already holds
+(the same chain) are not sent again, and a layer rewritten once is not rewritten again: the
+raw → normalized diff_id map is kept in the cache (it is a pure function as well).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import tarfile
+import tempfile
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import layers
+from .engine import Engine, LineSink
+from .errors import BuildFailed
+from .fetch import cache_dir
+from .push import remember_config
+
+_COPY_HASH = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}")
+# The config keys an image keeps; the rest (container, container_config, docker_version, ...)
+# describe the build, not the image.
+_KEPT = ("architecture", "os", "variant", "os.version", "os.features")
+_KEPT_CONFIG = (
+    "User", "ExposedPorts", "Env", "Entrypoint", "Cmd", "Volumes", "WorkingDir", "Labels",
+    "StopSignal", "Shell", "Healthcheck", "OnBuild", "ArgsEscaped",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Normalized:
+    image_id: str  # sha256 of the normalized config
+    diff_ids: tuple[str, ...]
+    rewritten: int  # layers whose content was rewritten in this run
+    reused: int  # layers known from the cache or already in the engine
+    layer_files: tuple[tuple[str, Path], ...] = ()  # (diff_id, tar), when asked to keep them
+
+
+def iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def chain_ids(diff_ids: Iterable[str]) -> list[str]:
+    """The OCI chain ids of a layer stack: how an engine names "these layers, in this order"."""
+    out: list[str] = []
+    for d in diff_ids:
+        out.append(d if not out else "sha256:" + hashlib.sha256(f"{out[-1]} {d}".encode()).hexdigest())
+    return out
+
+
+def normalized_config(raw: dict[str, Any], diff_ids: list[str], epoch: int) -> dict[str, Any]:
+    """The config of the reproducible image: only what describes the image, times at the epoch."""
+    out: dict[str, Any] = {k: raw[k] for k in _KEPT if k in raw}
+    out["created"] = iso(epoch)
+    cfg = raw.get("config") or {}
+    out["config"] = {k: cfg[k] for k in _KEPT_CONFIG if cfg.get(k) not in (None, "", [], {})}
+    history = []
+    for h in raw.get("history") or ():
+        entry: dict[str, Any] = {"created": iso(epoch)}
+        if h.get("created_by"):
+            entry["created_by"] = _COPY_HASH.sub(r"\1:-", str(h["created_by"]))
+        if h.get("comment"):
+            entry["comment"] = h["comment"]
+        if h.get("empty_layer"):
+            entry["empty_layer"] = True
+        history.append(entry)
+    out["history"] = history
+    out["rootfs"] = {"type": "layers", "diff_ids": diff_ids}
+    return out
+
+
+def config_bytes(config: dict[str, Any]) -> bytes:
+    return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+
+
+class _LayerMap:
+    """raw diff_id → normalized diff_id, for one set of rules and one epoch."""
+
+    def __init__(self, epoch: int) -> None:
+        self.folder = cache_dir() / "normalized-layers" / f"v{layers.RULES_VERSION}-{epoch}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def get(self, raw: str) -> str | None:
+        path = self.folder / raw.replace(":", "-")
+        text = path.read_text().strip() if path.is_file() else ""
+        return text if text.startswith("sha256:") and len(text) == 71 else None
+
+    def put(self, raw: str, normalized: str) -> None:
+        path = self.folder / raw.replace(":", "-")
+        tmp = path.with_name(f".{path.name}.{tempfile.gettempprefix()}{id(self)}")
+        tmp.write_text(normalized + "\n")
+        tmp.replace(path)
+
+
+def _engine_chains(engine: Engine) -> set[str]:
+    """Chain ids of every image the engine holds (so their layers need not be loaded again)."""
+    chains: set[str] = set()
+    for image in engine.api.images(all=False):
+        try:
+            attrs = engine.inspect_raw(image["Id"])
+        except Exception:  # an image removed meanwhile
+            continue
+        chains.update(chain_ids((attrs.get("RootFS") or {}).get("Layers") or ()))
+    return chains
+
+
+def _raw_config_cache(raw_id: str) -> Path:
+    folder = cache_dir() / "raw-configs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / (raw_id.split(":")[1] + ".json")
+
+
+def _keep_raw_config(raw_id: str, config: bytes) -> None:
+    path = _raw_config_cache(raw_id)
+    tmp_path = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    tmp_path.write_bytes(config)
+    tmp_path.replace(path)
+
+
+def _cached_raw_config(raw_id: str) -> bytes | None:
+    """The built image's own config, kept from an earlier export (its id is its sha256)."""
+    path = _raw_config_cache(raw_id)
+    data = path.read_bytes() if path.is_file() else b""
+    return data if data and "sha256:" + hashlib.sha256(data).hexdigest() == raw_id else None
+
+
+def normalize(
+    engine: Engine,
+    raw_id: str,
+    *,
+    base_layers: int,
+    epoch: int,
+    tag: str,
+    on_line: LineSink,
+    keep_layers: Path | None = None,
+) -> Normalized:
+    """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
+
+    ``base_layers``: how many of the bottom layers are the pinned base's, kept as they are.
+    ``keep_layers``: a folder to keep every layer above the base in, as ``<diff_id hex>.tar``
+    (to compare two builds); then every layer is rewritten, none taken from the cache."""
+    raw = engine.inspect_raw(raw_id)
+    raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
+    mapping = _LayerMap(epoch)
+    known = {d: mapping.get(d) for d in raw_diffs[base_layers:]} if keep_layers is None else {}
+    present = _engine_chains(engine)
+
+    # A layer's content is needed if we do not know its normalized diff_id, or if the engine
+    # lacks its chain (then docker load must be given the bytes); after the first such layer,
+    # every chain above it is new too.
+    need: set[str] = set()
+    chains = chain_ids(raw_diffs[:base_layers])
+    for raw_d in raw_diffs[base_layers:]:
+        norm_d = known.get(raw_d)
+        if norm_d is None or need:
+            need.add(raw_d)
+            continue
+        parent = chains[-1] if chains else ""
+        chains.append(norm_d if not parent else chain_ids([parent, norm_d])[-1])
+        if chains[-1] not in present:
+            need.add(raw_d)
+
+    with tempfile.TemporaryDirectory(prefix="xpu-normalize-", dir=cache_dir()) as tmp_name:
+        tmp = Path(tmp_name)
+        files: dict[str, Path] = {}
+        rewritten = 0
+        if need:
+            on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers (epoch {iso(epoch)})")
+        raw_config = _cached_raw_config(raw_id)
+        if need or raw_config is None:
+            raw_config, exported = engine.save_layers(raw_id, need, tmp)
+            _keep_raw_config(raw_id, raw_config)
+            for raw_d, path in exported.items():
+                dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
+                norm = layers.normalize_layer(path, dest, epoch)
+                path.unlink()
+                if keep_layers is not None:
+                    dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
+                mapping.put(raw_d, norm)
+                known[raw_d] = norm
+                files[norm] = dest
+                rewritten += 1
+        diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
+        config = config_bytes(normalized_config(json.loads(raw_config), diff_ids, epoch))
+        image_id = remember_config(config)
+        _load(engine, tmp, config, diff_ids, files, tag)
+        kept = tuple((d, p) for d, p in files.items()) if keep_layers is not None else ()
+    loaded = engine.require_image(tag)
+    if loaded.id != image_id:
+        msg = f"the engine loaded {tag} as {loaded.id}, not the assembled {image_id}"
+        raise BuildFailed(msg)
+    return Normalized(
+        image_id=image_id,
+        diff_ids=tuple(diff_ids),
+        rewritten=rewritten,
+        reused=len(raw_diffs) - base_layers - rewritten,
+        layer_files=kept,
+    )
+
+
+def _load(
+    engine: Engine, tmp: Path, config: bytes, diff_ids: list[str], files: dict[str, Path], tag: str
+) -> None:
+    """``docker load`` an image tarball; layers whose chain the engine holds are left out (the
+    engine never opens them)."""
+    name = hashlib.sha256(config).hexdigest() + ".json"
+    paths = [f"{d.split(':')[1]}/layer.tar" for d in diff_ids]
+    manifest = [{"Config": name, "RepoTags": [tag], "Layers": paths}]
+    bundle = tmp / "image.tar"
+    with tarfile.open(bundle, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for data, arcname in ((config, name), (json.dumps(manifest).encode(), "manifest.json")):
+            info = tarfile.TarInfo(arcname)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for diff, path in files.items():
+            tar.add(path, arcname=f"{diff.split(':')[1]}/layer.tar")
+    try:
+        with bundle.open("rb") as fh:
+            for chunk in engine.api.load_image(fh):
+                error = chunk.get("error") or (chunk.get("errorDetail") or {}).get("message")
+                if error:
+                    msg = f"docker load of the normalized {tag} failed: {error}"
+                    raise BuildFailed(msg)
+    finally:
+        bundle.unlink(missing_ok=True)

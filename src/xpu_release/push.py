@@ -1,0 +1,246 @@
+"""The first push, made by our own registry client: the tested image, compressed deterministically.
+
+An engine's ``docker push`` compresses each layer with whatever gzip its build links, and
+remembers what it pushed only for as long as its data root lives. Here a layer's blob is a pure
+function of its content (gzip with no name, mtime 0, a fixed level, from one zlib), so any runner
+that pushes the same image makes the same manifest digest. And a layer an endpoint already holds
+for an earlier release of the image (the version this one extends, or a floating tag) is reused
+by digest: neither compressed nor sent again, whatever compressed it.
+
+The blobs are written to the publish spool, from which every other endpoint is then served
+without downloading them back.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .engine import Engine
+from .errors import PublishError
+from .fetch import cache_dir
+from .registry import Manifest, RegistryClient, sha256_digest
+
+MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+CONFIG_TYPE = "application/vnd.docker.container.image.v1+json"
+LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+GZIP_LEVEL = 6
+MEMBER = 32 << 20  # bytes of layer per gzip member
+CHUNK = 1 << 20
+
+Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blob:
+    digest: str
+    size: int
+    media_type: str = LAYER_TYPE
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushReport:
+    manifest: Manifest
+    compressed: int  # layers compressed in this run
+    reused: int  # layers found at the endpoint or in the local map
+    uploaded_bytes: int
+
+
+def _folder(name: str) -> Path:
+    path = cache_dir() / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        tmp.write(data)
+    Path(tmp.name).replace(path)
+
+
+# --- what we know without reading a layer ------------------------------------------------------
+
+
+def remember_config(config: bytes) -> str:
+    """Keep an image's config (its id is its sha256), for pushes that need its exact bytes."""
+    image_id = sha256_digest(config)
+    _atomic_write(_folder("configs") / (image_id.split(":")[1] + ".json"), config)
+    return image_id
+
+
+def known_config(image_id: str) -> bytes | None:
+    path = _folder("configs") / (image_id.split(":")[1] + ".json")
+    data = path.read_bytes() if path.is_file() else b""
+    return data if data and sha256_digest(data) == image_id else None
+
+
+class CompressedMap:
+    """diff_id → the blob our gzip makes of it. A pure function of the layer (for one zlib and
+    level), so it is kept across runs; the blob itself is in the spool, or at an endpoint."""
+
+    def __init__(self) -> None:
+        self.folder = _folder(
+            f"compressed/zlib-{zlib.ZLIB_RUNTIME_VERSION}-level-{GZIP_LEVEL}-members-{MEMBER >> 20}M"
+        )
+
+    def get(self, diff_id: str) -> Blob | None:
+        path = self.folder / diff_id.replace(":", "-")
+        try:
+            data = json.loads(path.read_text())
+            return Blob(digest=str(data["digest"]), size=int(data["size"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, diff_id: str, blob: Blob) -> None:
+        path = self.folder / diff_id.replace(":", "-")
+        _atomic_write(path, json.dumps({"digest": blob.digest, "size": blob.size}).encode())
+
+
+def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
+    """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases)."""
+    out: dict[str, Blob] = {}
+    for tag in tags:
+        try:
+            manifest = client.get_manifest(repo, tag)
+            if manifest is None or manifest.media_type != MANIFEST_TYPE:
+                continue
+            with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
+                path = Path(tmp) / "config.json"
+                client.download_blob(repo, manifest.config_digest, path)
+                config = json.loads(path.read_text(encoding="utf-8"))
+        except (PublishError, ValueError):
+            continue
+        diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+        layers = manifest.data.get("layers") or []
+        if len(diff_ids) != len(layers):
+            continue
+        for diff_id, layer in zip(diff_ids, layers, strict=True):
+            out.setdefault(diff_id, Blob(digest=layer["digest"], size=int(layer["size"]),
+                                         media_type=layer.get("mediaType", LAYER_TYPE)))  # fmt: skip
+    return out
+
+
+# --- compressing -------------------------------------------------------------------------------
+
+
+def _gzip_member(data: bytes) -> bytes:
+    """One gzip member: no file name, mtime 0, fixed level: the same bytes give the same member."""
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def compress(source: Path, spool: Path, pool: ThreadPoolExecutor) -> Blob:
+    """gzip ``source`` into the spool deterministically. The layer is cut into fixed 32 MiB
+    pieces compressed in parallel (zlib runs outside the GIL) and written as consecutive gzip
+    members, which RFC 1952 and every registry client (Go's gzip, Python's) read as one stream;
+    the pieces depend only on the content, so the blob does too."""
+    sha = hashlib.sha256()
+    size = 0
+    with tempfile.NamedTemporaryFile(dir=spool, prefix=".gz-", delete=False) as out, source.open("rb") as src:
+        pending: list[Future[bytes]] = []
+        while True:
+            data = src.read(MEMBER)
+            if data:
+                pending.append(pool.submit(_gzip_member, data))
+            while pending and (len(pending) > 2 or not data):
+                member = pending.pop(0).result()
+                sha.update(member)
+                size += len(member)
+                out.write(member)
+            if not data:
+                break
+    digest = "sha256:" + sha.hexdigest()
+    Path(out.name).replace(spool / digest.replace(":", "-"))
+    return Blob(digest=digest, size=size)
+
+
+# --- the push ----------------------------------------------------------------------------------
+
+
+def image_manifest(config: bytes, layers: list[Blob]) -> Manifest:
+    body = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_TYPE,
+            "config": {"mediaType": CONFIG_TYPE, "size": len(config), "digest": sha256_digest(config)},
+            "layers": [{"mediaType": b.media_type, "size": b.size, "digest": b.digest} for b in layers],
+        },
+        indent=3,
+    ).encode()
+    return Manifest(digest=sha256_digest(body), media_type=MANIFEST_TYPE, body=body)
+
+
+def push_image(
+    engine: Engine,
+    image_id: str,
+    client: RegistryClient,
+    repo: str,
+    tag: str | None,
+    *,
+    spool: Path,
+    earlier_tags: Iterable[str],
+    chunk_size: int | None,
+    on_line: Sink,
+) -> PushReport:
+    """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given)."""
+    diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
+    local = CompressedMap()
+    at_endpoint = published_layers(client, repo, earlier_tags)
+    blobs: dict[str, Blob] = {}
+    need: set[str] = set()
+    for d in diff_ids:
+        blob = at_endpoint.get(d)
+        if blob is not None and client.blob_exists(repo, blob.digest):
+            blobs[d] = blob
+            continue
+        blob = local.get(d)
+        if blob is not None and (
+            client.blob_exists(repo, blob.digest) or (spool / blob.digest.replace(":", "-")).is_file()
+        ):
+            blobs[d] = blob
+            continue
+        need.add(d)
+    reused = len(diff_ids) - len(need)
+    config = known_config(image_id)
+    with tempfile.TemporaryDirectory(prefix="xpu-push-", dir=cache_dir()) as tmp_name:
+        if need or config is None:
+            if need:
+                on_line(f"compressing {len(need)} of {len(diff_ids)} layers (gzip level {GZIP_LEVEL})")
+            config, exported = engine.save_layers(image_id, need, Path(tmp_name))
+            remember_config(config)
+
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                for diff, path in exported.items():
+                    blob = compress(path, spool, pool)
+                    path.unlink()
+                    local.put(diff, blob)
+                    blobs[diff] = blob
+    before = client.stats["uploaded_bytes"]
+    manifest = image_manifest(config, [blobs[d] for d in diff_ids])
+    for blob in [*(blobs[d] for d in diff_ids)]:
+        if client.blob_exists(repo, blob.digest):
+            client.stats["skipped_blobs"] += 1
+            continue
+        path = spool / blob.digest.replace(":", "-")
+        client.upload_blob(repo, blob.digest, path, chunk_size=chunk_size)
+    config_digest = sha256_digest(config)
+    if not client.blob_exists(repo, config_digest):
+        with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
+            path = Path(tmp) / "config.json"
+            path.write_bytes(config)
+            client.upload_blob(repo, config_digest, path)
+    client.put_manifest(repo, manifest.digest, manifest)
+    if tag is not None:
+        client.put_manifest(repo, tag, manifest)
+    return PushReport(
+        manifest=manifest,
+        compressed=len(need),
+        reused=reused,
+        uploaded_bytes=client.stats["uploaded_bytes"] - before,
+    )
