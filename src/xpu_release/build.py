@@ -36,7 +36,9 @@ _CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
 
 
 def source_date_epoch(spec: ImageSpec) -> int:
-    """The release's SOURCE_DATE_EPOCH: every mtime, ``created`` and history time in the image.
+    """The release's SOURCE_DATE_EPOCH: the config's ``created``, its history times and the
+    ``org.opencontainers.image.created`` label. (File mtimes are clamped to one fixed moment
+    instead, ``layers.MTIME_EPOCH``, so an unchanged layer stays the same blob across releases.)
 
     It is a fact of the manifest, so every runner agrees on it: a calendar version ``YY.MM``
     (25.03) is the first second of that month in UTC; any other version is 0 (1970-01-01)."""
@@ -160,7 +162,7 @@ def build_image(
     shutil.rmtree(context, ignore_errors=True)
     made: Normalized = normalize(
         engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
-        keep_layers=keep_layers,
+        keep_layers=keep_layers, rewrite_all=no_cache,
     )  # fmt: skip
     image_id = made.image_id
     info = engine.require_image(image_id)

@@ -6,7 +6,7 @@ A layer the classic builder writes carries the moment and the place of its build
 SOURCE_DATE_EPOCH rules, as ko, apko and rules_oci do):
 
 - entries sorted by name, hard links pointing at the first name of their group;
-- every mtime clamped to the release's epoch, no atime or ctime, no owner names;
+- every mtime clamped to ``MTIME_EPOCH``, no atime or ctime, no owner names;
 - numeric owners kept (a base's packages own files as other users), xattrs kept, sorted;
 - no compiled bytecode (``__pycache__``): a timestamp ``.pyc`` records the mtime of its source,
   so it could not survive the clamp; the interpreter compiles at import instead.
@@ -23,7 +23,12 @@ from typing import IO
 
 CHUNK = 1 << 20
 # Bumped whenever the normalization rules change: cached results of an older rule are not reused.
-RULES_VERSION = 1
+RULES_VERSION = 2
+# Where file mtimes are clamped to: one fixed moment (2000-01-01T00:00:00Z, as Bazel's rules_pkg
+# does), not the release's date. A layer must be a function of its files alone: were its mtimes
+# the release's SOURCE_DATE_EPOCH, every unchanged layer would be new again each month, and an
+# upgrade would ship the whole image. The release's epoch dates the config instead.
+MTIME_EPOCH = 946684800
 _XATTR = "SCHILY.xattr."
 _KINDS = {
     tarfile.REGTYPE: "file",
@@ -76,7 +81,7 @@ class _Hashing:
         return "sha256:" + self.sha.hexdigest()
 
 
-def normalize_layer(source: Path, dest: Path, epoch: int) -> str:
+def normalize_layer(source: Path, dest: Path, epoch: int = MTIME_EPOCH) -> str:
     """Write ``source`` (an uncompressed layer tar) to ``dest`` normalized; return its diff_id."""
     with tarfile.open(source, mode="r:") as src:
         members = [m for m in src.getmembers() if not _is_bytecode(_clean_name(m.name))]

@@ -6,10 +6,10 @@ carry the build's mtimes. ``normalize`` takes the built image apart and assemble
 release really is:
 
 - the base's layers as they are (pinned by digest, so already fixed);
-- every layer above them rewritten by ``layers.normalize_layer`` (sorted, mtimes clamped to the
-  release's SOURCE_DATE_EPOCH, no bytecode, no owner names);
-- a config with ``created`` and every history time at the epoch, and nothing of the build
-  container or the engine.
+- every layer above them rewritten by ``layers.normalize_layer`` (sorted, mtimes clamped to one
+  fixed moment that no release changes, no bytecode, no owner names);
+- a config with ``created`` and every history time at the release's SOURCE_DATE_EPOCH, and
+  nothing of the build container or the engine.
 
 Its id, the sha256 of that config, is then a pure function of the manifest, the lock and the
 base digest. It is loaded into the engine with ``docker load``; layers the engine already holds
@@ -95,10 +95,10 @@ def config_bytes(config: dict[str, Any]) -> bytes:
 
 
 class _LayerMap:
-    """raw diff_id → normalized diff_id, for one set of rules and one epoch."""
+    """raw diff_id → normalized diff_id, for one set of rules."""
 
-    def __init__(self, epoch: int) -> None:
-        self.folder = cache_dir() / "normalized-layers" / f"v{layers.RULES_VERSION}-{epoch}"
+    def __init__(self) -> None:
+        self.folder = cache_dir() / "normalized-layers" / f"v{layers.RULES_VERSION}-{layers.MTIME_EPOCH}"
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def get(self, raw: str) -> str | None:
@@ -154,16 +154,19 @@ def normalize(
     tag: str,
     on_line: LineSink,
     keep_layers: Path | None = None,
+    rewrite_all: bool = False,
 ) -> Normalized:
     """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
 
     ``base_layers``: how many of the bottom layers are the pinned base's, kept as they are.
     ``keep_layers``: a folder to keep every layer above the base in, as ``<diff_id hex>.tar``
-    (to compare two builds); then every layer is rewritten, none taken from the cache."""
+    (to compare two builds). With it, or ``rewrite_all``, every layer is rewritten, none is
+    taken from the cache."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
-    mapping = _LayerMap(epoch)
-    known = {d: mapping.get(d) for d in raw_diffs[base_layers:]} if keep_layers is None else {}
+    mapping = _LayerMap()
+    fresh = rewrite_all or keep_layers is not None
+    known = {} if fresh else {d: mapping.get(d) for d in raw_diffs[base_layers:]}
     present = _engine_chains(engine)
 
     # A layer's content is needed if we do not know its normalized diff_id, or if the engine
@@ -186,14 +189,14 @@ def normalize(
         files: dict[str, Path] = {}
         rewritten = 0
         if need:
-            on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers (epoch {iso(epoch)})")
+            on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers")
         raw_config = _cached_raw_config(raw_id)
         if need or raw_config is None:
             raw_config, exported = engine.save_layers(raw_id, need, tmp)
             _keep_raw_config(raw_id, raw_config)
             for raw_d, path in exported.items():
                 dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
-                norm = layers.normalize_layer(path, dest, epoch)
+                norm = layers.normalize_layer(path, dest)
                 path.unlink()
                 if keep_layers is not None:
                     dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")

@@ -53,9 +53,10 @@ def lock(state: State, ref: str, check: bool) -> None:
 @cli.command()
 @click.argument("ref")
 @click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
+@click.option("--no-cache", is_flag=True, help="Rebuild every step and layer (implies --rebuild).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
-def build(state: State, ref: str, rebuild: bool, as_json: bool) -> None:
+def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) -> None:
     """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged)."""
     from dataclasses import asdict
 
@@ -68,7 +69,9 @@ def build(state: State, ref: str, rebuild: bool, as_json: bool) -> None:
         spec,
         state.registries(),
         Engine.connect(),
-        rebuild=rebuild,
+        rebuild=rebuild or no_cache,
+        no_cache=no_cache,
+        keep_layers=None,
         on_line=(live := _line_sink()),
     )
     live.close()

@@ -1,0 +1,219 @@
+"""Reproducible releases on the real stack: the same manifest, lock and base digest give the same
+image on a fresh runner; a rerun on a fresh runner finishes a release; an upgrade ships only the
+layer it changed; and `repro` names the file that breaks reproducibility."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from xpu_release.credentials import CredentialStore
+from xpu_release.endpoints import load_registries
+from xpu_release.engine import Engine
+from xpu_release.registry import RegistryClient, RetryPolicy
+
+from .conftest import Cli
+from .test_publish import registries_file, served
+
+pytestmark = pytest.mark.integration
+
+FIXTURE = "xpu-fixture:1.0"
+
+
+def fresh_runner(engine: Engine, tmp_path: Path, *refs: str) -> dict[str, str]:
+    """What a new CI runner has of ``refs``: no image, no build cache, an empty xpu-release
+    cache. Returns the environment that points xpu-release at the empty cache."""
+    from docker.errors import ImageNotFound
+
+    for ref in refs:
+        name, _, version = ref.partition(":")
+        for tag in (ref, f"xpu-release-build/{name}:{version}"):
+            # Removing the tag removes its untagged parents: the classic builder's cache.
+            with contextlib.suppress(ImageNotFound):
+                engine.api.remove_image(tag, force=True)
+    cache = tmp_path / f"cache-{uuid.uuid4().hex[:8]}"
+    cache.mkdir()
+    return {"XPU_RELEASE_CACHE": str(cache)}
+
+
+def image_id(cli: Cli, ref: str, env: dict[str, str] | None = None, *args: str) -> str:
+    built = cli.run("build", ref, "--json", *args, env=env, check=True, timeout=1800)
+    return str(json.loads(built.stdout)["image_id"])
+
+
+def test_the_same_inputs_give_the_same_image_on_a_fresh_runner(
+    fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
+) -> None:
+    first = engine.require_image(FIXTURE).id
+    env = fresh_runner(engine, tmp_path, FIXTURE)
+    assert engine.image(FIXTURE) is None
+
+    second = image_id(fixture_cli, FIXTURE, env, "--no-cache")
+
+    assert second == first
+    # The epoch of a version that is no calendar version (1.0) is 1970-01-01, everywhere.
+    assert engine.inspect_raw(second)["Created"] == "1970-01-01T00:00:00Z"
+    assert {h["Created"] for h in engine.api.history(second)} == {0}
+
+
+def test_the_build_uses_the_base_digest_the_lock_pins(fixture_cli: Cli, engine: Engine) -> None:
+    lock = (fixture_cli.root / "images" / "xpu-fixture" / "1.0" / "requirements.lock").read_text()
+    pinned = next(line for line in lock.splitlines() if line.startswith("# base: ")).split("@")[1]
+
+    base = engine.inspect_raw(f"127.0.0.1:15000/base/debian/bookworm-python@{pinned}")["RootFS"]["Layers"]
+    image = engine.inspect_raw(FIXTURE)
+
+    assert image["RootFS"]["Layers"][: len(base)] == base
+    assert image["Config"]["Labels"]["org.opencontainers.image.base.digest"] == pinned
+
+
+def test_lock_check_reports_a_moved_base_tag(fixture_cli: Cli, engine: Engine, tmp_path: Path) -> None:
+    # The fixture's base tag is moved to another image in a registry of its own.
+    ns = "m" + uuid.uuid4().hex[:8]
+    regs = tmp_path / "regs.yaml"
+    regs.write_text(
+        f"registries:\n  hub: {{host: '127.0.0.1:15000', namespace: {ns}, insecure: true}}\n"
+        "  public: {host: '127.0.0.1:15002', insecure: true}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:15003'}, insecure: true}\n"
+    )
+    target = f"127.0.0.1:15000/{ns}/debian/bookworm-python:12"
+    engine.tag("127.0.0.1:15000/base/debian/bookworm-python:12", target)
+    engine.push(target, None, on_line=lambda _: None)
+    locked = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, check=True)
+    assert "wrote" in locked.stdout
+    current = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, "--check")
+    assert current.returncode == 0, current.stderr
+
+    engine.tag("xpu-fixture:1.0", target)  # the tag now names another image
+    engine.push(target, None, on_line=lambda _: None)
+    moved = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, "--check")
+    fixture_cli.run("lock", FIXTURE, check=True)  # back to the stack's base for the other tests
+
+    assert moved.returncode == 4
+    assert "has moved" in moved.stderr
+    assert "xpu-release lock xpu-fixture:1.0" in moved.stderr
+
+
+def test_repro_says_a_reproducible_image_is_reproducible(fixture_cli: Cli) -> None:
+    result = fixture_cli.run("repro", FIXTURE, "--json", timeout=1800)
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["same"] is True
+    assert report["differing"] == []
+
+
+def test_repro_names_the_file_that_breaks_reproducibility(fixture_cli: Cli) -> None:
+    partial = fixture_cli.root / "templates" / "partials" / "os_packages.j2"
+    original = partial.read_text()
+    partial.write_text(
+        original.replace(
+            "&& /opt/venv/bin/pip uninstall --quiet --yes setuptools\n{% endif %}",
+            "&& /opt/venv/bin/pip uninstall --quiet --yes setuptools \\\n"
+            " && date +%s%N > /opt/venv/build-stamp\n{% endif %}",
+        )
+    )
+    try:
+        fixture_cli.run("render", FIXTURE, check=True)
+        result = fixture_cli.run("repro", FIXTURE, timeout=1800)
+    finally:
+        partial.write_text(original)
+        fixture_cli.run("render", FIXTURE, check=True)
+
+    assert result.returncode == 5, result.stderr
+    assert "is not reproducible" in result.stderr
+    assert "/opt/venv/build-stamp: sha256:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _delete_tag(regs: Path, cli: Cli, endpoint: str, tag: str) -> None:
+    registries = load_registries(cli.root, str(regs))
+    ep = next(e for e in registries.publish_endpoints() if e.name == endpoint)
+    client = RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1))
+    repo = ep.repository("xpu-fixture")
+    digest = client.head_manifest(repo, tag)
+    client.request("DELETE", f"/v2/{repo}/manifests/{digest}", scope=f"repository:{repo}:*", ok=(202,))
+
+
+def test_a_fresh_runner_finishes_a_release_that_was_published_in_part(
+    fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
+) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "f" + uuid.uuid4().hex[:10])
+    first = cli.run("--registries", str(regs), "release", FIXTURE, "--json", check=True)
+    digest = json.loads(first.stdout)["record"]["digest"]
+    _delete_tag(regs, cli, "vpc/cn-shanghai", "1.0")  # as if the region had failed
+    assert served(cli, regs, "1.0")["vpc/cn-shanghai"] is None
+
+    env = fresh_runner(engine, tmp_path, FIXTURE)
+    rerun = cli.run("--registries", str(regs), "release", FIXTURE, "--json", env=env)
+
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads(rerun.stdout)
+    stages = {s["name"]: s["status"] for s in summary["stages"]}
+    assert stages["build"] == "pulled"  # build avoidance: no rebuild
+    assert stages["test"] == "done"  # the pulled image is smoke-tested like a built one
+    assert set(served(cli, regs, "1.0").values()) == {digest}
+    assert summary["record"]["digest"] == digest
+
+
+def test_a_fresh_runner_rebuilds_the_same_image_and_publish_changes_nothing(
+    fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
+) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "g" + uuid.uuid4().hex[:10])
+    first = cli.run("--registries", str(regs), "release", FIXTURE, "--json", check=True)
+    digest = json.loads(first.stdout)["record"]["digest"]
+
+    env = fresh_runner(engine, tmp_path, FIXTURE)
+    cli.run("build", FIXTURE, "--no-cache", env=env, check=True)
+    cli.run("test", FIXTURE, env=env, check=True)
+    again = cli.run("--registries", str(regs), "publish", FIXTURE, "--json", env=env)
+
+    assert again.returncode == 0, again.stderr
+    record = json.loads(again.stdout)
+    assert record["digest"] == digest
+    assert {e["status"] for e in record["endpoints"][1:]} == {"unchanged"}
+
+
+def _layers(cli: Cli, regs: Path, image: str, tag: str) -> dict[str, int]:
+    registries = load_registries(cli.root, str(regs))
+    ep = registries.publish_endpoints()[0]
+    client = RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1))
+    manifest = client.get_manifest(ep.repository(image), tag)
+    assert manifest is not None, f"{ep.name} serves no {image}:{tag}"
+    return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
+
+
+def test_an_upgrade_built_on_a_fresh_runner_ships_only_the_layer_it_changed(
+    fixture_cli: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "u" + uuid.uuid4().hex[:10])
+    cli.run("--registries", str(regs), "release", "training-cpu-pytorch:25.03", check=True, timeout=1800)
+    env = fresh_runner(engine, tmp_path, "training-cpu-pytorch:25.03")
+    try:
+        cli.run("new-version", "training-cpu-pytorch:25.04", "--from", "25.03", "--set", "accelerate=1.6.0",
+                check=True)  # fmt: skip
+        cli.run("lock", "training-cpu-pytorch:25.04", check=True)
+        cli.run("build", "training-cpu-pytorch:25.04", "--no-cache", env=env, check=True, timeout=1800)
+        release = cli.run("--registries", str(regs), "release", "training-cpu-pytorch:25.04", "--json",
+                          env=env, timeout=1800)  # fmt: skip
+    finally:
+        (cli.root / "manifests" / "training-cpu-pytorch" / "25.04.yaml").unlink(missing_ok=True)
+        shutil.rmtree(cli.root / "images" / "training-cpu-pytorch" / "25.04", ignore_errors=True)
+        with contextlib.suppress(Exception):
+            engine.api.remove_image("training-cpu-pytorch:25.04", force=True)
+
+    assert release.returncode == 0, release.stderr
+    old = _layers(cli, regs, "training-cpu-pytorch", "25.03")
+    new = _layers(cli, regs, "training-cpu-pytorch", "25.04")
+    shipped = sum(size for digest, size in new.items() if digest not in old)
+    assert len(new) == len(old)
+    assert len([d for d in new if d not in old]) == 1  # the accelerate layer alone
+    assert shipped <= 0.05 * sum(new.values()), (shipped, sum(new.values()))
