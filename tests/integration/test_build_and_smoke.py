@@ -102,8 +102,13 @@ def test_a_wrong_pin_fails_the_smoke_test_and_names_it(
     assert "six: manifest pins 1.17.0, image has 1.16.0" in result.stderr
 
 
-def test_ctrl_c_during_test_leaves_no_container(
-    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, engine: Engine
+@pytest.mark.parametrize(
+    ("sig", "code"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["ctrl-c", "sigterm-ci-cancel", "sighup"],
+)
+def test_a_signal_during_test_leaves_no_container(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, engine: Engine, sig: int, code: int
 ) -> None:
     proc = fixture_cli.popen("test", "xpu-fixture:1.0")
     deadline = time.monotonic() + 60
@@ -112,11 +117,12 @@ def test_ctrl_c_during_test_leaves_no_container(
         time.sleep(0.05)
     assert engine.containers("smoke"), "the smoke container never started"
 
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
 
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "interrupted" in err
+    assert "Traceback" not in err
     assert engine.containers("smoke") == []
 
 

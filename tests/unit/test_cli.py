@@ -203,3 +203,22 @@ def test_manifest_commands_do_not_import_docker_or_testinfra(repo: Path) -> None
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", [["list"], ["plan", "training-cpu-pytorch:25.03"], ["schema"]])
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(repo: Path, command: list[str]) -> None:
+    # `xpu-release list | head -1`: the reader is gone before the first line is written.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xpu_release", "--root", str(repo), *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if k != "XPU_RELEASE_REGISTRIES"},
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()
+    code = proc.wait(timeout=60)
+    err = proc.stderr.read().decode()
+
+    assert code in (0, 1), err
+    assert err == ""

@@ -69,12 +69,18 @@ class ReleaseGroup(click.Group):
             LiveLine.close_all()
             click.echo(f"error: {exc.render()}", err=True)
             raise click.exceptions.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             LiveLine.close_all()
-            click.echo("interrupted", err=True)
-            raise click.exceptions.Exit(INTERRUPTED) from None
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise
+            signum = getattr(exc, "signum", None)
+            if signum is None:
+                click.echo("interrupted", err=True)
+                raise click.exceptions.Exit(INTERRUPTED) from None
+            import signal
+
+            click.echo(f"interrupted by {signal.Signals(signum).name}", err=True)
+            raise click.exceptions.Exit(128 + signum) from None
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # Click's own: usage errors, exits, and a reader that closed the pipe (quiet)
         except Exception as exc:
             if isinstance(ctx.obj, State) and ctx.obj.debug:
                 raise
@@ -212,6 +218,30 @@ def with_login(f: F) -> F:
     return f
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI cancel) or SIGHUP (a closed terminal): unwound like Ctrl-C, so every
+    ``finally`` runs (throwaway containers are removed), then exit 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main() -> None:
     """Entry point of the ``xpu-release`` script."""
-    cli(prog_name="xpu-release")
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    try:
+        cli(prog_name="xpu-release")
+    except BrokenPipeError:
+        # `xpu-release list | head -1`: the reader left. Quietly, as cat would; stdout is pointed
+        # at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,11 @@ def _merge(parent: Any, child: Any) -> Any:
 @dataclass(frozen=True)
 class Repo:
     root: Path
+    # Each manifest resolved once per Repo (one CLI invocation): a chain of N releases costs N
+    # resolutions, not N²/2.
+    _resolved_cache: dict[tuple[str, str], Source] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def discover(cls, explicit: str | None = None) -> Repo:
@@ -116,6 +121,12 @@ class Repo:
             raise ManifestError(exc.problems) from None
 
     def _resolved(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
+        key = (image, version)
+        if key not in self._resolved_cache:
+            self._resolved_cache[key] = self._resolve(image, version, chain)
+        return self._resolved_cache[key]
+
+    def _resolve(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
         src = self._source(image, version)
         data = src.data
         problems: list[Problem] = []

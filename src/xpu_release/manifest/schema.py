@@ -551,8 +551,25 @@ MANIFEST = Obj(
 )
 
 
+_CHECKED: dict[tuple[str, str, int, int, int, int], Source] = {}
+
+
 def load_checked(path: Path, display: str, shape: Type) -> Source:
-    """Load a YAML file safely and check it against ``shape``; every problem, located, at once."""
+    """Load a YAML file safely and check it against ``shape``; every problem, located, at once.
+
+    Read once per process: a file that ``render --all`` needs for every manifest (registries.yaml,
+    images/<image>/image.yaml) is parsed and checked the first time only, while it is unchanged."""
+    try:
+        st = path.stat()
+    except OSError:
+        return _load_checked(path, display, shape)
+    key = (str(path.resolve()), display, id(shape), st.st_mtime_ns, st.st_size, st.st_ino)
+    if key not in _CHECKED:
+        _CHECKED[key] = _load_checked(path, display, shape)
+    return _CHECKED[key]
+
+
+def _load_checked(path: Path, display: str, shape: Type) -> Source:
     try:
         src = load(path, display)
     except YamlProblems as exc:
