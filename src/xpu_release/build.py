@@ -158,6 +158,7 @@ def build_image(
         labels=labels,
         on_line=on_line,
         nocache=no_cache,
+        name=spec.ref,
     )
     shutil.rmtree(context, ignore_errors=True)
     made: Normalized = normalize(

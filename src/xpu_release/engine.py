@@ -110,8 +110,11 @@ class Engine:
         labels: dict[str, str],
         on_line: LineSink,
         nocache: bool = False,
+        name: str | None = None,
     ) -> str:
-        """Build ``context`` with no network in build containers; return the image id."""
+        """Build ``context`` with no network in build containers; return the image id.
+        ``name``: what messages call the image (default: ``tag``)."""
+        name = name or tag
         log: list[str] = []
         image_id = ""
         stream = self.api.build(
@@ -136,7 +139,7 @@ class Engine:
             message = _stream_error(chunk)
             if message is not None:
                 log.append(message + "\n")
-                msg = f"build of {tag} failed: {message}"
+                msg = f"build of {name} failed: {message}"
                 raise BuildFailed(msg, details="".join(log))
             aux = chunk.get("aux") or {}
             if "ID" in aux:
@@ -144,7 +147,7 @@ class Engine:
         if not image_id:
             info = self.image(tag)
             if info is None:
-                msg = f"build of {tag} produced no image"
+                msg = f"build of {name} produced no image"
                 raise BuildFailed(msg, details="".join(log))
             image_id = info.id
         return image_id
