@@ -43,7 +43,10 @@ def _changed_files(root: Path, since: str) -> list[str]:
         raise ConfigError(msg)
     dirty = subprocess.run(["git", "-C", str(root), "diff", "--name-only", "HEAD"],
                            capture_output=True, text=True, check=False)  # fmt: skip
-    return sorted(set(proc.stdout.split()) | set(dirty.stdout.split()))
+    # A new manifest nobody has added yet counts too: it is a release someone is about to make.
+    untracked = subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard"],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+    return sorted(set(proc.stdout.split()) | set(dirty.stdout.split()) | set(untracked.stdout.split()))
 
 
 def changed_refs(repo: Repo, since: str) -> list[str]:

@@ -72,6 +72,20 @@ def test_changed_lists_a_bumped_manifest_and_its_children(gitrepo: Path) -> None
     assert json.loads(result.stdout) == ["training-xpu-pytorch:25.03", "training-xpu-pytorch:25.04"]
 
 
+def test_changed_counts_a_new_manifest_nobody_has_added_yet(gitrepo: Path) -> None:
+    write_manifest(
+        gitrepo,
+        "training-cpu-pytorch",
+        "25.04",
+        'image: training-cpu-pytorch\nversion: "25.04"\nextends: "25.03"\n'
+        "components:\n  accelerate: {version: 1.6.0}\n",
+    )
+
+    result = run(gitrepo, "changed", "--since", "HEAD", "--json")
+
+    assert json.loads(result.stdout) == ["training-cpu-pytorch:25.04"]
+
+
 def test_changed_after_a_template_edit_is_everything(gitrepo: Path) -> None:
     (gitrepo / "templates" / "partials" / "labels.j2").write_text("# edited\n")
 

@@ -70,6 +70,9 @@ class Repo:
     _resolved_cache: dict[tuple[str, str], Source] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    _loaded_cache: dict[tuple[str, str], ImageSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def discover(cls, explicit: str | None = None) -> Repo:
@@ -174,7 +177,13 @@ class Repo:
         )
 
     def load(self, image: str, version: str) -> ImageSpec:
-        """Load, inherit and validate one manifest; all its problems at once."""
+        """Load, inherit and validate one manifest; all its problems at once. Once per Repo."""
+        key = (image, version)
+        if key not in self._loaded_cache:
+            self._loaded_cache[key] = self._load(image, version)
+        return self._loaded_cache[key]
+
+    def _load(self, image: str, version: str) -> ImageSpec:
         src = self._resolved(image, version, ())
         checker = schema.Checker(src)
         schema.MANIFEST.check(src.data, (), checker)
