@@ -25,10 +25,10 @@ from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
-from .fetch import cache_dir
+from .fetch import cache_dir, sha256_file
 from .manifest import ImageSpec
 from .plan import Plan, Target, make_plan
-from .push import push_image, remember_config
+from .push import layer_mismatch, push_image, remember_config
 from .record import EndpointRecord, ReleaseRecord, Status
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .secrets import redact
@@ -54,22 +54,34 @@ class Options:
     move_floating: bool = True
 
 
-class _BlobSpool:
-    """Blobs downloaded once from the source, shared by every region's copy (and by reruns)."""
+def _intact(path: Path, digest: str) -> bool:
+    return sha256_file(path) == digest.split(":", 1)[1]
 
-    def __init__(self) -> None:
+
+class _BlobSpool:
+    """Blobs downloaded once from the source (or compressed by our push), shared by every
+    region's copy and by reruns. An entry is hashed again the first time a process uses it: a
+    damaged one is dropped and fetched again, and the message names the cache."""
+
+    def __init__(self, on_line: Sink = lambda _: None) -> None:
         self.folder = cache_dir() / "oci-blobs"
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.on_line = on_line
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._checked: set[str] = set()
 
     def get(self, source: RegistryClient, repo: str, digest: str) -> Path:
         with self._guard:
             lock = self._locks.setdefault(digest, threading.Lock())
         with lock:
             path = self.folder / digest.replace(":", "-")
+            if path.is_file() and digest not in self._checked and not _intact(path, digest):
+                self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
+                path.unlink()
             if not path.is_file():
                 source.download_blob(repo, digest, path)
+            self._checked.add(digest)
             return path
 
 
@@ -89,8 +101,10 @@ class Publisher:
         self.credentials = credentials
         self.options = options
         self.on_line = on_line
-        self.spool = _BlobSpool()
+        self.spool = _BlobSpool(on_line)
         self._clients: dict[str, RegistryClient] = {}
+        self._identity: dict[str, str | None] = {}  # manifest digest → why it is not ours
+        self._diff_ids: list[str] | None = None
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
         """One client per endpoint for the whole run, so its report counts every retry; a
@@ -120,12 +134,11 @@ class Publisher:
                 return t, None  # a region that is down fails later, on its own
 
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
-            for t, m in pool.map(look, self.plan.targets):
-                if m is not None and m.config_digest != image_id:
-                    conflicts.append(
-                        f"  {t.version_ref}: serves {m.digest} (config {m.config_digest[:19]}), "
-                        f"ours is config {image_id[:19]}"
-                    )
+            found = list(pool.map(look, self.plan.targets))
+        for t, m in found:
+            why = self._not_ours(t, m, image_id) if m is not None else None
+            if m is not None and why:
+                conflicts.append(f"  {t.version_ref}: serves {m.digest}: {why}")
         if conflicts and not self.options.allow_overwrite:
             msg = (
                 f"{self.spec.ref} is already published with other content; version tags are immutable:\n"
@@ -138,52 +151,83 @@ class Publisher:
         """What ``target``'s version tag holds right now. Asked again at the moment of writing:
         an endpoint that was unreachable during ``check_tags`` is held to the same rule."""
         current = self.client(target.endpoint).get_manifest(self.repo(target.endpoint), self.spec.version)
-        if current is not None and current.config_digest != image_id and not self.options.allow_overwrite:
-            msg = f"{target.version_ref} holds other content ({current.digest}); version tags are immutable"
-            raise TagConflict(msg)
+        if current is not None and not self.options.allow_overwrite:
+            why = self._not_ours(target, current, image_id)
+            if why:
+                msg = (
+                    f"{target.version_ref} holds other content ({current.digest}): {why}; "
+                    "version tags are immutable"
+                )
+                raise TagConflict(msg)
         return current
+
+    def _not_ours(self, target: Target, manifest: Manifest, image_id: str) -> str | None:
+        """Why ``manifest`` is not the tested image (None: it is). Its identity is the config
+        *and* the layers: a manifest with the tested config but another layer is not ours."""
+        if not manifest.config_digest:
+            return "it is an image index (several platforms), not the tested image"
+        if manifest.config_digest != image_id:
+            return f"its config is {manifest.config_digest}, the tested image is {image_id}"
+        if self.engine is None:  # status and catalog only read
+            return None
+        if manifest.digest not in self._identity:
+            if self._diff_ids is None:
+                self._diff_ids = list(
+                    (self.engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
+                )
+            client = self.client(target.endpoint, fresh=True)
+            self._identity[manifest.digest] = layer_mismatch(
+                client, self.repo(target.endpoint), manifest, self._diff_ids, self.on_line
+            )
+        return self._identity[manifest.digest]
 
     def push_source(self, image_id: str) -> Manifest:
         """The first endpoint gets the image from our client (deterministic blobs, layers of
-        earlier releases reused by digest); its manifest is the source of every copy."""
+        earlier releases reused by digest), by digest only: no tag is written here. Its manifest
+        is the source of every copy."""
         first = self.plan.targets[0]
         client = self.client(first.endpoint)
         repo = self.repo(first.endpoint)
         current = self._current(first, image_id)
-        if current is None or current.config_digest != image_id:
-            assert self.engine is not None
-            self.on_line(f"pushing {first.version_ref}")
-            if self.options.engine_push:
-                self.engine.tag(image_id, first.version_ref)
-                creds = self.credentials.for_host(first.endpoint.host)
-                self.engine.push(first.version_ref, creds.docker_auth() if creds else None, self.on_line)
-            else:
-                earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
-                push_image(
-                    self.engine, image_id, client, repo, self.spec.version,
-                    spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
-                    on_line=self.on_line,
-                )  # fmt: skip
-        manifest = client.get_manifest(repo, self.spec.version)
+        if current is not None:  # _current checked it is the tested image, layers and all
+            return current
+        assert self.engine is not None
+        self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
+        if self.options.engine_push:
+            # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
+            self.engine.tag(image_id, first.version_ref)
+            creds = self.credentials.for_host(first.endpoint.host)
+            self.engine.push(first.version_ref, creds.docker_auth() if creds else None, self.on_line)
+            manifest = client.get_manifest(repo, self.spec.version)
+        else:
+            earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
+            report = push_image(
+                self.engine, image_id, client, repo, None,
+                spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
+                on_line=self.on_line,
+            )  # fmt: skip
+            manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
             got = manifest.config_digest if manifest else "nothing"
-            msg = f"{first.version_ref} serves {got}, not the tested image {image_id}"
+            msg = f"{first.endpoint.name} serves {got}, not the tested image {image_id}"
             raise PublishError(msg)
         return manifest
 
-    def copy_to(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
+    def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
+        """Blobs and the manifest, by digest: the endpoint holds the release but serves no new
+        tag yet. Tags are written only once every endpoint is staged (``tag``)."""
         started = time.monotonic()
         ep = target.endpoint
         client = self.client(ep)
         repo = self.repo(ep)
         first = self.plan.targets[0].endpoint
-        src_client = self.client(first, fresh=True)
-        src_repo = self.repo(first)
-        status: str = "unchanged"
         try:
             current = self._current(target, image_id)
-            if current is None or current.digest != source.digest:
-                status = "verified"
+            if current is not None and current.digest == source.digest:
+                return self._record(target, "unchanged", source.digest, None, started, client)
+            if target is not self.plan.targets[0]:
+                src_client = self.client(first, fresh=True)
+                src_repo = self.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
                 for digest, _size in source.blobs():
                     if client.blob_exists(repo, digest):
@@ -193,25 +237,36 @@ class Publisher:
                         continue
                     path = self.spool.get(src_client, src_repo, digest)
                     client.upload_blob(repo, digest, path, chunk_size=self.options.chunk_size)
-                client.put_manifest(repo, self.spec.version, source)
-            served = client.head_manifest(repo, self.spec.version)
-            if served != source.digest:
-                msg = f"{target.version_ref} serves {served}, expected {source.digest}"
+                client.put_manifest(repo, source.digest, source)
+            if client.head_manifest(repo, source.digest) != source.digest:
+                msg = f"{ep.name} does not serve {source.digest} after the copy"
                 raise PublishError(msg)
-            return self._record(
-                target,
-                "verified" if status == "verified" else "unchanged",
-                source.digest,
-                None,
-                started,
-                client,
-            )
+            return self._record(target, "staged", source.digest, None, started, client)
         except ReleaseError as exc:
             return self._record(target, "failed", None, exc.message, started, client)
         except Exception as exc:  # a region's unexpected failure must not hide the others'
             return self._record(
                 target, "failed", None, f"{type(exc).__name__}: {redact(str(exc))}", started, client
             )
+
+    def tag(self, target: Target, source: Manifest, image_id: str, staged: EndpointRecord) -> EndpointRecord:
+        """Write the version tag at a staged endpoint, held to immutability at the moment of
+        writing, and verify it."""
+        if staged.status == "unchanged":
+            return staged
+        started = time.monotonic() - staged.seconds
+        client = self.client(target.endpoint)
+        repo = self.repo(target.endpoint)
+        try:
+            self._current(target, image_id)
+            client.put_manifest(repo, self.spec.version, source)
+            served = client.head_manifest(repo, self.spec.version)
+            if served != source.digest:
+                msg = f"{target.version_ref} serves {served}, expected {source.digest}"
+                raise PublishError(msg)
+            return self._record(target, "verified", source.digest, None, started, client)
+        except ReleaseError as exc:
+            return self._record(target, "failed", source.digest, exc.message, started, client)
 
     def _record(
         self,
@@ -265,7 +320,6 @@ class Publisher:
             floating_moved=(),
         )
         first = self.plan.targets[0]
-        started = time.monotonic()
         try:
             source = self.push_source(image_id)
         except ReleaseError as exc:
@@ -284,12 +338,21 @@ class Publisher:
                 for t in self.plan.targets
             )
             return replace(base, endpoints=failed)
-        first_record = self._record(
-            first, "verified", source.digest, None, started, self.client(first.endpoint)
-        )
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
-            rest = list(pool.map(lambda t: self.copy_to(t, source, image_id), self.plan.targets[1:]))
-        endpoints = (first_record, *rest)
+            staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
+        if any(e.status == "failed" for e in staged):
+            # Not every endpoint holds the release: no version tag is written anywhere, so no
+            # user sees a release that is missing in one region. A rerun finishes.
+            staged = [
+                e
+                if e.status == "failed"
+                else replace(e, error="staged by digest; tags wait for every endpoint")
+                for e in staged
+            ]
+            return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
+        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+            pairs = zip(self.plan.targets, staged, strict=True)
+            endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if complete and self.spec.floating_tags and self.options.move_floating:

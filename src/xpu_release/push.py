@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .engine import Engine
 from .errors import PublishError
-from .fetch import cache_dir
+from .fetch import cache_dir, sha256_file
 from .registry import Manifest, RegistryClient, sha256_digest
 
 MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
@@ -103,6 +103,69 @@ class CompressedMap:
         _atomic_write(path, json.dumps({"digest": blob.digest, "size": blob.size}).encode())
 
 
+class UnpackedMap:
+    """blob digest → the diff_id it unpacks to, for blobs checked by downloading them. A blob's
+    digest fixes its bytes, so the answer holds forever and is kept across runs."""
+
+    def __init__(self) -> None:
+        self.folder = _folder("unpacked")
+
+    def get(self, blob: str) -> str | None:
+        path = self.folder / blob.replace(":", "-")
+        text = path.read_text().strip() if path.is_file() else ""
+        return text if text.startswith("sha256:") else None
+
+    def put(self, blob: str, diff_id: str) -> None:
+        _atomic_write(self.folder / blob.replace(":", "-"), diff_id.encode())
+
+
+def unpacked_digest(client: RegistryClient, repo: str, blob: str) -> str:
+    """The diff_id of a gzip layer blob at an endpoint: downloaded, unpacked and hashed as a
+    stream (every gzip member; memory stays at one chunk)."""
+    resp = client.request("GET", f"/v2/{repo}/blobs/{blob}", scope=f"repository:{repo}:pull", stream=True)
+    if resp.status_code == 404:
+        msg = f"{client.endpoint.name}: blob {blob} of {repo} is missing"
+        raise PublishError(msg)
+    packed, unpacked = hashlib.sha256(), hashlib.sha256()
+    inflate = zlib.decompressobj(wbits=47)  # gzip or zlib header, automatically
+    for chunk in resp.iter_content(CHUNK):
+        packed.update(chunk)
+        data = chunk
+        while data:
+            unpacked.update(inflate.decompress(data))
+            if not inflate.eof:
+                break
+            data = inflate.unused_data  # the next gzip member, if any
+            inflate = zlib.decompressobj(wbits=47)
+    unpacked.update(inflate.flush())
+    if "sha256:" + packed.hexdigest() != blob:
+        msg = f"{client.endpoint.name}: blob {blob} of {repo} hashes to sha256:{packed.hexdigest()}"
+        raise PublishError(msg)
+    return "sha256:" + unpacked.hexdigest()
+
+
+def layer_mismatch(
+    client: RegistryClient, repo: str, manifest: Manifest, diff_ids: list[str], on_line: Sink
+) -> str | None:
+    """Why ``manifest``'s layers are not exactly the layers ``diff_ids`` name (None: they are).
+    A blob our push made is known; any other is downloaded and unpacked once."""
+    layers = manifest.data.get("layers") or []
+    if len(layers) != len(diff_ids):
+        return f"it has {len(layers)} layers, the tested image {len(diff_ids)}"
+    ours, checked = CompressedMap(), UnpackedMap()
+    for i, (layer, diff_id) in enumerate(zip(layers, diff_ids, strict=True)):
+        blob = str(layer.get("digest"))
+        known = ours.get(diff_id)
+        if (known is not None and known.digest == blob) or checked.get(blob) == diff_id:
+            continue
+        on_line(f"unpacking layer {i} ({blob[:19]}) at {client.endpoint.name} to check it")
+        got = unpacked_digest(client, repo, blob)
+        if got != diff_id:
+            return f"its layer {i} ({blob}) unpacks to {got}; the tested image's layer {i} is {diff_id}"
+        checked.put(blob, diff_id)
+    return None
+
+
 def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
     """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases)."""
     out: dict[str, Blob] = {}
@@ -160,6 +223,18 @@ def compress(source: Path, spool: Path, pool: ThreadPoolExecutor) -> Blob:
     return Blob(digest=digest, size=size)
 
 
+def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
+    """The spool holds ``digest`` intact (a damaged entry is dropped, to be compressed again)."""
+    path = spool / digest.replace(":", "-")
+    if not path.is_file():
+        return False
+    if sha256_file(path) == digest.split(":", 1)[1]:
+        return True
+    on_line(f"the blob cache {spool} held a damaged {digest[:19]}; compressing that layer again")
+    path.unlink()
+    return False
+
+
 # --- the push ----------------------------------------------------------------------------------
 
 
@@ -201,7 +276,7 @@ def push_image(
             continue
         blob = local.get(d)
         if blob is not None and (
-            client.blob_exists(repo, blob.digest) or (spool / blob.digest.replace(":", "-")).is_file()
+            client.blob_exists(repo, blob.digest) or _spooled(spool, blob.digest, on_line)
         ):
             blobs[d] = blob
             continue

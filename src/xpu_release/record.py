@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from .errors import NotFoundError
 
-Status = Literal["verified", "unchanged", "failed", "planned"]
+# staged: the endpoint holds the release by digest, but its version tag is not written yet
+# (another endpoint failed, so no tag was written anywhere).
+Status = Literal["verified", "unchanged", "staged", "failed", "planned"]
 
 
 @dataclass(frozen=True, kw_only=True)

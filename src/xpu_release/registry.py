@@ -80,7 +80,8 @@ class Manifest:
 
     @property
     def config_digest(self) -> str:
-        return str(self.data["config"]["digest"])
+        """The config's digest; "" for an image index (several platforms: no config of its own)."""
+        return str((self.data.get("config") or {}).get("digest") or "")
 
 
 class RegistryClient:

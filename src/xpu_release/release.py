@@ -28,6 +28,7 @@ from .plan import make_plan
 from .publish import Options, failure_report, find_published, publish, status
 from .render import require_current
 from .smoke import already_tested, smoke_test
+from .verify import verify
 
 T = TypeVar("T")
 STAGES = ("validate", "render", "lock", "build", "test", "publish", "verify", "notes", "record")
@@ -221,7 +222,14 @@ class Release:
             )
             msg = f"after publishing, not every endpoint serves {record.digest}:\n{listing}"
             raise PublishError(msg)
-        return "done", f"{len(rows)} refs serve {record.digest}", None
+        # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
+        # hashes them too).
+        blobs = verify(spec, self.registries, self.credentials, record.digest, deep=False)
+        if not blobs.ok:
+            listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
+            msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
+            raise PublishError(msg)
+        return "done", f"{len(rows)} refs serve {record.digest}; {blobs.blobs_checked} blobs present", None
 
     def _notes(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, list[Path]]:
         written = []

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -280,7 +281,9 @@ def test_a_region_down_for_good_fails_cleanly_and_a_rerun_finishes(
     assert "no floating tag was moved" in failed.stderr
     record = record_of(regs)
     assert record["complete"] is False
-    assert [e["status"] for e in record["endpoints"]] == ["verified", "verified", "verified", "failed"]  # type: ignore[union-attr]
+    assert [e["status"] for e in record["endpoints"]] == ["staged", "staged", "staged", "failed"]  # type: ignore[union-attr]
+    # No half-visible release: the endpoints that hold it by digest serve no version tag yet.
+    assert set(served(tested, regs, "1.0").values()) == {None, "unreachable"}
     assert set(served(tested, regs, "latest").values()) == {None, "unreachable"}
 
     proxy.faults.down = False
@@ -290,7 +293,7 @@ def test_a_region_down_for_good_fails_cleanly_and_a_rerun_finishes(
     assert rerun.returncode == 0, rerun.stderr
     record = json.loads(rerun.stdout)
     assert record["complete"] is True
-    assert [e["status"] for e in record["endpoints"]] == ["verified", "unchanged", "unchanged", "verified"]
+    assert [e["status"] for e in record["endpoints"]] == ["verified"] * 4
     # Only the region that had nothing received uploads; the others re-uploaded nothing.
     assert sum(e["uploaded_bytes"] for e in record["endpoints"][:3]) == 0
     assert proxy.faults.uploads_completed > uploads_before
@@ -401,3 +404,147 @@ def test_a_region_unreachable_during_the_check_is_still_held_to_immutability(
     assert "holds other content" in shanghai["error"]
     assert served(tested, regs, "1.0")["vpc/cn-shanghai"] != record["digest"]
     assert set(served(tested, regs, "latest").values()) == {None}
+
+
+def _spool(cache: Path) -> Path:
+    return cache / "oci-blobs"
+
+
+def test_two_publishes_at_once_sharing_one_cache_both_end_verified(tested: Cli, tmp_path: Path) -> None:
+    # The engine makes the first push, so both runs download the same blobs into one spool at
+    # the same moment: each download has a file of its own, renamed into place.
+    cache = tmp_path / "shared-cache"
+    env = {"XPU_RELEASE_CACHE": str(cache)}
+    procs = []
+    for n in range(2):
+        regs = registries_file(tmp_path / f"regs{n}.yaml", "c" + uuid.uuid4().hex[:10])
+        record = regs.with_suffix(".record.json")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "xpu_release", "--root", str(tested.root), "--registries", str(regs),
+             "publish", REF, "--engine-push", "--record", str(record)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**tested.env, **env},
+        ))  # fmt: skip
+    results = [p.communicate(timeout=600) for p in procs]
+
+    for p, (_, err) in zip(procs, results, strict=True):
+        assert p.returncode == 0, err
+        assert "FileNotFoundError" not in err
+    assert not list(_spool(cache).glob("*.partial"))
+
+
+def test_a_damaged_blob_cache_entry_is_fetched_again_and_named(tested: Cli, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {"XPU_RELEASE_CACHE": str(cache)}
+    first = registries_file(tmp_path / "regs1.yaml", "d" + uuid.uuid4().hex[:10])
+    assert publish(tested, first, "--engine-push", env=env).returncode == 0
+    blobs = sorted(_spool(cache).glob("sha256-*"), key=lambda p: p.stat().st_size)
+    damaged = blobs[-1]
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+
+    second = registries_file(tmp_path / "regs2.yaml", "d" + uuid.uuid4().hex[:10])
+    result = publish(tested, second, "--engine-push", env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert f"the blob cache {_spool(cache)} held a damaged" in result.stderr
+    assert record_of(second)["complete"] is True
+
+
+def _client(cli: Cli, regs: Path, endpoint: str) -> tuple[RegistryClient, str]:
+    from xpu_release.credentials import CredentialStore
+
+    ep = next(e for e in load_registries(cli.root, str(regs)).publish_endpoints() if e.name == endpoint)
+    return RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1)), ep.repository(
+        "xpu-fixture"
+    )
+
+
+def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    import gzip
+    import io
+    import tarfile
+
+    from xpu_release.registry import Manifest, sha256_digest
+
+    # The real release, published elsewhere, gives the tested config and layers.
+    real = registries_file(tmp_path / "real.yaml", "r" + uuid.uuid4().hex[:10])
+    assert publish(tested, real).returncode == 0
+    src, src_repo = _client(tested, real, "public")
+    genuine = src.get_manifest(src_repo, "1.0")
+    assert genuine is not None
+    # An attacker's manifest at our version tag: the same config, the last layer swapped.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("opt/evil")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"evil\n"))
+    evil = gzip.compress(buf.getvalue(), mtime=0)
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    dst, dst_repo = _client(tested, regs, "public")
+    for digest, _size in genuine.blobs():
+        assert dst.mount_blob(dst_repo, digest, src_repo)
+    evil_path = tmp_path / "evil.tar.gz"
+    evil_path.write_bytes(evil)
+    dst.upload_blob(dst_repo, sha256_digest(evil), evil_path)
+    data = genuine.data
+    data["layers"][-1] = {**data["layers"][-1], "digest": sha256_digest(evil), "size": len(evil)}
+    body = json.dumps(data).encode()
+    dst.put_manifest(
+        dst_repo, "1.0", Manifest(digest=sha256_digest(body), media_type=genuine.media_type, body=body)
+    )
+
+    result = publish(tested, regs)
+
+    assert result.returncode == 9, result.stderr
+    assert "holds other content" in result.stderr or "already published with other content" in result.stderr
+    assert "unpacks to" in result.stderr
+    served_now = served(tested, regs, "1.0")
+    assert served_now["public"] == sha256_digest(body)  # untouched, and nothing adopted it
+    assert [served_now[f"vpc/{r}"] for r in REGIONS] == [None, None, None]
+    assert set(served(tested, regs, "latest").values()) == {None}
+
+
+def test_verify_deep_finds_a_flipped_byte_in_a_region_and_names_it(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    assert publish(tested, regs).returncode == 0
+    record = record_of(regs)
+    client, repo = _client(tested, regs, "vpc/cn-beijing")
+    manifest = client.get_manifest(repo, "1.0")
+    assert manifest is not None
+    digest, _size = max(manifest.blobs(), key=lambda b: b[1])
+    hexd = digest.split(":")[1]
+    stored = (
+        Path(os.environ["XPU_STACK_DIR"]) / "registries" / "vpc-cn-beijing" / "data" / "docker" / "registry"
+        / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
+    )  # fmt: skip
+    original = stored.read_bytes()
+    flipped = bytearray(original)
+    flipped[len(flipped) // 3] ^= 0x01
+    stored.write_bytes(bytes(flipped))
+    try:
+        shallow = tested.run(
+            "--registries", str(regs), "verify", REF, "--record", str(regs.with_suffix(".record.json"))
+        )
+        deep = tested.run(
+            "--registries",
+            str(regs),
+            "verify",
+            REF,
+            "--deep",
+            "--record",
+            str(regs.with_suffix(".record.json")),
+        )
+    finally:
+        stored.write_bytes(original)  # blobs are shared by every repository of that registry
+
+    assert shallow.returncode == 0, shallow.stderr  # same size: only hashing can tell
+    assert deep.returncode == 7, deep.stderr
+    assert "vpc/cn-beijing" in deep.stderr
+    assert digest in deep.stderr
+    assert "hash to" in deep.stderr
+    assert record["digest"] in tested.run("--registries", str(regs), "verify", REF, "--deep").stdout

@@ -88,6 +88,55 @@ def publish(
 
 @cli.command()
 @click.argument("ref")
+@click.option("--deep", is_flag=True, help="Download and hash every blob at every endpoint.")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@click.option("--json", "as_json", is_flag=True)
+@with_login
+@pass_state
+def verify(
+    state: State,
+    ref: str,
+    deep: bool,
+    record_file: str | None,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """Check that every endpoint serves NAME:VERSION blob for blob (exit 7 naming what is wrong).
+
+    Without --deep: the version tag names the recorded manifest and every blob exists with its
+    size. With --deep: every blob is downloaded and hashed, at every endpoint."""
+    from dataclasses import asdict
+
+    from .. import record as records
+    from ..errors import PublishError
+    from ..verify import verify as run_verify
+
+    spec = state.repo.load_ref(ref)
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read(path) if path.is_file() else None
+    creds = _credentials(username, password_stdin)
+    expected = record.digest if record else None
+    report = run_verify(spec, state.registries(), creds, expected, deep=deep, on_line=(live := _line_sink()))
+    live.close()
+    if as_json:
+        _emit_json({**asdict(report), "ok": report.ok})
+    elif report.ok:
+        level = (
+            f"deep: {report.bytes_hashed / 1e6:.0f} MB hashed"
+            if deep
+            else "shallow: every blob present, sizes match"
+        )
+        click.echo(f"{spec.ref}: {report.endpoints} endpoints serve {report.digest}, "
+                   f"{report.blobs_checked} blobs checked ({level})")  # fmt: skip
+    if not report.ok:
+        lines = [f"{spec.ref}: {len(report.findings)} problems:"]
+        lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
+        raise PublishError("\n".join(lines))
+
+
+@cli.command()
+@click.argument("ref")
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
 @click.option("--catalog", is_flag=True, help="Every tag of the repository, per endpoint, with its digest.")
 @click.option("--json", "as_json", is_flag=True)

@@ -1,0 +1,137 @@
+"""``verify``: does every endpoint serve the release, blob for blob?
+
+Two levels, as the README's reliability section says:
+
+- shallow (the release's verify stage): each endpoint's version tag names the release's
+  manifest digest, and every blob that manifest lists exists there with the size it lists
+  (HEAD requests: a few per blob, no bytes);
+- deep (``verify --deep``): every blob is downloaded and hashed at every endpoint, in parallel,
+  streamed (memory stays at one chunk per worker): a flipped byte in a stored blob is found,
+  named by endpoint and digest.
+
+Neither re-reads what the record says: both ask the endpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from .credentials import CredentialStore
+from .endpoints import Endpoint, Registries
+from .errors import ReleaseError
+from .manifest import ImageSpec
+from .plan import make_plan
+from .registry import Manifest, RegistryClient, RetryPolicy
+
+CHUNK = 1 << 20
+Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    endpoint: str
+    what: str  # the ref or the blob digest
+    problem: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyReport:
+    ref: str
+    digest: str | None
+    deep: bool
+    endpoints: int
+    blobs_checked: int
+    bytes_hashed: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool) -> tuple[str | None, int]:
+    """A problem with one blob at one endpoint (None: fine), and the bytes hashed."""
+    if not deep:
+        resp = client.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+        if resp.status_code == 404:
+            return "missing", 0
+        length = resp.headers.get("Content-Length")
+        if length is not None and int(length) != size:
+            return f"has {length} bytes, the manifest lists {size}", 0
+        return None, 0
+    resp = client.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True)
+    if resp.status_code == 404:
+        return "missing", 0
+    h = hashlib.sha256()
+    got = 0
+    for chunk in resp.iter_content(CHUNK):
+        h.update(chunk)
+        got += len(chunk)
+    if "sha256:" + h.hexdigest() != digest:
+        return f"its bytes hash to sha256:{h.hexdigest()} ({got} bytes)", got
+    if got != size:
+        return f"has {got} bytes, the manifest lists {size}", got
+    return None, got
+
+
+def verify(
+    spec: ImageSpec,
+    registries: Registries,
+    credentials: CredentialStore,
+    digest: str | None,
+    *,
+    deep: bool,
+    parallel: int = 8,
+    on_line: Sink = lambda _: None,
+) -> VerifyReport:
+    """Check every endpoint against ``digest`` (None: against what the first endpoint serves)."""
+    plan = make_plan(spec, registries)
+    findings: list[Finding] = []
+    jobs: list[tuple[Endpoint, RegistryClient, str, str, int]] = []
+    expected = digest
+    for t in plan.targets:
+        ep = t.endpoint
+        client = RegistryClient(ep, credentials.for_host(ep.host), RetryPolicy(attempts=3))
+        repo = ep.repository(spec.image)
+        try:
+            manifest: Manifest | None = client.get_manifest(repo, spec.version)
+        except ReleaseError as exc:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message))
+            continue
+        if manifest is None:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem="serves nothing"))
+            continue
+        expected = expected or manifest.digest
+        if manifest.digest != expected:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref,
+                                    problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
+            continue
+        jobs += [(ep, client, repo, d, size) for d, size in manifest.blobs()]
+    on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
+
+    def one(job: tuple[Endpoint, RegistryClient, str, str, int]) -> tuple[Finding | None, int]:
+        ep, client, repo, d, size = job
+        try:
+            problem, hashed = _blob(client, repo, d, size, deep)
+        except ReleaseError as exc:
+            problem, hashed = exc.message, 0
+        return (Finding(endpoint=ep.name, what=d, problem=problem) if problem else None), hashed
+
+    hashed_total = 0
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for finding, hashed in pool.map(one, jobs):
+            hashed_total += hashed
+            if finding is not None:
+                findings.append(finding)
+    return VerifyReport(
+        ref=spec.ref,
+        digest=expected,
+        deep=deep,
+        endpoints=len(plan.targets),
+        blobs_checked=len(jobs),
+        bytes_hashed=hashed_total,
+        findings=tuple(findings),
+    )
