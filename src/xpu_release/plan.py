@@ -30,6 +30,12 @@ class Target:
 class Plan:
     spec: ImageSpec
     targets: tuple[Target, ...]
+    # Floating tags never move backwards: the newer version that keeps them, if there is one.
+    newer: str | None = None
+
+    @property
+    def moves_floating(self) -> bool:
+        return bool(self.spec.floating_tags) and self.newer is None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,10 +43,14 @@ class Plan:
             "manifest": self.spec.manifest_path,
             "manifest_sha256": self.spec.content_hash,
             "targets": [t.to_json() for t in self.targets],
+            "moves_floating": self.moves_floating,
+            "newer_version": self.newer,
         }
 
 
-def make_plan(spec: ImageSpec, registries: Registries) -> Plan:
+def make_plan(spec: ImageSpec, registries: Registries, *, newer: str | None = None) -> Plan:
+    """Every ref a publish of ``spec`` writes. ``newer``: a later version of the image exists
+    (then the floating tags stay where they are, as publish leaves them)."""
     targets = tuple(
         Target(
             endpoint=ep,
@@ -49,4 +59,4 @@ def make_plan(spec: ImageSpec, registries: Registries) -> Plan:
         )
         for ep in registries.publish_endpoints()
     )
-    return Plan(spec=spec, targets=targets)
+    return Plan(spec=spec, targets=targets, newer=newer)

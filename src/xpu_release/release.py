@@ -103,6 +103,7 @@ class Release:
         self.reporter = reporter
         self.dry_run = dry_run
         self.results: list[StageResult] = []
+        self.failed: tuple[str, ReleaseError] | None = None
         self._engine: Engine | None = None
 
     @property
@@ -118,6 +119,7 @@ class Release:
             status_, detail, value = run()
         except ReleaseError as exc:
             self.reporter.fail(name, exc)
+            self.failed = (name, exc)
             raise
         result = StageResult(
             name=name, status=status_, seconds=round(time.monotonic() - started, 3), detail=detail
@@ -125,6 +127,19 @@ class Release:
         self.results.append(result)
         self.reporter.end(result)
         return value
+
+    def failure_summary(self) -> dict[str, Any]:
+        """What CI needs when a stage failed: the stages that ran, and which one failed, why."""
+        assert self.failed is not None
+        name, exc = self.failed
+        return {
+            "ref": self.ref,
+            "dry_run": self.dry_run,
+            "stages": [s.__dict__ for s in self.results],
+            "failed": {"stage": name, "error": exc.message, "exit_code": exc.exit_code},
+            "record": None,
+            "notes": [],
+        }
 
     def run(self) -> Summary:
         root = self.repo.root
@@ -256,7 +271,19 @@ class Release:
                 else f"would build (inputs {inputs[:12]})",
             ),
             ("test", "would run the smoke checks in a throwaway container"),
-            ("publish", "; ".join(t.version_ref for t in plan.targets)),
+            (
+                "publish",
+                "; ".join(t.version_ref for t in plan.targets)
+                + (
+                    f"; then {', '.join(spec.floating_tags)}"
+                    if self.options.move_floating and spec.floating_tags
+                    else (
+                        f"; {', '.join(spec.floating_tags)} stay (a newer version exists)"
+                        if spec.floating_tags
+                        else ""
+                    )
+                ),
+            ),
             ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
             (
                 "notes",

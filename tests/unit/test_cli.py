@@ -60,6 +60,19 @@ def test_plan_lists_every_ref_per_registry_and_region(repo: Path) -> None:
     assert plan["targets"][0]["floating_refs"] == [f"{PUBLIC}/{XPU}:latest"]
 
 
+def test_plan_and_publish_dry_run_keep_floating_tags_when_a_newer_version_exists(repo: Path) -> None:
+    write_manifest(repo, XPU, "25.04", f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n')
+
+    older = run(repo, "plan", f"{XPU}:25.03")
+    dry = run(repo, "publish", f"{XPU}:25.03", "--dry-run", "--json")
+    newer = run(repo, "plan", f"{XPU}:25.04")
+
+    assert "then move" not in older.stdout
+    assert f"latest stay where they are: {XPU}:25.04 is newer" in older.stdout
+    assert json.loads(dry.stdout)["moves_floating"] is False
+    assert f"then move {PUBLIC}/{XPU}:latest" in newer.stdout
+
+
 def test_plan_follows_a_registries_override(repo: Path, tmp_path: Path) -> None:
     override = tmp_path / "local.yaml"
     override.write_text(

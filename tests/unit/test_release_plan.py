@@ -42,6 +42,17 @@ def test_dry_run_stops_at_a_stale_lock(repo: Path) -> None:
     assert "lock: FAILED" in result.stderr
 
 
+def test_a_failed_dry_run_still_prints_the_json_summary_with_the_failed_stage(repo: Path) -> None:
+    result = run(repo, "release", "training-cpu-pytorch:25.03", "--dry-run", "--json")
+
+    assert result.exit_code == 4
+    summary = json.loads(result.stdout)
+    assert [s["name"] for s in summary["stages"]] == ["validate", "render"]
+    assert summary["failed"]["stage"] == "lock"
+    assert summary["failed"]["exit_code"] == 4
+    assert "requirements.lock does not exist" in summary["failed"]["error"]
+
+
 def test_build_release_is_an_alias(repo: Path) -> None:
     result = run(repo, "build-release", "training-xpu-pytorch:25.03", "--dry-run")
 

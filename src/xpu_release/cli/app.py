@@ -185,11 +185,20 @@ def _credentials(username: str | None, password_stdin: bool) -> Any:
     return CredentialStore(explicit=Credentials(username=user, password=password))
 
 
+def newer_version(repo: Any, image: str, version: str) -> str | None:
+    """The latest version of ``image`` if it is not ``version`` (floating tags stay then)."""
+    return None if repo.is_latest(image, version) else str(repo.versions(image)[-1])
+
+
 def print_plan(plan: Any, heading: str) -> None:
     """The refs of a plan, per endpoint, then the floating tags that move last."""
     click.echo(heading)
     for t in plan.targets:
         click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
+    if plan.spec.floating_tags and not plan.moves_floating:
+        tags = ", ".join(plan.spec.floating_tags)
+        click.echo(f"  {tags} stay where they are: {plan.spec.image}:{plan.newer} is newer")
+        return
     for ref in (r for t in plan.targets for r in t.floating_refs):
         click.echo(f"  then move {ref} (after every endpoint verifies)")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import StaleError
-from .app import State, _emit_json, cli, pass_state, print_plan
+from .app import State, _emit_json, cli, newer_version, pass_state, print_plan
 
 # --- manifests -------------------------------------------------------------------------------
 
@@ -133,7 +133,7 @@ def plan(state: State, ref: str, as_json: bool) -> None:
     from ..plan import make_plan
 
     spec = state.repo.load_ref(ref)
-    p = make_plan(spec, state.registries())
+    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version))
     if as_json:
         _emit_json(p.to_json())
         return

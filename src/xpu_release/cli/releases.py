@@ -15,6 +15,7 @@ from .app import (
     _line_sink,
     _print_record,
     cli,
+    newer_version,
     pass_state,
     print_plan,
     with_login,
@@ -60,7 +61,7 @@ def publish(
     spec = state.repo.load_ref(ref)
     registries = state.registries()
     if dry_run:
-        plan = make_plan(spec, registries)
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version))
         if as_json:
             _emit_json({**plan.to_json(), "dry_run": True})
             return
@@ -231,7 +232,15 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)))
     run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
-    summary = run.run()
+    from ..errors import ReleaseError
+
+    try:
+        summary = run.run()
+    except ReleaseError:
+        live.close()
+        if as_json and run.failed is not None:
+            _emit_json(run.failure_summary())  # always a summary on stdout, also on failure
+        raise
     live.close()
     if as_json:
         _emit_json(summary.to_json())
