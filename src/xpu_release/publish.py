@@ -446,9 +446,11 @@ def status(
         ):
             try:
                 served = client.head_manifest(publisher.repo(t.endpoint), tag)
-                error = None
+                error, kind = None, None
+            except RegistryAuthError as exc:
+                served, error, kind = None, exc.message, "auth"
             except ReleaseError as exc:
-                served, error = None, exc.message
+                served, error, kind = None, exc.message, "unreachable"
             expected = record.digest if record else None
             rows.append(
                 {
@@ -458,6 +460,7 @@ def status(
                     "expected": expected,
                     "matches": served is not None and served == expected,
                     "error": error,
+                    "error_kind": kind,
                 }
             )
     return rows

@@ -235,3 +235,19 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(repo: Path, comm
 
     assert code in (0, 1), err
     assert err == ""
+
+
+def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "nowhere.yaml"
+    override.write_text(
+        "registries:\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03")
+
+    assert result.exit_code == 10, result.output
+    assert "unreachable: public, vpc/cn-beijing" in result.stderr
+    assert result.stdout.splitlines()[0].split() == ["endpoint", "state", "tag", "serves"]
+    assert all(len(line) <= 100 for line in result.stdout.splitlines())

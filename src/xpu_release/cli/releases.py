@@ -154,7 +154,7 @@ def status(
 ) -> None:
     """What every endpoint serves now for NAME:VERSION, against its release record."""
     from .. import record as records
-    from ..errors import PublishError
+    from ..errors import PublishError, RegistryAuthError, StackError
     from ..publish import catalog as tag_catalog
     from ..publish import status as endpoint_status
 
@@ -175,9 +175,23 @@ def status(
     if as_json:
         _emit_json({"record": str(path) if record else None, "endpoints": rows})
     else:
+        click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} serves")
         for r in rows:
             mark = "ok" if r["matches"] else ("-" if record is None else "DIFFERS")
-            click.echo(f"{r['endpoint']:<22} {mark:<8} {r['ref']}  {r['serves'] or r['error'] or 'absent'}")
+            if r["error"]:
+                mark = "AUTH" if r["error_kind"] == "auth" else "DOWN"
+            tag = str(r["ref"]).rpartition(":")[2]
+            served = str(r["serves"] or r["error"] or "absent")
+            click.echo(f"{r['endpoint']:<18} {mark:<8} {tag:<14} {served}"[:100])
+    refused = [r for r in rows if r["error_kind"] == "auth"]
+    down = [r for r in rows if r["error_kind"] == "unreachable"]
+    if refused:
+        msg = f"{refused[0]['endpoint']} refused our credentials: {refused[0]['error']}"
+        raise RegistryAuthError(msg)
+    if down:
+        names = ", ".join(sorted({str(r["endpoint"]) for r in down}))
+        msg = f"unreachable: {names}: {down[0]['error']}"
+        raise StackError(msg)
     version_rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}")]
     if record is not None and not all(r["matches"] for r in version_rows):
         msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
