@@ -7,7 +7,7 @@ from typing import Literal
 
 from .manifest import ImageSpec
 
-ChangeKind = Literal["upgraded", "changed", "added", "removed"]
+ChangeKind = Literal["upgraded", "downgraded", "changed", "added", "removed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,16 +24,18 @@ class Change:
             return f"+ {self.name} {self.new}"
         if self.kind == "removed":
             return f"- {self.name} {self.old}"
+        if self.kind == "downgraded":
+            return f"↓ {self.name} {self.old} → {self.new} (downgrade)"
         return f"~ {self.name} {self.old} → {self.new}"
 
 
-def _is_upgrade(old: str, new: str) -> bool:
+def _direction(old: str, new: str) -> ChangeKind:
     from packaging.version import InvalidVersion, Version
 
     try:
-        return Version(new) > Version(old)
+        return "upgraded" if Version(new) > Version(old) else "downgraded"
     except InvalidVersion:
-        return True  # non-PEP 440 versions (v1.4.3-8): a change is reported as an upgrade
+        return "changed"  # non-PEP 440 versions (v1.4.3-8): no order to claim
 
 
 def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
@@ -53,7 +55,7 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
                 )
             )
         elif olds[cid].version != c.version:
-            kind: ChangeKind = "upgraded" if _is_upgrade(olds[cid].version, c.version) else "changed"
+            kind: ChangeKind = _direction(olds[cid].version, c.version)
             changes.append(
                 Change(
                     section="components",

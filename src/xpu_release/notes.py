@@ -31,6 +31,7 @@ LABELS: dict[str, dict[str, str]] = {
         "switches": "Enable the optimisations", "usage_advice": "Usage advice",
         "upgraded": "{name} upgraded to {new}", "base_upgraded": "Base image upgraded {name} to {new}",
         "changed": "{name} {old} → {new}", "added": "{name} {new} added", "removed": "{name} {old} removed",
+        "downgraded": "{name} {old} → {new} (downgrade)",
         "scenarios": "training|inference",
     },
     "zh": {
@@ -49,6 +50,7 @@ LABELS: dict[str, dict[str, str]] = {
         "switches": "开启编译器与重计算显存优化", "usage_advice": "使用建议",
         "upgraded": "{name}升级至{new}", "base_upgraded": "基础镜像升级{name}至{new}",
         "changed": "{name} {old} → {new}", "added": "新增{name} {new}", "removed": "移除{name} {old}",
+        "downgraded": "{name}从{old}降级至{new}",
         "scenarios": "训练|推理",
     },
 }  # fmt: skip
@@ -74,6 +76,8 @@ def _feature_line(c: Change, spec: ImageSpec, lang: str) -> str:
     if c.kind == "upgraded" and c.old is None:
         key = "base_upgraded" if spec.base.component == c.id else "upgraded"
         return t[key].format(name=c.name, new=c.new)
+    if c.kind == "downgraded":
+        return t["downgraded"].format(name=c.name, old=c.old, new=c.new)
     if c.kind in ("upgraded", "changed"):
         return t["changed"].format(name=c.name, old=c.old, new=c.new)
     return t[c.kind].format(name=c.name, old=c.old, new=c.new)

@@ -119,6 +119,21 @@ def test_diff_shows_each_changed_pin(repo: Path) -> None:
     ]
 
 
+def test_diff_shows_a_downgrade_as_a_downgrade(repo: Path) -> None:
+    write_manifest(
+        repo,
+        XPU,
+        "25.04",
+        f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\ncomponents:\n  vllm: {{version: 0.7.2}}\n',
+    )
+
+    result = run(repo, "diff", f"{XPU}:25.03", f"{XPU}:25.04")
+    as_json = json.loads(run(repo, "diff", f"{XPU}:25.03", f"{XPU}:25.04", "--json").stdout)
+
+    assert result.stdout.splitlines() == ["components   ↓ vLLM 0.7.3 → 0.7.2 (downgrade)"]
+    assert as_json[0]["kind"] == "downgraded"
+
+
 def test_diff_of_identical_releases_says_so(repo: Path) -> None:
     write_manifest(repo, XPU, "25.04", f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n')
 
