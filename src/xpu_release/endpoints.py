@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, ManifestError
 from .manifest import schema
+from .yamlsrc import Source
 
 Role = Literal["public", "vpc", "base"]
 
@@ -127,10 +128,58 @@ class Registries:
         return None
 
 
+def _checked(path: Path, display: str) -> Source:
+    """A registries file, checked; every mistake in one is a configuration error (exit 3)."""
+    try:
+        return schema.load_checked(path, display, FILE)
+    except ManifestError as exc:
+        raise ConfigError(exc.render()) from None
+
+
+def _override_problems(base: dict[str, dict[str, Any]], over: Source) -> list[str]:
+    """An override must resolve every key it names, and must map every endpoint a release
+    writes to: a typo or a gap must never send a test push to the production registries."""
+    problems: list[str] = []
+    entries: dict[str, Any] = over.data["registries"]
+    for name, entry in entries.items():
+        merged = {**base.get(name, {}), **entry}
+        regions = set(merged.get("regions") or ())
+        for region in entry.get("hosts") or {}:
+            if region not in regions:
+                known = ", ".join(sorted(regions)) or "none"
+                message = f"no region {region!r} in registry {name!r} (its regions: {known})"
+                problems.append(str(over.problem(("registries", name, "hosts", region), message, key=True)))
+    for name, entry in base.items():
+        if entry.get("role") not in ("public", "vpc"):
+            continue  # base images are only pulled: the hub may stay the repository's own
+        given = entries.get(name)
+        if given is None:
+            problems.append(
+                f"{over.file}: maps no {name!r} registry, so it would publish to the production "
+                f"{entry['host']}; map it (or leave out the override)"
+            )
+            continue
+        if entry.get("role") == "vpc" and "host" not in given:
+            hosts = given.get("hosts") or {}
+            for region in given.get("regions") or entry.get("regions") or ():
+                if region not in hosts:
+                    problems.append(
+                        f"{over.file}: registry {name!r} maps no host for region {region!r}, so it "
+                        f"would publish to production {entry['host'].replace('{region}', region)}; "
+                        f"add it under hosts (or drop it from regions)"
+                    )
+        elif "host" not in given:
+            problems.append(
+                f"{over.file}: registry {name!r} has no host, so it would publish to the production "
+                f"{entry['host']}; give it one"
+            )
+    return problems
+
+
 def load_registries(root: Path, override: str | None = None, *, from_env: bool = True) -> Registries:
     """The repository's ``registries.yaml``, overridden by ``override`` or (with ``from_env``)
     ``$XPU_RELEASE_REGISTRIES``."""
-    base = schema.load_checked(root / "registries.yaml", "registries.yaml", FILE)
+    base = _checked(root / "registries.yaml", "registries.yaml")
     merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in base.data["registries"].items()}
     sources = ["registries.yaml"]
     if from_env:
@@ -140,7 +189,10 @@ def load_registries(root: Path, override: str | None = None, *, from_env: bool =
         if not path.is_file():
             msg = f"registries override {override} does not exist"
             raise ConfigError(msg)
-        over = schema.load_checked(path, str(path), FILE)
+        over = _checked(path, str(path))
+        problems = _override_problems(merged, over)
+        if problems:
+            raise ConfigError("\n".join(problems))
         for name, entry in over.data["registries"].items():
             merged.setdefault(name, {}).update(entry)
         sources.append(str(path))

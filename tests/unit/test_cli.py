@@ -95,8 +95,43 @@ def test_a_broken_registries_override_is_a_located_error(repo: Path, tmp_path: P
 
     result = run(repo, "--registries", str(override), "plan", f"{XPU}:25.03")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 3  # every registries-file mistake is a configuration error
     assert "registries.public.hots: unknown key 'hots'; did you mean 'hosts'?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # a typo in a region key
+            "registries:\n  public: {host: '127.0.0.1:15001'}\n"
+            "  vpc: {hosts: {cn-beijin: '127.0.0.1:15002', cn-wulanchabu: '127.0.0.1:15003'},"
+            " insecure: true}\n",
+            "local.yaml:3:17: registries.vpc.hosts.cn-beijin: no region 'cn-beijin' in registry 'vpc'",
+        ),
+        (  # the public registry mapped, the regions forgotten
+            "registries:\n  public: {host: '127.0.0.1:15001'}\n",
+            "maps no 'vpc' registry, so it would publish to the production acs-registry-vpc.{region}.cr",
+        ),
+        (  # one region left unmapped
+            "registries:\n  public: {host: '127.0.0.1:15001'}\n"
+            "  vpc: {hosts: {cn-beijing: '127.0.0.1:15002'}, insecure: true}\n",
+            "maps no host for region 'cn-wulanchabu', so it would publish to production "
+            "acs-registry-vpc.cn-wulanchabu.cr.aliyuncs.com",
+        ),
+    ],
+    ids=["region-typo", "vpc-forgotten", "region-unmapped"],
+)
+def test_an_override_that_would_fall_back_to_production_is_refused(
+    repo: Path, tmp_path: Path, text: str, expected: str
+) -> None:
+    override = tmp_path / "local.yaml"
+    override.write_text(text)
+
+    result = run(repo, "--registries", str(override), "plan", f"{XPU}:25.03")
+
+    assert result.exit_code == 3
+    assert expected in result.stderr
+    assert "aliyuncs.com" not in result.stdout
 
 
 def test_diff_shows_each_changed_pin(repo: Path) -> None:

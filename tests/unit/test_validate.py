@@ -233,3 +233,16 @@ def test_an_unknown_version_names_the_known_ones(repo: Path) -> None:
 
     assert result.exit_code == 11
     assert "versions: 25.03" in result.stderr
+
+
+def test_a_base_registry_that_the_registries_file_lacks_is_located(repo: Path) -> None:
+    path = repo / "manifests" / "training-cpu-pytorch" / "25.03.yaml"
+    path.write_text(path.read_text().replace("registry: hub", "registry: hubb"))
+
+    result = run(repo, "validate")
+
+    assert result.exit_code == 2
+    assert (
+        "manifests/training-cpu-pytorch/25.03.yaml:17:13: base.registry: 'hubb' is no registry of the "
+        "registries file (known: hub, public, vpc); did you mean 'hub'?"
+    ) in result.stderr

@@ -36,10 +36,18 @@ class State:
 
     @property
     def repo(self) -> Any:
+        from dataclasses import replace
+
+        from ..endpoints import load_registries
         from ..manifest import Repo
 
         if self._repo is None:
-            self._repo = Repo.discover(self.root_option)
+            repo = Repo.discover(self.root_option)
+            try:
+                names = frozenset(n for n, _ in load_registries(repo.root, self.registries_option).entries)
+            except ReleaseError:
+                names = None  # the registries file's own mistake is reported where it is read
+            self._repo = replace(repo, registry_names=names)
         return self._repo
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ def _merge(parent: Any, child: Any) -> Any:
 @dataclass(frozen=True)
 class Repo:
     root: Path
+    # The registry aliases a manifest's base.registry may name (None: not checked here).
+    registry_names: frozenset[str] | None = field(default=None, compare=False)
     # Each manifest resolved once per Repo (one CLI invocation): a chain of N releases costs N
     # resolutions, not N²/2.
     _resolved_cache: dict[tuple[str, str], Source] = field(
@@ -188,7 +191,7 @@ class Repo:
         checker = schema.Checker(src)
         schema.MANIFEST.check(src.data, (), checker)
         if not checker.problems:
-            _semantic_checks(src, checker)
+            _semantic_checks(src, checker, self.registry_names)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)
@@ -228,9 +231,18 @@ def version_key(v: str) -> tuple[int, ...] | tuple[int, str]:
     return (1 << 30, v)
 
 
-def _semantic_checks(src: Source, c: schema.Checker) -> None:
-    """Rules that span keys: references between sections, PEP 440 pins, unique packages."""
+def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[str] | None) -> None:
+    """Rules that span keys: references between sections, PEP 440 pins, unique packages, and
+    the registry the base comes from."""
     data = src.data
+    alias = data["base"]["registry"]
+    if registry_names is not None and alias not in registry_names:
+        close = difflib.get_close_matches(alias, sorted(registry_names), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        known = ", ".join(sorted(registry_names))
+        c.fail(
+            ("base", "registry"), f"{alias!r} is no registry of the registries file (known: {known}){hint}"
+        )
     comps: dict[str, Any] = {k: v for k, v in data["components"].items() if v is not None}
     base_cid = data["base"].get("component")
     if base_cid is not None:
