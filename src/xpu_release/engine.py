@@ -167,9 +167,17 @@ class Engine:
             raise NotFoundError(msg)
         return info
 
-    def save_layers(self, image_id: str, wanted: set[str], into: Path) -> tuple[bytes, dict[str, Path]]:
+    def save_layers(
+        self,
+        image_id: str,
+        wanted: set[str],
+        into: Path,
+        on_layer: Callable[[str, Path], None] | None = None,
+    ) -> tuple[bytes, dict[str, Path]]:
         """Stream ``docker save`` of ``image_id`` once: return its config's exact bytes, and write
-        the layer tars whose diff_id is in ``wanted`` into ``into`` (diff_id → file)."""
+        the layer tars whose diff_id is in ``wanted`` into ``into`` (diff_id → file).
+        ``on_layer(diff_id, file)`` is called as each one is complete, while the stream goes on
+        (so a caller can work on a layer while the next one arrives)."""
         import hashlib
         import tarfile
 
@@ -196,6 +204,8 @@ class Engine:
                     digest = "sha256:" + sha.hexdigest()
                     if digest in wanted and digest not in found:
                         found[digest] = tmp
+                        if on_layer is not None:
+                            on_layer(digest, tmp)
                     else:
                         tmp.unlink()
         missing = sorted(wanted - set(found))

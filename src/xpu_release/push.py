@@ -283,27 +283,41 @@ def push_image(
         need.add(d)
     reused = len(diff_ids) - len(need)
     config = known_config(image_id)
+    before = client.stats["uploaded_bytes"]
+
+    def upload(blob: Blob) -> None:
+        if client.blob_exists(repo, blob.digest):
+            client.stats["skipped_blobs"] += 1
+            return
+        client.upload_blob(repo, blob.digest, spool / blob.digest.replace(":", "-"), chunk_size=chunk_size)
+
     with tempfile.TemporaryDirectory(prefix="xpu-push-", dir=cache_dir()) as tmp_name:
         if need or config is None:
             if need:
                 on_line(f"compressing {len(need)} of {len(diff_ids)} layers (gzip level {GZIP_LEVEL})")
-            config, exported = engine.save_layers(image_id, need, Path(tmp_name))
-            remember_config(config)
+            # A pipeline: while docker save streams the next layer, the last one is compressed
+            # (its 32 MiB members on both cores) and uploaded.
+            with ThreadPoolExecutor(max_workers=2) as members, ThreadPoolExecutor(max_workers=1) as line:
+                jobs: list[Future[None]] = []
 
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                for diff, path in exported.items():
-                    blob = compress(path, spool, pool)
-                    path.unlink()
-                    local.put(diff, blob)
-                    blobs[diff] = blob
-    before = client.stats["uploaded_bytes"]
+                def take(diff: str, path: Path) -> None:
+                    def job() -> None:
+                        blob = compress(path, spool, members)
+                        path.unlink()
+                        local.put(diff, blob)
+                        blobs[diff] = blob
+                        upload(blob)
+
+                    jobs.append(line.submit(job))
+
+                config, _ = engine.save_layers(image_id, need, Path(tmp_name), on_layer=take)
+                for j in jobs:
+                    j.result()
+            remember_config(config)
     manifest = image_manifest(config, [blobs[d] for d in diff_ids])
-    for blob in [*(blobs[d] for d in diff_ids)]:
-        if client.blob_exists(repo, blob.digest):
-            client.stats["skipped_blobs"] += 1
-            continue
-        path = spool / blob.digest.replace(":", "-")
-        client.upload_blob(repo, blob.digest, path, chunk_size=chunk_size)
+    for d in diff_ids:
+        if d not in need:
+            upload(blobs[d])
     config_digest = sha256_digest(config)
     if not client.blob_exists(repo, config_digest):
         with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
