@@ -415,6 +415,7 @@ def test_two_publishes_at_once_sharing_one_cache_both_end_verified(tested: Cli, 
     # the same moment: each download has a file of its own, renamed into place.
     cache = tmp_path / "shared-cache"
     env = {"XPU_RELEASE_CACHE": str(cache)}
+    tested.run("test", REF, env=env, check=True)  # the smoke-test marker lives in the cache
     procs = []
     for n in range(2):
         regs = registries_file(tmp_path / f"regs{n}.yaml", "c" + uuid.uuid4().hex[:10])
@@ -435,6 +436,7 @@ def test_two_publishes_at_once_sharing_one_cache_both_end_verified(tested: Cli, 
 def test_a_damaged_blob_cache_entry_is_fetched_again_and_named(tested: Cli, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {"XPU_RELEASE_CACHE": str(cache)}
+    tested.run("test", REF, env=env, check=True)  # the smoke-test marker lives in the cache
     first = registries_file(tmp_path / "regs1.yaml", "d" + uuid.uuid4().hex[:10])
     assert publish(tested, first, "--engine-push", env=env).returncode == 0
     blobs = sorted(_spool(cache).glob("sha256-*"), key=lambda p: p.stat().st_size)
