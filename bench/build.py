@@ -81,9 +81,9 @@ def public_layers(root: Path, regs: Path, tag: str) -> dict[str, int]:
     from xpu_release.registry import RegistryClient
 
     ep = load_registries(root, str(regs)).publish_endpoints()[0]
-    manifest = RegistryClient(ep, CredentialStore().for_host(ep.host)).get_manifest(
-        ep.repository("training-cpu-pytorch"), tag
-    )
+    manifest = RegistryClient(
+        ep, CredentialStore(release_hosts=frozenset({ep.host})).for_host(ep.host)
+    ).get_manifest(ep.repository("training-cpu-pytorch"), tag)
     assert manifest is not None
     return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
 

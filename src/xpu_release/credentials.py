@@ -57,16 +57,22 @@ def _helper(name: str, host: str) -> Credentials | None:
 @dataclass
 class CredentialStore:
     """Where credentials for a registry host come from, in order: an explicit login
-    (``--password-stdin``), the environment, then the docker config."""
+    (``--password-stdin``), the environment, then the docker config.
+
+    A login and the environment name no host, so they belong to the hosts of this release only
+    (``release_hosts``: its public and VPC endpoints); every other host, a base-image hub
+    included, gets only what the docker config holds for that very host."""
 
     explicit: Credentials | None = None
+    release_hosts: frozenset[str] = frozenset()
 
     def for_host(self, host: str) -> Credentials | None:
-        if self.explicit:
-            return self.explicit
-        user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
-        if user and password:
-            return Credentials(username=user, password=register(password) or "")
+        if host in self.release_hosts:
+            if self.explicit:
+                return self.explicit
+            user, password = os.environ.get(USER_ENV), os.environ.get(PASSWORD_ENV)
+            if user and password:
+                return Credentials(username=user, password=register(password) or "")
         config = _docker_config()
         helpers = config.get("credHelpers") or {}
         if isinstance(helpers, dict) and host in helpers:

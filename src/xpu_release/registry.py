@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import urlencode, urljoin
+from urllib.parse import urlencode, urljoin, urlparse
 
 import requests
 
@@ -35,6 +35,20 @@ DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 MANIFEST_ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
 RETRYABLE = {429, 500, 502, 503, 504}
 CHUNK = 8 << 20
+
+
+def _is_loopback(host: str) -> bool:
+    """``host[:port]`` names this machine: localhost, 127.0.0.0/8 or ::1."""
+    import ipaddress
+
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def sha256_digest(data: bytes) -> str:
@@ -109,8 +123,12 @@ class RegistryClient:
         return path if path.startswith("http") else f"{self.base}{path}"
 
     def _authenticate(self, resp: requests.Response, scope: str) -> bool:
-        """Answer a 401 challenge once: basic credentials, or a bearer token from the realm."""
+        """Answer a 401 challenge once: basic credentials, or a bearer token from the realm.
+        Credentials never travel over plain HTTP beyond loopback, and a token realm must be
+        https unless the registry itself is an insecure loopback one."""
         challenge = resp.headers.get("WWW-Authenticate", "")
+        if self.credentials is not None:
+            self._check_transport(challenge)
         if self.credentials is None and not challenge.lower().startswith("bearer"):
             msg = f"{self.endpoint.name} ({self.endpoint.host}) wants credentials and we have none"
             raise RegistryAuthError(msg)
@@ -140,6 +158,25 @@ class RegistryClient:
             self._tokens[scope] = token  # the token answers this request's challenge
             return True
         return False
+
+    def _check_transport(self, challenge: str) -> None:
+        loopback = _is_loopback(self.endpoint.host)
+        if self.endpoint.scheme == "http" and not loopback:
+            msg = (
+                f"{self.endpoint.name} ({self.endpoint.host}) asks for credentials over plain HTTP; "
+                "they are sent over HTTPS only (insecure registries: loopback only)"
+            )
+            raise RegistryAuthError(msg)
+        if challenge.lower().startswith("bearer"):
+            realm = dict(re.findall(r'(\w+)="([^"]*)"', challenge)).get("realm", "")
+            parsed = urlparse(realm)
+            local = self.endpoint.scheme == "http" and loopback and _is_loopback(parsed.netloc)
+            if parsed.scheme != "https" and not local:
+                msg = (
+                    f"{self.endpoint.name} ({self.endpoint.host}) names the token realm {realm!r}; "
+                    "credentials go to an https realm only"
+                )
+                raise RegistryAuthError(msg)
 
     def request(
         self,

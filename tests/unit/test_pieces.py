@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+import requests
 
 from xpu_release.credentials import CredentialStore
 from xpu_release.lock import Lock, layers_from_report
@@ -127,15 +128,63 @@ def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: 
     assert redact("helper-pw leaked") == "*** leaked"
 
 
-def test_environment_credentials_win_over_the_docker_config(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_credentials_win_over_the_docker_config_at_the_release_hosts_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XPU_RELEASE_USERNAME", "ci")
     monkeypatch.setenv("XPU_RELEASE_PASSWORD", "from-env-pw")
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))  # an empty docker config
+    store = CredentialStore(release_hosts=frozenset({"registry.example:443", "vpc.example"}))
 
-    creds = CredentialStore().for_host("anything")
+    creds = store.for_host("vpc.example")
 
     assert creds is not None
     assert creds.username == "ci"
     assert redact("x from-env-pw y") == "x *** y"
+    # Any other host that asks (a hub, a token realm, an attacker's redirect) gets nothing.
+    assert store.for_host("evil.example") is None
+    assert CredentialStore().for_host("vpc.example") is None
+
+
+def _challenge(header: str) -> requests.Response:
+    resp = requests.Response()
+    resp.status_code = 401
+    resp.headers["WWW-Authenticate"] = header
+    return resp
+
+
+@pytest.mark.parametrize(
+    ("host", "insecure", "challenge", "refused"),
+    [
+        ("registry.example", True, 'Basic realm="r"', "over plain HTTP"),
+        ("registry.example:5000", True, 'Bearer realm="http://registry.example/token"', "over plain HTTP"),
+        (
+            "registry.example",
+            False,
+            'Bearer realm="http://auth.example/token",service="s"',
+            "https realm only",
+        ),
+        ("127.0.0.1:15001", False, 'Bearer realm="http://127.0.0.1:9/token"', "https realm only"),
+    ],
+    ids=["basic-over-http", "bearer-over-http", "http-realm", "http-realm-for-a-tls-loopback"],
+)
+def test_credentials_never_travel_in_cleartext(
+    host: str, insecure: bool, challenge: str, refused: str
+) -> None:
+    from xpu_release.credentials import Credentials
+    from xpu_release.endpoints import Endpoint
+    from xpu_release.errors import RegistryAuthError
+    from xpu_release.registry import RegistryClient
+
+    ep = Endpoint(registry="public", role="public", region=None, host=host, namespace="ns", insecure=insecure)
+    client = RegistryClient(ep, Credentials(username="u", password="never-sent-pw"))
+
+    with pytest.raises(RegistryAuthError) as info:
+        client._authenticate(_challenge(challenge), "repository:ns/x:pull")
+
+    assert refused in info.value.message
+    assert "never-sent-pw" not in info.value.message
+    assert client.session.auth is None
 
 
 def test_short_strings_are_not_registered_as_secrets() -> None:

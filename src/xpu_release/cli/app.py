@@ -174,13 +174,16 @@ def _line_sink() -> LiveLine:
     return LiveLine()
 
 
-def _credentials(username: str | None, password_stdin: bool) -> Any:
+def _credentials(username: str | None, password_stdin: bool, registries: Any) -> Any:
+    """The credential store of a command: a login or the environment's credentials go only to
+    the public and VPC endpoints of the registries in use."""
     from ..credentials import USER_ENV, Credentials
     from ..errors import ConfigError
     from ..secrets import register
 
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
     if not password_stdin:
-        return CredentialStore()
+        return CredentialStore(release_hosts=hosts)
     user = username or os.environ.get(USER_ENV)
     if not user:
         msg = f"--password-stdin needs --username (or {USER_ENV})"
@@ -190,7 +193,7 @@ def _credentials(username: str | None, password_stdin: bool) -> Any:
         msg = "--password-stdin: no password on standard input"
         raise ConfigError(msg)
     register(password)
-    return CredentialStore(explicit=Credentials(username=user, password=password))
+    return CredentialStore(explicit=Credentials(username=user, password=password), release_hosts=hosts)
 
 
 def newer_version(repo: Any, image: str, version: str) -> str | None:

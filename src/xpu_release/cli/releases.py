@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..credentials import CredentialStore
 from .app import (
     State,
     _credentials,
@@ -67,7 +66,7 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    creds = _credentials(username, password_stdin)
+    creds = _credentials(username, password_stdin, state.registries())
     options = Options(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
@@ -116,7 +115,7 @@ def verify(
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read(path) if path.is_file() else None
-    creds = _credentials(username, password_stdin)
+    creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
     report = run_verify(spec, state.registries(), creds, expected, deep=deep, on_line=(live := _line_sink()))
     live.close()
@@ -160,7 +159,9 @@ def status(
 
     spec = state.repo.load_ref(ref)
     if catalog:
-        tags = tag_catalog(spec, state.registries(), _credentials(username, password_stdin))
+        tags = tag_catalog(
+            spec, state.registries(), _credentials(username, password_stdin, state.registries())
+        )
         if as_json:
             _emit_json(tags)
             return
@@ -171,7 +172,9 @@ def status(
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read(path) if path.is_file() else None
-    rows = endpoint_status(spec, state.registries(), _credentials(username, password_stdin), record)
+    rows = endpoint_status(
+        spec, state.registries(), _credentials(username, password_stdin, state.registries()), record
+    )
     if as_json:
         _emit_json({"record": str(path) if record else None, "endpoints": rows})
     else:
@@ -242,7 +245,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     from ..publish import Options
     from ..release import Release, Reporter
 
-    creds = CredentialStore() if dry_run else _credentials(username, password_stdin)
+    creds = _credentials(username, password_stdin and not dry_run, state.registries())
     options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)))
     run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
