@@ -230,6 +230,10 @@ class Release:
 
     def _verify(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, None]:
         rows = status(spec, self.registries, self.credentials, record)
+        # Floating tags are held to the release only where it moved them: with a newer version
+        # published, they stay on that one.
+        moved = set(record.floating_moved)
+        rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}") or r["ref"] in moved]
         wrong = [r for r in rows if not r["matches"]]
         if wrong:
             listing = "\n".join(

@@ -111,3 +111,21 @@ def test_from_tag_maps_both_spellings_and_refuses_unknown_ones(fixture_cli: Cli)
     missing = fixture_cli.run("from-tag", "xpu-fixture/9.9")
     assert missing.returncode == 11
     assert "no manifest manifests/xpu-fixture/9.9.yaml" in missing.stderr
+
+
+def test_releasing_an_older_version_leaves_the_floating_tags_and_passes_verify(
+    fixture_cli: Cli, tmp_path: Path
+) -> None:
+    cli = fixture_cli
+    regs = registries_file(tmp_path / "regs.yaml", "o" + uuid.uuid4().hex[:10])
+    newer = cli.root / "manifests" / "xpu-fixture" / "1.9.yaml"
+    newer.write_text('image: xpu-fixture\nversion: "1.9"\nextends: "1.0"\n')
+    try:
+        summary = release(cli, regs, "xpu-fixture:1.0")
+    finally:
+        newer.unlink()
+
+    assert summary["record"]["floating_moved"] == []  # type: ignore[index]
+    assert {s["name"]: s["status"] for s in summary["stages"]}["verify"] == "done"  # type: ignore[attr-defined, index]
+    assert set(served(cli, regs, "1.0").values()) == {summary["record"]["digest"]}  # type: ignore[index]
+    assert set(served(cli, regs, "latest").values()) == {None}
