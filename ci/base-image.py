@@ -12,9 +12,7 @@ is written as a normalized layer (sorted, mtimes clamped, no bytecode) under a f
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import sys
 import tarfile
 import tempfile
@@ -22,7 +20,8 @@ from pathlib import Path
 
 from xpu_release import layers
 from xpu_release.engine import Engine
-from xpu_release.normalize import config_bytes, iso
+from xpu_release.normalize import config_bytes, iso, load_image
+from xpu_release.registry import sha256_digest
 
 # assumed: the base's SOURCE_DATE_EPOCH, 2025-03-01T00:00:00Z (the first release it serves).
 EPOCH = 1740787200
@@ -85,21 +84,8 @@ def main(tarball: str, tag: str) -> None:
                 "rootfs": {"type": "layers", "diff_ids": [diff_id]},
             }
         )  # fmt: skip
-        name = hashlib.sha256(config).hexdigest()
-        manifest = [{"Config": f"{name}.json", "RepoTags": [tag], "Layers": ["layer/layer.tar"]}]
-        bundle = tmp / "image.tar"
-        with tarfile.open(bundle, "w") as tar:
-            for data, arcname in ((config, f"{name}.json"), (json.dumps(manifest).encode(), "manifest.json")):
-                info = tarfile.TarInfo(arcname)
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-            tar.add(layer, arcname="layer/layer.tar")
-        engine = Engine.connect()
-        with bundle.open("rb") as fh:
-            for chunk in engine.api.load_image(fh):
-                if chunk.get("error"):
-                    sys.exit(f"docker load failed: {chunk['error']}")
-    print(f"sha256:{name}")
+        load_image(Engine.connect(), tmp, config, [diff_id], {diff_id: layer}, tag)
+    print(sha256_digest(config))
 
 
 if __name__ == "__main__":

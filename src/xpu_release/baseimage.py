@@ -9,7 +9,7 @@ from __future__ import annotations
 from .credentials import CredentialStore
 from .endpoints import Registries
 from .engine import Engine, LineSink
-from .errors import LockError, NotFoundError, ReleaseError
+from .errors import NotFoundError, ReleaseError
 from .lock import Lock
 from .manifest import ImageSpec
 from .registry import RegistryClient
@@ -23,10 +23,8 @@ def current_digest(spec: ImageSpec, registries: Registries, credentials: Credent
 
 
 def pinned_ref(spec: ImageSpec, registries: Registries, lock: Lock) -> str:
-    """``host/namespace/repository@sha256:…``: the base as every build names it."""
-    if not lock.base_digest:
-        msg = f"the lock of {spec.ref} pins no base digest; run `xpu-release lock {spec.ref}`"
-        raise LockError(msg)
+    """``host/namespace/repository@sha256:…``: the base as every build names it (a lock always
+    pins one: ``Lock.parse`` refuses a lock without it)."""
     hub = registries.endpoint(spec.base.registry)
     return f"{hub.prefix}/{spec.base.repository}@{lock.base_digest}"
 

@@ -25,7 +25,6 @@ import json
 import re
 import tarfile
 import tempfile
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ from . import layers
 from .engine import Engine, LineSink
 from .errors import BuildFailed
 from .fetch import cache_dir
-from .push import remember_config
+from .store import DigestMap, known_config, remember_config
 
 _COPY_HASH = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}")
 # The config keys an image keeps; the rest (container, container_config, docker_version, ...)
@@ -51,10 +50,8 @@ _KEPT_CONFIG = (
 @dataclass(frozen=True, kw_only=True)
 class Normalized:
     image_id: str  # sha256 of the normalized config
-    diff_ids: tuple[str, ...]
     rewritten: int  # layers whose content was rewritten in this run
     reused: int  # layers known from the cache or already in the engine
-    layer_files: tuple[tuple[str, Path], ...] = ()  # (diff_id, tar), when asked to keep them
 
 
 def iso(epoch: int) -> str:
@@ -94,23 +91,9 @@ def config_bytes(config: dict[str, Any]) -> bytes:
     return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
 
 
-class _LayerMap:
-    """raw diff_id → normalized diff_id, for one set of rules."""
-
-    def __init__(self) -> None:
-        self.folder = cache_dir() / "normalized-layers" / f"v{layers.RULES_VERSION}-{layers.MTIME_EPOCH}"
-        self.folder.mkdir(parents=True, exist_ok=True)
-
-    def get(self, raw: str) -> str | None:
-        path = self.folder / raw.replace(":", "-")
-        text = path.read_text().strip() if path.is_file() else ""
-        return text if text.startswith("sha256:") and len(text) == 71 else None
-
-    def put(self, raw: str, normalized: str) -> None:
-        path = self.folder / raw.replace(":", "-")
-        tmp = path.with_name(f".{path.name}.{tempfile.gettempprefix()}{id(self)}")
-        tmp.write_text(normalized + "\n")
-        tmp.replace(path)
+def _layer_map() -> DigestMap:
+    """raw diff_id → normalized diff_id, for one set of rules (a pure function: kept)."""
+    return DigestMap(f"normalized-layers/v{layers.RULES_VERSION}-{layers.MTIME_EPOCH}")
 
 
 def _engine_chains(engine: Engine) -> set[str]:
@@ -123,26 +106,6 @@ def _engine_chains(engine: Engine) -> set[str]:
             continue
         chains.update(chain_ids((attrs.get("RootFS") or {}).get("Layers") or ()))
     return chains
-
-
-def _raw_config_cache(raw_id: str) -> Path:
-    folder = cache_dir() / "raw-configs"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / (raw_id.split(":")[1] + ".json")
-
-
-def _keep_raw_config(raw_id: str, config: bytes) -> None:
-    path = _raw_config_cache(raw_id)
-    tmp_path = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp_path.write_bytes(config)
-    tmp_path.replace(path)
-
-
-def _cached_raw_config(raw_id: str) -> bytes | None:
-    """The built image's own config, kept from an earlier export (its id is its sha256)."""
-    path = _raw_config_cache(raw_id)
-    data = path.read_bytes() if path.is_file() else b""
-    return data if data and "sha256:" + hashlib.sha256(data).hexdigest() == raw_id else None
 
 
 def normalize(
@@ -164,9 +127,9 @@ def normalize(
     taken from the cache."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
-    mapping = _LayerMap()
+    mapping = _layer_map()
     fresh = rewrite_all or keep_layers is not None
-    known = {} if fresh else {d: mapping.get(d) for d in raw_diffs[base_layers:]}
+    known = {} if fresh else {d: mapping.digest(d) for d in raw_diffs[base_layers:]}
     present = _engine_chains(engine)
 
     # A layer's content is needed if we do not know its normalized diff_id, or if the engine
@@ -190,10 +153,10 @@ def normalize(
         rewritten = 0
         if need:
             on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers")
-        raw_config = _cached_raw_config(raw_id)
+        raw_config = known_config(raw_id)  # the built image's own config, kept by an earlier run
         if need or raw_config is None:
             raw_config, exported = engine.save_layers(raw_id, need, tmp)
-            _keep_raw_config(raw_id, raw_config)
+            remember_config(raw_config)
             for raw_d, path in exported.items():
                 dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
                 norm = layers.normalize_layer(path, dest)
@@ -207,26 +170,24 @@ def normalize(
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
         config = config_bytes(normalized_config(json.loads(raw_config), diff_ids, epoch))
         image_id = remember_config(config)
-        _load(engine, tmp, config, diff_ids, files, tag)
-        kept = tuple((d, p) for d, p in files.items()) if keep_layers is not None else ()
+        load_image(engine, tmp, config, diff_ids, files, tag)
     loaded = engine.require_image(tag)
     if loaded.id != image_id:
         msg = f"the engine loaded {tag} as {loaded.id}, not the assembled {image_id}"
         raise BuildFailed(msg)
     return Normalized(
         image_id=image_id,
-        diff_ids=tuple(diff_ids),
         rewritten=rewritten,
         reused=len(raw_diffs) - base_layers - rewritten,
-        layer_files=kept,
     )
 
 
-def _load(
+def load_image(
     engine: Engine, tmp: Path, config: bytes, diff_ids: list[str], files: dict[str, Path], tag: str
 ) -> None:
-    """``docker load`` an image tarball; layers whose chain the engine holds are left out (the
-    engine never opens them)."""
+    """``docker load`` the image ``config`` describes, tagged ``tag``, through a tarball in
+    ``tmp``; ``files`` holds the layer tars by diff_id, and a layer left out of it must be one
+    whose chain the engine holds (the engine then never opens it)."""
     name = hashlib.sha256(config).hexdigest() + ".json"
     paths = [f"{d.split(':')[1]}/layer.tar" for d in diff_ids]
     manifest = [{"Config": name, "RepoTags": [tag], "Layers": paths}]

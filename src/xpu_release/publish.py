@@ -10,7 +10,6 @@ only after every endpoint is verified. Every run writes a release record.
 from __future__ import annotations
 
 import json
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,14 +24,15 @@ from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
-from .fetch import cache_dir, sha256_file
+from .fetch import cache_dir
 from .manifest import ImageSpec
 from .plan import Plan, Target, make_plan
-from .push import layer_mismatch, push_image, remember_config
+from .push import layer_mismatch, push_image
 from .record import EndpointRecord, ReleaseRecord, Status
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .secrets import redact
 from .smoke import require_tested
+from .store import holds, remember_config
 
 Sink = Callable[[str], None]
 
@@ -54,10 +54,6 @@ class Options:
     move_floating: bool = True
 
 
-def _intact(path: Path, digest: str) -> bool:
-    return sha256_file(path) == digest.split(":", 1)[1]
-
-
 class _BlobSpool:
     """Blobs downloaded once from the source (or compressed by our push), shared by every
     region's copy and by reruns. An entry is hashed again the first time a process uses it: a
@@ -76,7 +72,7 @@ class _BlobSpool:
             lock = self._locks.setdefault(digest, threading.Lock())
         with lock:
             path = self.folder / digest.replace(":", "-")
-            if path.is_file() and digest not in self._checked and not _intact(path, digest):
+            if path.is_file() and digest not in self._checked and not holds(path, digest):
                 self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
                 path.unlink()
             if not path.is_file():
@@ -343,12 +339,8 @@ class Publisher:
         if any(e.status == "failed" for e in staged):
             # Not every endpoint holds the release: no version tag is written anywhere, so no
             # user sees a release that is missing in one region. A rerun finishes.
-            staged = [
-                e
-                if e.status == "failed"
-                else replace(e, error="staged by digest; tags wait for every endpoint")
-                for e in staged
-            ]
+            waiting = "staged by digest; no tag is written until every endpoint is staged"
+            staged = [replace(e, error=waiting) if e.status == "staged" else e for e in staged]
             return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
             pairs = zip(self.plan.targets, staged, strict=True)
@@ -407,11 +399,8 @@ def find_published(
             manifest = client.get_manifest(repo, spec.version)
             if manifest is None or not manifest.config_digest:
                 continue
-            with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
-                path = Path(tmp) / "config.json"
-                client.download_blob(repo, manifest.config_digest, path)
-                raw = path.read_bytes()
-                config = json.loads(raw)
+            raw = client.blob_bytes(repo, manifest.config_digest)
+            config = json.loads(raw)
         except (ReleaseError, ValueError):
             continue
         labels = (config.get("config") or {}).get("Labels") or {}

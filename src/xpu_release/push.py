@@ -25,8 +25,9 @@ from pathlib import Path
 
 from .engine import Engine
 from .errors import PublishError
-from .fetch import cache_dir, sha256_file
+from .fetch import cache_dir
 from .registry import Manifest, RegistryClient, sha256_digest
+from .store import DigestMap, holds, known_config, remember_config
 
 MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
 CONFIG_TYPE = "application/vnd.docker.container.image.v1+json"
@@ -53,70 +54,30 @@ class PushReport:
     uploaded_bytes: int
 
 
-def _folder(name: str) -> Path:
-    path = cache_dir() / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(data)
-    Path(tmp.name).replace(path)
-
-
-# --- what we know without reading a layer ------------------------------------------------------
-
-
-def remember_config(config: bytes) -> str:
-    """Keep an image's config (its id is its sha256), for pushes that need its exact bytes."""
-    image_id = sha256_digest(config)
-    _atomic_write(_folder("configs") / (image_id.split(":")[1] + ".json"), config)
-    return image_id
-
-
-def known_config(image_id: str) -> bytes | None:
-    path = _folder("configs") / (image_id.split(":")[1] + ".json")
-    data = path.read_bytes() if path.is_file() else b""
-    return data if data and sha256_digest(data) == image_id else None
-
-
 class CompressedMap:
     """diff_id → the blob our gzip makes of it. A pure function of the layer (for one zlib and
     level), so it is kept across runs; the blob itself is in the spool, or at an endpoint."""
 
     def __init__(self) -> None:
-        self.folder = _folder(
+        self._map = DigestMap(
             f"compressed/zlib-{zlib.ZLIB_RUNTIME_VERSION}-level-{GZIP_LEVEL}-members-{MEMBER >> 20}M"
         )
 
     def get(self, diff_id: str) -> Blob | None:
-        path = self.folder / diff_id.replace(":", "-")
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(self._map.get(diff_id) or "")
             return Blob(digest=str(data["digest"]), size=int(data["size"]))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     def put(self, diff_id: str, blob: Blob) -> None:
-        path = self.folder / diff_id.replace(":", "-")
-        _atomic_write(path, json.dumps({"digest": blob.digest, "size": blob.size}).encode())
+        self._map.put(diff_id, json.dumps({"digest": blob.digest, "size": blob.size}))
 
 
-class UnpackedMap:
+def unpacked_map() -> DigestMap:
     """blob digest → the diff_id it unpacks to, for blobs checked by downloading them. A blob's
-    digest fixes its bytes, so the answer holds forever and is kept across runs."""
-
-    def __init__(self) -> None:
-        self.folder = _folder("unpacked")
-
-    def get(self, blob: str) -> str | None:
-        path = self.folder / blob.replace(":", "-")
-        text = path.read_text().strip() if path.is_file() else ""
-        return text if text.startswith("sha256:") else None
-
-    def put(self, blob: str, diff_id: str) -> None:
-        _atomic_write(self.folder / blob.replace(":", "-"), diff_id.encode())
+    digest fixes its bytes, so the answer holds forever."""
+    return DigestMap("unpacked")
 
 
 def unpacked_digest(client: RegistryClient, repo: str, blob: str) -> str:
@@ -152,7 +113,7 @@ def layer_mismatch(
     layers = manifest.data.get("layers") or []
     if len(layers) != len(diff_ids):
         return f"it has {len(layers)} layers, the tested image {len(diff_ids)}"
-    ours, checked = CompressedMap(), UnpackedMap()
+    ours, checked = CompressedMap(), unpacked_map()
     for i, (layer, diff_id) in enumerate(zip(layers, diff_ids, strict=True)):
         blob = str(layer.get("digest"))
         known = ours.get(diff_id)
@@ -174,10 +135,7 @@ def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> 
             manifest = client.get_manifest(repo, tag)
             if manifest is None or manifest.media_type != MANIFEST_TYPE:
                 continue
-            with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
-                path = Path(tmp) / "config.json"
-                client.download_blob(repo, manifest.config_digest, path)
-                config = json.loads(path.read_text(encoding="utf-8"))
+            config = json.loads(client.blob_bytes(repo, manifest.config_digest))
         except (PublishError, ValueError):
             continue
         diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
@@ -228,7 +186,7 @@ def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
     path = spool / digest.replace(":", "-")
     if not path.is_file():
         return False
-    if sha256_file(path) == digest.split(":", 1)[1]:
+    if holds(path, digest):
         return True
     on_line(f"the blob cache {spool} held a damaged {digest[:19]}; compressing that layer again")
     path.unlink()

@@ -328,6 +328,18 @@ class RegistryClient:
             )
         return False
 
+    def blob_bytes(self, repo: str, digest: str, limit: int = 4 << 20) -> bytes:
+        """A small blob (an image config) in memory, its digest checked."""
+        resp = self.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+        if resp.status_code == 404:
+            msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
+            raise PublishError(msg)
+        body = resp.content[: limit + 1]
+        if len(body) > limit or sha256_digest(body) != digest:
+            msg = f"{self.endpoint.name}: blob {digest} of {repo} is not what its digest says"
+            raise PublishError(msg)
+        return body
+
     def download_blob(self, repo: str, digest: str, dest: Path) -> None:
         """Stream a blob to ``dest``, verifying its digest; nothing is kept if it differs."""
         resp = self.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True)

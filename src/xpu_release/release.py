@@ -267,6 +267,12 @@ class Release:
             existing = None
         same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
         plan = make_plan(spec, self.registries)
+        tags = ", ".join(spec.floating_tags)
+        floating = ""
+        if tags:
+            floating = (
+                f"; then {tags}" if self.options.move_floating else f"; {tags} stay (a newer version exists)"
+            )
         planned = [
             (
                 "build",
@@ -275,19 +281,7 @@ class Release:
                 else f"would build (inputs {inputs[:12]})",
             ),
             ("test", "would run the smoke checks in a throwaway container"),
-            (
-                "publish",
-                "; ".join(t.version_ref for t in plan.targets)
-                + (
-                    f"; then {', '.join(spec.floating_tags)}"
-                    if self.options.move_floating and spec.floating_tags
-                    else (
-                        f"; {', '.join(spec.floating_tags)} stay (a newer version exists)"
-                        if spec.floating_tags
-                        else ""
-                    )
-                ),
-            ),
+            ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
             ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
             (
                 "notes",

@@ -83,16 +83,27 @@ def record_of(regs: Path) -> dict[str, object]:
     return json.loads(regs.with_suffix(".record.json").read_text())  # type: ignore[no-any-return]
 
 
-def served(cli: Cli, regs: Path, tag: str) -> dict[str, str | None]:
-    """What each endpoint serves for ``tag``, asked with our own client."""
+def endpoint_client(
+    cli: Cli, regs: Path, endpoint: str | None = None, image: str = "xpu-fixture"
+) -> tuple[RegistryClient, str]:
+    """Our own client for one endpoint of ``regs`` (the first one by default) and the image's
+    repository there; credentials from the docker config, as an outside user has them."""
     from xpu_release.credentials import CredentialStore
 
-    registries = load_registries(cli.root, str(regs))
+    endpoints = load_registries(cli.root, str(regs)).publish_endpoints()
+    ep = next(e for e in endpoints if e.name == endpoint) if endpoint else endpoints[0]
+    return RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1)), ep.repository(
+        image
+    )
+
+
+def served(cli: Cli, regs: Path, tag: str) -> dict[str, str | None]:
+    """What each endpoint serves for ``tag``, asked with our own client."""
     out = {}
-    for ep in registries.publish_endpoints():
-        client = RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1))
+    for ep in load_registries(cli.root, str(regs)).publish_endpoints():
+        client, repo = endpoint_client(cli, regs, ep.name)
         try:
-            out[ep.name] = client.head_manifest(ep.repository("xpu-fixture"), tag)
+            out[ep.name] = client.head_manifest(repo, tag)
         except PublishError:
             out[ep.name] = "unreachable"
     return out
@@ -453,15 +464,6 @@ def test_a_damaged_blob_cache_entry_is_fetched_again_and_named(tested: Cli, tmp_
     assert record_of(second)["complete"] is True
 
 
-def _client(cli: Cli, regs: Path, endpoint: str) -> tuple[RegistryClient, str]:
-    from xpu_release.credentials import CredentialStore
-
-    ep = next(e for e in load_registries(cli.root, str(regs)).publish_endpoints() if e.name == endpoint)
-    return RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1)), ep.repository(
-        "xpu-fixture"
-    )
-
-
 def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
     tested: Cli, tmp_path: Path, namespace: str
 ) -> None:
@@ -474,7 +476,7 @@ def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
     # The real release, published elsewhere, gives the tested config and layers.
     real = registries_file(tmp_path / "real.yaml", "r" + uuid.uuid4().hex[:10])
     assert publish(tested, real).returncode == 0
-    src, src_repo = _client(tested, real, "public")
+    src, src_repo = endpoint_client(tested, real, "public")
     genuine = src.get_manifest(src_repo, "1.0")
     assert genuine is not None
     # An attacker's manifest at our version tag: the same config, the last layer swapped.
@@ -485,7 +487,7 @@ def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
         tar.addfile(info, io.BytesIO(b"evil\n"))
     evil = gzip.compress(buf.getvalue(), mtime=0)
     regs = registries_file(tmp_path / "regs.yaml", namespace)
-    dst, dst_repo = _client(tested, regs, "public")
+    dst, dst_repo = endpoint_client(tested, regs, "public")
     for digest, _size in genuine.blobs():
         assert dst.mount_blob(dst_repo, digest, src_repo)
     evil_path = tmp_path / "evil.tar.gz"
@@ -515,7 +517,7 @@ def test_verify_deep_finds_a_flipped_byte_in_a_region_and_names_it(
     regs = registries_file(tmp_path / "regs.yaml", namespace)
     assert publish(tested, regs).returncode == 0
     record = record_of(regs)
-    client, repo = _client(tested, regs, "vpc/cn-beijing")
+    client, repo = endpoint_client(tested, regs, "vpc/cn-beijing")
     manifest = client.get_manifest(repo, "1.0")
     assert manifest is not None
     digest, _size = max(manifest.blobs(), key=lambda b: b[1])

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.credentials import CredentialStore
-from xpu_release.endpoints import load_registries
 from xpu_release.engine import Engine
-from xpu_release.registry import RegistryClient, RetryPolicy
 
 from .conftest import Cli
-from .test_publish import registries_file, served
+from .test_publish import endpoint_client, registries_file, served
 
 pytestmark = pytest.mark.integration
 
@@ -132,21 +129,23 @@ def test_repro_names_the_file_that_breaks_reproducibility(fixture_cli: Cli) -> N
 
 
 def _delete_tag(regs: Path, cli: Cli, endpoint: str, tag: str) -> None:
-    registries = load_registries(cli.root, str(regs))
-    ep = next(e for e in registries.publish_endpoints() if e.name == endpoint)
-    client = RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1))
-    repo = ep.repository("xpu-fixture")
+    client, repo = endpoint_client(cli, regs, endpoint)
     digest = client.head_manifest(repo, tag)
     client.request("DELETE", f"/v2/{repo}/manifests/{digest}", scope=f"repository:{repo}:*", ok=(202,))
+
+
+def _released(cli: Cli, tmp_path: Path) -> tuple[Path, str]:
+    """The fixture released to a namespace of its own: its registries file and digest."""
+    regs = registries_file(tmp_path / "regs.yaml", "f" + uuid.uuid4().hex[:10])
+    first = cli.run("--registries", str(regs), "release", FIXTURE, "--json", check=True)
+    return regs, str(json.loads(first.stdout)["record"]["digest"])
 
 
 def test_a_fresh_runner_finishes_a_release_that_was_published_in_part(
     fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
 ) -> None:
     cli = fixture_cli
-    regs = registries_file(tmp_path / "regs.yaml", "f" + uuid.uuid4().hex[:10])
-    first = cli.run("--registries", str(regs), "release", FIXTURE, "--json", check=True)
-    digest = json.loads(first.stdout)["record"]["digest"]
+    regs, digest = _released(cli, tmp_path)
     _delete_tag(regs, cli, "vpc/cn-shanghai", "1.0")  # as if the region had failed
     assert served(cli, regs, "1.0")["vpc/cn-shanghai"] is None
 
@@ -166,9 +165,7 @@ def test_a_fresh_runner_rebuilds_the_same_image_and_publish_changes_nothing(
     fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
 ) -> None:
     cli = fixture_cli
-    regs = registries_file(tmp_path / "regs.yaml", "g" + uuid.uuid4().hex[:10])
-    first = cli.run("--registries", str(regs), "release", FIXTURE, "--json", check=True)
-    digest = json.loads(first.stdout)["record"]["digest"]
+    regs, digest = _released(cli, tmp_path)
 
     env = fresh_runner(engine, tmp_path, FIXTURE)
     cli.run("build", FIXTURE, "--no-cache", env=env, check=True)
@@ -182,11 +179,9 @@ def test_a_fresh_runner_rebuilds_the_same_image_and_publish_changes_nothing(
 
 
 def _layers(cli: Cli, regs: Path, image: str, tag: str) -> dict[str, int]:
-    registries = load_registries(cli.root, str(regs))
-    ep = registries.publish_endpoints()[0]
-    client = RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1))
-    manifest = client.get_manifest(ep.repository(image), tag)
-    assert manifest is not None, f"{ep.name} serves no {image}:{tag}"
+    client, repo = endpoint_client(cli, regs, image=image)
+    manifest = client.get_manifest(repo, tag)
+    assert manifest is not None, f"{repo} is not served at {tag}"
     return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
 
 
