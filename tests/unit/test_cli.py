@@ -34,7 +34,8 @@ def test_schema_is_json_schema_and_the_committed_copy_is_current(repo: Path) -> 
 
     schema = json.loads(result.stdout)
     assert schema["$schema"].endswith("2020-12/schema")
-    assert "components" in schema["properties"]
+    assert "components" in schema["$defs"]["release"]["properties"]
+    assert schema["$defs"]["child"]["required"] == ["image", "version", "extends"]
     assert result.stdout == (repo / "schema" / "manifest.schema.json").read_text()
 
 

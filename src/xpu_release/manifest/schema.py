@@ -74,7 +74,9 @@ class Type:
     def check(self, value: Any, path: KeyPath, c: Checker) -> None:
         raise NotImplementedError
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
+        """The JSON Schema of this type; ``partial``: as a manifest that ``extends:`` another
+        writes it, where anything may be inherited (no key is required)."""
         raise NotImplementedError
 
     def _with_description(self, out: JSON) -> JSON:
@@ -112,7 +114,7 @@ class Str(Type):
             hint = f" ({self.hint})" if self.hint else ""
             c.fail(path, f"{value!r} is not {self.what}{hint}")
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
         out: JSON = {"type": "string", "maxLength": self.max_len}
         if self.pattern:
             out["pattern"] = f"^(?:{self.pattern})$"
@@ -134,7 +136,7 @@ class Text(Type):
         elif len(value) > self.max_len:
             c.fail(path, f"is {len(value)} characters long; at most {self.max_len} allowed")
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
         return self._with_description({"type": "string", "minLength": 1, "maxLength": self.max_len})
 
 
@@ -146,7 +148,7 @@ class Bool(Type):
         if not isinstance(value, bool):
             c.fail(path, f"expected true or false, got {_describe(value)}")
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
         return self._with_description({"type": "boolean"})
 
 
@@ -161,7 +163,7 @@ class Enum(Type):
             hint = f"; did you mean {close[0]!r}?" if close else ""
             c.fail(path, f"{_describe(value)} is not one of {', '.join(self.choices)}{hint}")
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
         return self._with_description({"enum": list(self.choices)})
 
 
@@ -174,8 +176,8 @@ class Nullable(Type):
         if value is not None:
             self.inner.check(value, path, c)
 
-    def schema(self) -> JSON:
-        return self._with_description({"anyOf": [self.inner.schema(), {"type": "null"}]})
+    def schema(self, partial: bool = False) -> JSON:
+        return self._with_description({"anyOf": [self.inner.schema(partial), {"type": "null"}]})
 
 
 @dataclass
@@ -199,8 +201,8 @@ class List(Type):
                     c.fail((*path, i), f"{item!r} is listed twice")
                 seen.add(item)
 
-    def schema(self) -> JSON:
-        out: JSON = {"type": "array", "items": self.item.schema(), "maxItems": self.max_items}
+    def schema(self, partial: bool = False) -> JSON:
+        out: JSON = {"type": "array", "items": self.item.schema(partial), "maxItems": self.max_items}
         if self.unique:
             out["uniqueItems"] = True
         return self._with_description(out)
@@ -225,8 +227,8 @@ class Map(Type):
                 continue
             self.value.check(v, (*path, k), c)
 
-    def schema(self) -> JSON:
-        value = self.value.schema()
+    def schema(self, partial: bool = False) -> JSON:
+        value = self.value.schema(partial)
         if self.nullable_values:
             value = {"anyOf": [value, {"type": "null"}]}
         out: JSON = {"type": "object", "additionalProperties": value}
@@ -259,13 +261,13 @@ class Obj(Type):
             if k not in value:
                 c.fail(path, f"missing required key {k!r}")
 
-    def schema(self) -> JSON:
+    def schema(self, partial: bool = False) -> JSON:
         out: JSON = {
             "type": "object",
             "additionalProperties": False,
-            "properties": {k: t.schema() for k, t in self.fields.items()},
+            "properties": {k: t.schema(partial) for k, t in self.fields.items()},
         }
-        if self.required:
+        if self.required and not partial:
             out["required"] = list(self.required)
         return self._with_description(out)
 
@@ -288,8 +290,10 @@ class Either(Type):
             return
         self.shapes[kind].check(value, path, c)
 
-    def schema(self) -> JSON:
-        return self._with_description({"oneOf": [s.schema() for s in self.shapes.values()]})
+    def schema(self, partial: bool = False) -> JSON:
+        shapes = [s.schema(partial) for s in self.shapes.values()]
+        # An inherited component may omit its kind: then more than one shape can match.
+        return self._with_description({"anyOf" if partial else "oneOf": shapes})
 
 
 # --- the constrained strings that may reach a Dockerfile --------------------------------------
@@ -345,7 +349,7 @@ ENV_NAME = Str(
 )
 # Env and label values are written double-quoted: refuse what could end the quote or expand.
 SAFE_VALUE = Str(
-    pattern=r"[^\"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]*",
+    pattern=r'[^"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]*',
     what="a safe value",
     hint="no quotes, backslashes, $, backticks or control characters",
     max_len=500,
@@ -382,7 +386,7 @@ LOCALIZED = Obj(
 
 _COMMON = {
     "name": Str(
-        pattern=r"[^\"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]+",
+        pattern=r'[^"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]+',
         what="a display name",
         max_len=80,
         description="Display name in the notes, e.g. 'vLLM'.",
@@ -508,7 +512,7 @@ MANIFEST = Obj(
                 "index_url": Nullable(
                     inner=URL, description="Index the pins come from; null = pip's config."
                 ),
-                "find_links": List(item=Str(pattern=r"[^\s\"'$`\\]+", what="a path or URL", max_len=500)),
+                "find_links": List(item=Str(pattern="[^\\s\"'$`\\\\]+", what="a path or URL", max_len=500)),
             },
         ),
         "os_packages": List(item=DEB_NAME, unique=True),
@@ -582,12 +586,16 @@ def _load_checked(path: Path, display: str, shape: Type) -> Source:
 
 
 def json_schema() -> JSON:
-    out: JSON = {
+    """The published schema, for editors: a manifest without ``extends:`` must be complete; one
+    that extends another need only carry what changed (every other key is inherited)."""
+    child = MANIFEST.schema(partial=True)
+    child["required"] = ["image", "version", "extends"]
+    return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://xpu-release.invalid/schema/manifest.schema.json",  # assumed: no public host yet
         "title": "xpu-release image manifest",
-        **MANIFEST.schema(),
+        "if": {"required": ["extends"], "properties": {"extends": {"type": "string"}}},
+        "then": {"$ref": "#/$defs/child"},
+        "else": {"$ref": "#/$defs/release"},
+        "$defs": {"release": MANIFEST.schema(), "child": child},
     }
-    # A manifest that `extends:` another need only carry what changed.
-    out["required"] = ["image", "version"]
-    return out
