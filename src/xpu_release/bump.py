@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,17 +53,48 @@ def child_text(image: str, version: str, parent: str, bumps: tuple[Bump, ...]) -
     return "\n".join(lines) + "\n"
 
 
+def check_bumps(base: ImageSpec, bumps: tuple[Bump, ...]) -> None:
+    """Refuse a ``--set`` that names no component, changes nothing, or moves an artifact (whose
+    url and sha256 are another file's once the version moves)."""
+    known = {c.id: c for c in base.components}
+    seen: set[str] = set()
+    for b in bumps:
+        flag = f"--set {b.component}={b.version}"
+        comp = known.get(b.component)
+        if comp is None:
+            close = difflib.get_close_matches(b.component, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            have = ", ".join(sorted(known))
+            msg = f"{flag}: {base.ref} has no component {b.component!r}{hint} (has: {have})"
+            raise ConfigError(msg)
+        if b.component in seen:
+            msg = f"{flag}: {b.component} is set twice; give one version"
+            raise ConfigError(msg)
+        seen.add(b.component)
+        if comp.version == b.version:
+            msg = f"{flag}: {base.ref} already pins {b.component} {b.version}; this --set changes nothing"
+            raise ConfigError(msg)
+        if comp.kind == "base":
+            msg = (
+                f"{flag}: {b.component} is what the base image carries; change base.tag (and "
+                f"components.{b.component}.version) in the new manifest instead"
+            )
+            raise ConfigError(msg)
+        if comp.kind == "artifact":
+            msg = (
+                f"{flag}: {b.component} is an artifact, and its url and sha256 change with its "
+                f"version; leave it out here, then set components.{b.component}.version, url and "
+                "sha256 in the new manifest"
+            )
+            raise ConfigError(msg)
+
+
 def new_version(
     repo: Repo, image: str, version: str, parent: str, bumps: tuple[Bump, ...]
 ) -> tuple[Path, ImageSpec]:
     """Write ``manifests/<image>/<version>.yaml``; validate it, and leave nothing if invalid."""
     base = repo.load(image, parent)
-    known = {c.id for c in base.components}
-    for b in bumps:
-        if b.component not in known:
-            have = ", ".join(sorted(known))
-            msg = f"--set {b.component}=…: {image}:{parent} has no component {b.component!r} (has: {have})"
-            raise ConfigError(msg)
+    check_bumps(base, bumps)
     path = repo.manifest_path(image, version)
     if path.exists():
         msg = f"{repo.rel(path)} already exists; edit it instead"

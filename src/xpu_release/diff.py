@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .manifest import ImageSpec
+from .manifest.model import Localized
 
 ChangeKind = Literal["upgraded", "downgraded", "changed", "added", "removed"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Change:
-    section: str  # components, env, base, os_packages
+    section: str  # components, env, base, os_packages; prose: features, known_issues, …
     id: str
     name: str
     kind: ChangeKind
@@ -20,6 +21,9 @@ class Change:
     new: str | None
 
     def __str__(self) -> str:
+        if self.section in PROSE:
+            sign = {"added": "+", "removed": "-"}.get(self.kind, "~")
+            return f"{sign} {self.name}" + (" (text changed)" if self.kind == "changed" else "")
         if self.kind == "added":
             return f"+ {self.name} {self.new}"
         if self.kind == "removed":
@@ -27,6 +31,39 @@ class Change:
         if self.kind == "downgraded":
             return f"↓ {self.name} {self.old} → {self.new} (downgrade)"
         return f"~ {self.name} {self.old} → {self.new}"
+
+
+PROSE = ("features", "known_issues", "usage_advice", "bug_fixes", "highlights")
+
+
+def _prose(spec: ImageSpec, section: str) -> dict[str, str]:
+    """A prose section as {English heading: all its text}, in order (items without a title are
+    keyed by their English text)."""
+    items: tuple[Any, ...] = (
+        getattr(spec.release, section) if section in ("bug_fixes", "highlights") else getattr(spec, section)
+    )
+    out: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, Localized):
+            out[item.en] = item.en + "\n" + item.zh
+        else:
+            out[item.title.en] = repr(item)
+    return out
+
+
+def prose_diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
+    """Prose the notes show: items added, removed, or reworded between two releases."""
+    changes: list[Change] = []
+    for section in PROSE:
+        before, after = _prose(old, section), _prose(new, section)
+        for key, text in after.items():
+            if key not in before:
+                changes.append(Change(section=section, id=key, name=key, kind="added", old=None, new=None))
+            elif before[key] != text:
+                changes.append(Change(section=section, id=key, name=key, kind="changed", old=None, new=None))
+        for key in before.keys() - after.keys():
+            changes.append(Change(section=section, id=key, name=key, kind="removed", old=None, new=None))
+    return tuple(changes)
 
 
 def _direction(old: str, new: str) -> ChangeKind:
@@ -100,7 +137,7 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
         changes.append(Change(section="os_packages", id=p, name=p, kind="added", old=None, new=p))
     for p in sorted(set(old.os_packages) - set(new.os_packages)):
         changes.append(Change(section="os_packages", id=p, name=p, kind="removed", old=p, new=None))
-    return tuple(changes)
+    return tuple(changes) + prose_diff(old, new)
 
 
 def declared_upgrades(spec: ImageSpec) -> tuple[Change, ...]:

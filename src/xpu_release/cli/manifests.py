@@ -19,6 +19,7 @@ from .app import State, _emit_json, cli, newer_version, pass_state, print_plan
 def validate(state: State, refs: tuple[str, ...]) -> None:
     """Validate every manifest (or the NAME:VERSIONs given); exit 2 listing every problem."""
     from ..errors import ManifestError, Problem
+    from ..manifest import parse_ref
 
     repo = state.repo
     state.registries()
@@ -36,7 +37,14 @@ def validate(state: State, refs: tuple[str, ...]) -> None:
         count = len(specs) + len({p.file for p in problems})
     if problems:
         raise ManifestError(problems)
-    click.echo(f"{count} manifest{'s' if count != 1 else ''} valid")
+    targets = (
+        [parse_ref(r) for r in refs] if refs else [(i, v) for i in repo.images() for v in repo.versions(i)]
+    )
+    notices = [n for image, version in targets for n in repo.notices(image, version)]
+    for n in notices:
+        click.echo(f"notice: {n}", err=True)
+    tail = f" ({len(notices)} notice{'s' if len(notices) != 1 else ''} to check)" if notices else ""
+    click.echo(f"{count} manifest{'s' if count != 1 else ''} valid{tail}")
 
 
 @cli.command("list")
@@ -178,6 +186,8 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     repo = state.repo
     path, spec = create(repo, image, version, parent, parse_sets(sets))
     click.echo(f"wrote {repo.rel(path)}")
+    for n in repo.notices(image, version):
+        click.echo(f"notice: {n}", err=True)
     out = rendering.render(repo.root, spec)
     rendering.write(out)
     click.echo(f"wrote {repo.rel(out.path)}")

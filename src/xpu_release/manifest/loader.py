@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import difflib
 import os
 import re
@@ -14,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem
 from ..yamlsrc import Source, YamlProblems, load
-from . import schema
+from . import inherit, schema
 from .model import ImageSpec, canonical_name
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
@@ -50,19 +49,6 @@ def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
     raise ConfigError(msg)
 
 
-def _merge(parent: Any, child: Any) -> Any:
-    """Maps merge key by key (``null`` removes an inherited entry); anything else replaces."""
-    if isinstance(parent, dict) and isinstance(child, dict):
-        out = dict(parent)
-        for k, v in child.items():
-            if v is None and k in out:
-                out.pop(k)
-                continue
-            out[k] = _merge(out[k], v) if k in out else v
-        return out
-    return copy.deepcopy(child)
-
-
 @dataclass(frozen=True)
 class Repo:
     root: Path
@@ -74,6 +60,9 @@ class Repo:
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
     _loaded_cache: dict[tuple[str, str], ImageSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _notices: dict[tuple[str, str], tuple[Problem, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
 
@@ -170,14 +159,24 @@ class Repo:
         if problems:
             raise ManifestError(problems)
         base = self._resolved(image, parent, (*chain, version))
-        inherited = {k: v for k, v in base.data.items() if k not in schema.RELEASE_ONLY_KEYS}
-        return Source(
+        got = inherit.inherit({k: v for k, v in base.data.items() if k not in schema.NOT_INHERITED}, data)
+        merged = Source(
             file=src.file,
-            data=_merge(inherited, data),
+            data=got.data,
             marks={**base.marks, **src.marks},
             key_marks={**base.key_marks, **src.key_marks},
             raw={**base.raw, **src.raw},
         )
+        if got.errors:
+            raise ManifestError([merged.problem(f.path, f.message) for f in got.errors])
+        self._notices[(image, version)] = tuple(merged.problem(f.path, f.message) for f in got.notices)
+        return merged
+
+    def notices(self, image: str, version: str) -> tuple[Problem, ...]:
+        """What inheriting from the parent left for a person to check (``validate`` prints it):
+        inherited prose that names a version this release no longer has, prose not inherited."""
+        self._resolved(image, version, ())
+        return self._notices.get((image, version), ())
 
     def load(self, image: str, version: str) -> ImageSpec:
         """Load, inherit and validate one manifest; all its problems at once. Once per Repo."""
@@ -275,6 +274,11 @@ def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[s
     for cid in release.get("previous") or {}:
         if cid not in comps:
             c.fail(("release", "previous", cid), f"{cid!r} is not a component of this image")
+    for i, issue in enumerate(data.get("known_issues") or ()):
+        for cid, spec in (issue.get("applies") or {}).items():
+            bad = inherit.scope_problem(spec)
+            if bad:
+                c.fail(("known_issues", i, "applies", cid), bad)
     env = {k for k, v in (data.get("env") or {}).items() if v is not None}
     reserved = {"PATH", "VIRTUAL_ENV"} & env
     for name in sorted(reserved):

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .inherit import applies
+
 Kind = Literal["base", "artifact", "pip"]
 
 
@@ -101,6 +103,7 @@ class KnownIssue:
     title: Localized
     text: Localized
     refs: tuple[str, ...]
+    applies: tuple[tuple[str, str], ...] = ()  # (component, specifier): where it holds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +168,10 @@ class ImageSpec:
         pip = data.get("pip") or {}
         release = data.get("release") or {}
         base = data["base"]
+        components = tuple(
+            Component.from_dict(cid, c) for cid, c in data["components"].items() if c is not None
+        )
+        pins = {c.id: c.version for c in components}
         return cls(
             image=data["image"],
             version=data["version"],
@@ -187,9 +194,7 @@ class ImageSpec:
             pip_index_url=pip.get("index_url"),
             pip_find_links=tuple(pip.get("find_links") or ()),
             os_packages=tuple(data.get("os_packages") or ()),
-            components=tuple(
-                Component.from_dict(cid, c) for cid, c in data["components"].items() if c is not None
-            ),
+            components=components,
             env=tuple((k, v) for k, v in (data.get("env") or {}).items() if v is not None),
             tools=tuple(data.get("tools") or ()),
             files=tuple(data.get("files") or ()),
@@ -213,8 +218,11 @@ class ImageSpec:
                     title=Localized.from_dict(k["title"]),
                     text=Localized.from_dict(k["text"]),
                     refs=tuple(k.get("refs") or ()),
+                    applies=tuple((k.get("applies") or {}).items()),
                 )
                 for k in data.get("known_issues") or ()
+                # A scoped issue is in the notes of the releases it applies to only.
+                if applies(k.get("applies") or {}, pins)
             ),
             release=ReleaseInfo(
                 upgraded=tuple(release.get("upgraded") or ()),

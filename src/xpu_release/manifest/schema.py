@@ -428,8 +428,19 @@ COMPONENT = Either(
     shapes={"base": BASE_COMPONENT, "artifact": ARTIFACT_COMPONENT, "pip": PIP_COMPONENT},
 )
 
+ONLY_IN = Nullable(
+    inner=TAG,
+    description="The one release this text holds for; a release that extends it does not inherit it.",
+)
+SPECIFIER = Str(
+    pattern=r"[=<>!~]=?=? ?[A-Za-z0-9._+\-*]+(?: ?, ?[=<>!~]=?=? ?[A-Za-z0-9._+\-*]+)*",
+    what="a version specifier",
+    hint="e.g. '==0.7.3', '<0.8', '>=2.43,<2.45'",
+    max_len=120,
+)
 FEATURE = Obj(
     fields={
+        "only_in": ONLY_IN,
         "title": LOCALIZED,
         "text": LOCALIZED,
         "switch": Nullable(inner=LOCALIZED, description="How a user turns it on."),
@@ -439,6 +450,12 @@ FEATURE = Obj(
 )
 KNOWN_ISSUE = Obj(
     fields={
+        "only_in": ONLY_IN,
+        "applies": Map(
+            value=SPECIFIER,
+            key=COMPONENT_ID,
+            description="The component versions it applies to; releases outside leave it out.",
+        ),
         "title": LOCALIZED,
         "text": LOCALIZED,
         "refs": List(
@@ -459,8 +476,9 @@ COMMAND = Obj(
     required=("title", "command"),
 )
 
-# Keys that describe one release only; everything else is inherited through `extends:`.
-RELEASE_ONLY_KEYS = ("version", "extends", "release")
+# Keys that describe one release only; everything else is inherited through `extends:` (the
+# version is replaced by the child's, and prose may be scoped: see manifest/inherit.py).
+NOT_INHERITED = ("extends", "release")
 
 MANIFEST = Obj(
     fields={
@@ -523,7 +541,7 @@ MANIFEST = Obj(
         "floating_tags": List(item=TAG, unique=True, description="Tags moved after a verified publish."),
         "features": List(item=FEATURE),
         "quick_start": List(item=COMMAND),
-        "usage_advice": List(item=LOCALIZED),
+        "usage_advice": List(item=Obj(fields={"only_in": ONLY_IN, **LOCALIZED.fields}, required=LANGS)),
         "known_issues": List(item=KNOWN_ISSUE),
         "release": Obj(
             fields={
