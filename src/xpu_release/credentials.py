@@ -50,8 +50,14 @@ def _helper(name: str, host: str) -> Credentials | None:
         raise RegistryAuthError(msg) from None
     if proc.returncode != 0:
         return None
-    data = json.loads(proc.stdout)
-    return Credentials(username=data["Username"], password=register(data["Secret"]) or "")
+    try:
+        data = json.loads(proc.stdout)
+        username, secret = str(data["Username"]), str(data["Secret"])
+    except (ValueError, KeyError, TypeError):
+        # Never echo the helper's output: it may hold the secret.
+        msg = f"credential helper docker-credential-{name} answered for {host} with no Username/Secret JSON"
+        raise RegistryAuthError(msg) from None
+    return Credentials(username=username, password=register(secret) or "")
 
 
 @dataclass

@@ -114,3 +114,18 @@ class NotFoundError(ReleaseError):
     """A named image, version, manifest or record does not exist."""
 
     exit_code = 11
+
+
+class DamagedFileError(ReleaseError):
+    """A file this tool wrote earlier (a release record) is not what it wrote: truncated,
+    edited by hand, or of another format. Nothing is guessed from it."""
+
+    exit_code = 12
+
+
+class PreflightFailed(ReleaseError):
+    """A dry run's checks found what would stop the real run; it exits as that run would."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import NotFoundError
+from .errors import DamagedFileError, NotFoundError
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -74,4 +74,26 @@ def read(path: Path) -> ReleaseRecord:
     if not path.is_file():
         msg = f"no release record at {path}; publish first or pass --record"
         raise NotFoundError(msg)
-    return ReleaseRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            msg = "a JSON object"
+            raise TypeError(msg)
+        return ReleaseRecord.from_json(data)
+    except UnicodeDecodeError:
+        why = "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        why = f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    except KeyError as exc:
+        why = f"has no {exc.args[0]!r}"
+    except TypeError as exc:
+        why = f"is not a release record ({_first_line(exc)})"
+    msg = (
+        f"{path}: the release record {why}; publish again to rewrite it (the registries are the "
+        "truth: `xpu-release status REF` reads them), or pass --record with an intact copy"
+    )
+    raise DamagedFileError(msg)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__

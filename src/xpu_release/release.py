@@ -25,13 +25,14 @@ from .lock import Lock, load_lock
 from .manifest import ImageSpec, Repo
 from .notes import notes_path, render_notes
 from .plan import make_plan
+from .preflight import preflight, verdict
 from .publish import Options, failure_report, find_published, publish, status
 from .render import require_current
 from .smoke import already_tested, smoke_test
 from .verify import verify
 
 T = TypeVar("T")
-STAGES = ("validate", "render", "lock", "build", "test", "publish", "verify", "notes", "record")
+STAGES = ("validate", "render", "lock", "preflight", "build", "test", "publish", "verify", "notes", "record")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +159,7 @@ class Release:
 
         lock = self.stage("lock", lock_check)
         if self.dry_run:
+            self.stage("preflight", lambda: self._preflight(spec, lock))
             return self._plan(spec, inputs_sha256(spec, dockerfile, lock))
 
         image_id: str = self.stage("build", lambda: self._build(spec, dockerfile, lock))
@@ -259,6 +261,17 @@ class Release:
             path.write_text(notes.text, encoding="utf-8")
             written.append(path)
         return "done", ", ".join(self.repo.rel(p) for p in written), written
+
+    def _preflight(self, spec: ImageSpec, lock: Lock) -> tuple[str, str, None]:
+        """What the real run needs from the world (engine, base, files, endpoints, credentials),
+        checked read-only; fails as the real run would."""
+        checks = preflight(spec, lock, self.registries, self.credentials, connect=lambda: self.engine)
+        for c in checks:
+            self.reporter.write(f"    {c.line()}")
+        error = verdict(checks)
+        if error is not None:
+            raise error
+        return "done", f"{len(checks)} checks passed", None
 
     def _plan(self, spec: ImageSpec, inputs: str) -> Summary:
         try:

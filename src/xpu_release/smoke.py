@@ -84,6 +84,10 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(json.dumps(check_spec(spec, image.id), indent=2))
         junit = Path(tmp) / "junit.xml"
+        # Our own ini file: the repository's pytest settings (plugins the user may not have,
+        # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
         env = {**os.environ, "XPU_RELEASE_SMOKE_SPEC": str(spec_file)}
         # By id, not by tag: the container runs exactly the image the marker will name.
         with engine.container(image.id, purpose="smoke") as name:
@@ -98,8 +102,8 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
                 "-rfE",
                 "-p",
                 "xpu_release.smoke_plugin",
-                "-o",
-                "addopts=",
+                "-c",
+                str(ini),
                 "-o",
                 "junit_family=xunit1",
                 f"--junitxml={junit}",
@@ -164,7 +168,11 @@ def _marker(image_id: str) -> Path:
 def _read_marker(image_id: str) -> dict[str, Any]:
     """What the last passing smoke run of ``image_id`` recorded ({} if none did)."""
     path = _marker(image_id)
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none, or damaged: then the image counts as untested, and is tested again
+    return data if isinstance(data, dict) else {}
 
 
 def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:

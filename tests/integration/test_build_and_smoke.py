@@ -85,6 +85,23 @@ def test_smoke_checks_pass_on_the_built_image(
     assert summary["failed"] == []
 
 
+def test_the_smoke_run_ignores_the_repository_pytest_settings(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli
+) -> None:
+    # A repository's own pytest settings (here: options of plugins the runner lacks, like
+    # pytest-timeout's `timeout`) are its test suite's; the smoke run must not warn about them.
+    settings = fixture_cli.root / "pyproject.toml"
+    settings.write_text("[tool.pytest.ini_options]\nnot_a_known_option = 1\naddopts = '--no-such-flag'\n")
+    try:
+        result = fixture_cli.run("test", "xpu-fixture:1.0")
+    finally:
+        settings.unlink()
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Unknown config option" not in result.stdout + result.stderr
+    assert "PytestConfigWarning" not in result.stdout + result.stderr
+
+
 def test_a_wrong_pin_fails_the_smoke_test_and_names_it(
     built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,82 @@ def test_releasing_an_older_version_leaves_the_floating_tags_and_passes_verify(
     assert {s["name"]: s["status"] for s in summary["stages"]}["verify"] == "done"  # type: ignore[attr-defined, index]
     assert set(served(cli, regs, "1.0").values()) == {summary["record"]["digest"]}  # type: ignore[index]
     assert set(served(cli, regs, "latest").values()) == {None}
+
+
+# --- the dry run is a preflight ------------------------------------------------------------
+
+
+def dry_run(
+    cli: Cli, regs: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
+    result = cli.run(
+        "--registries", str(regs), "release", "xpu-fixture:1.0", "--dry-run", "--json", *args, env=env
+    )
+    return result.returncode, json.loads(result.stdout), result.stderr
+
+
+def test_a_dry_run_checks_what_the_real_run_needs_and_touches_nothing(
+    fixture_cli: Cli, tmp_path: Path
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", "d" + uuid.uuid4().hex[:10])
+
+    code, summary, log = dry_run(fixture_cli, regs)
+
+    assert code == 0, log
+    assert stages(summary)["preflight"] == "done"
+    for line in (
+        "ok   engine: answers",
+        "ok   base image: 127.0.0.1:15000/base/debian/bookworm-python:12 is still sha256:",
+        "ok   artifact blob:",
+        "ok   endpoint public: 127.0.0.1:15001/",
+        "ok   endpoint vpc/cn-beijing: ",
+    ):
+        assert line in log
+    assert set(served(fixture_cli, regs, "1.0").values()) == {None}
+
+
+@pytest.mark.parametrize(
+    ("fault", "code", "names"),
+    [
+        ("no engine", 10, "engine: no Docker engine answers"),
+        ("a region down", 10, "endpoint vpc/cn-shanghai"),
+        ("a wrong password", 8, "endpoint public: public (127.0.0.1:15001) refused"),
+    ],
+)
+def test_a_dry_run_fails_as_the_real_run_would(
+    fixture_cli: Cli, tmp_path: Path, fault: str, code: int, names: str
+) -> None:
+    ns = "d" + uuid.uuid4().hex[:10]
+    env: dict[str, str] = {}
+    hosts = None
+    if fault == "no engine":
+        env["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
+    elif fault == "a region down":
+        hosts = {"cn-beijing": "127.0.0.1:15002", "cn-shanghai": "127.0.0.1:1"}
+    else:
+        env.update(XPU_RELEASE_USERNAME="xpu", XPU_RELEASE_PASSWORD="wrong-" + uuid.uuid4().hex)
+    regs = registries_file(tmp_path / "regs.yaml", ns, hosts)
+
+    got, summary, log = dry_run(fixture_cli, regs, env=env)
+
+    assert got == code, log
+    assert summary["failed"]["stage"] == "preflight"
+    assert summary["failed"]["exit_code"] == code
+    assert names in summary["failed"]["error"]
+    assert "build" not in stages(summary)
+    assert env.get("XPU_RELEASE_PASSWORD", "no password given") not in log + json.dumps(summary)
+
+
+def test_doctor_checks_the_whole_setup(fixture_cli: Cli, tmp_path: Path) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", "d" + uuid.uuid4().hex[:10])
+    down = registries_file(tmp_path / "down.yaml", "d" + uuid.uuid4().hex[:10], {"cn-beijing": "127.0.0.1:1"})
+
+    ok = fixture_cli.run("--registries", str(regs), "doctor", "xpu-fixture:1.0")
+    bad = fixture_cli.run("--registries", str(down), "doctor", "xpu-fixture:1.0", "--json")
+
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ok   xpu-fixture:1.0 lock: " in ok.stdout
+    assert "ok   xpu-fixture:1.0 base image" in ok.stdout
+    assert bad.returncode == 10
+    failed = [c["what"] for c in json.loads(bad.stdout) if not c["ok"]]
+    assert failed == ["endpoint vpc/cn-beijing"]

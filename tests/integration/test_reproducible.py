@@ -89,11 +89,16 @@ def test_lock_check_reports_a_moved_base_tag(fixture_cli: Cli, engine: Engine, t
     engine.tag("xpu-fixture:1.0", target)  # the tag now names another image
     engine.push(target, None, on_line=lambda _: None)
     moved = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, "--check")
+    dry = fixture_cli.run("--registries", str(regs), "release", FIXTURE, "--dry-run")
     fixture_cli.run("lock", FIXTURE, check=True)  # back to the stack's base for the other tests
 
     assert moved.returncode == 4
     assert "has moved" in moved.stderr
     assert "xpu-release lock xpu-fixture:1.0" in moved.stderr
+    # The dry run's preflight says so too; it passes, as the build would: it uses the pinned digest.
+    assert dry.returncode == 0, dry.stderr
+    assert "ok   base image: the lock pins sha256:" in dry.stderr
+    assert "has moved to sha256:" in dry.stderr
 
 
 def test_repro_says_a_reproducible_image_is_reproducible(fixture_cli: Cli) -> None:

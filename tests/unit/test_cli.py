@@ -307,3 +307,28 @@ def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) ->
     assert "unreachable: public, vpc/cn-beijing" in result.stderr
     assert result.stdout.splitlines()[0].split() == ["endpoint", "state", "tag", "serves"]
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ('{"ref": "training-cpu-pytorch:25.03", ', "is not JSON (line 1"),
+        ("[]", "is not a release record"),
+        ('{"ref": "training-cpu-pytorch:25.03"}', "has no 'endpoints'"),
+        (b"\xff\xfe{}", "is not UTF-8 text"),
+    ],
+)
+def test_a_damaged_release_record_is_a_clear_error_with_its_own_exit_code(
+    repo: Path, tmp_path: Path, content: str | bytes, why: str
+) -> None:
+    record = tmp_path / "record.json"
+    if isinstance(content, bytes):
+        record.write_bytes(content)
+    else:
+        record.write_text(content)
+
+    result = run(repo, "notes", "training-cpu-pytorch:25.03", "--record", str(record))
+
+    assert result.exit_code == 12
+    assert f"{record}: the release record {why}" in result.stderr
+    assert "Traceback" not in result.output

@@ -245,7 +245,8 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     from ..publish import Options
     from ..release import Release, Reporter
 
-    creds = _credentials(username, password_stdin and not dry_run, state.registries())
+    # A dry run reads the login too: its preflight checks those very credentials.
+    creds = _credentials(username, password_stdin, state.registries())
     options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)))
     run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
@@ -264,7 +265,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
         return
     click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
     for s in summary.stages:
-        click.echo(f"  {s.name:<8} {s.status:<8} {s.seconds:7.1f} s  {s.detail}")
+        click.echo(f"  {s.name:<9} {s.status:<8} {s.seconds:7.1f} s  {s.detail}")
     if summary.record:
         for e in summary.record["endpoints"]:
             click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
@@ -273,6 +274,68 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
 
 
 cli.add_command(release, "build-release")
+
+
+@cli.command()
+@click.argument("refs", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Every check as JSON on stdout.")
+@with_login
+@pass_state
+def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | None,
+           password_stdin: bool) -> None:  # fmt: skip
+    """Check the whole setup read-only: manifests, locks, the engine, base images, the files
+    builds fetch, every endpoint and its credentials. Default: the newest release of each image."""
+    from ..errors import PreflightFailed, ReleaseError
+    from ..lock import load_lock
+    from ..manifest import parse_ref
+    from ..preflight import (
+        Check,
+        artifact_checks,
+        base_check,
+        endpoint_check,
+        engine_check,
+        verdict,
+        wheels_check,
+    )
+
+    repo = state.repo
+    registries = state.registries()
+    creds = _credentials(username, password_stdin, registries)
+    targets = [parse_ref(r) for r in refs] or [(i, repo.versions(i)[-1]) for i in repo.images()]
+    checks: list[Check] = [engine_check()]
+    hosts: set[str] = set()
+    for image, version in targets:
+        ref = f"{image}:{version}"
+        try:
+            spec = repo.load(image, version)
+        except ReleaseError as exc:
+            checks.append(Check(what=f"{ref} manifest", ok=False,
+                                detail=exc.message.splitlines()[0], exit_code=exc.exit_code))  # fmt: skip
+            continue
+        own = artifact_checks(spec)
+        try:
+            lock = load_lock(repo.root, spec)
+        except ReleaseError as exc:
+            checks.append(Check(what=f"{ref} lock", ok=False,
+                                detail=exc.message.splitlines()[0], exit_code=exc.exit_code))  # fmt: skip
+        else:
+            checks.append(Check(what=f"{ref} lock", ok=True, detail=f"{len(lock.layers)} layers locked"))
+            own = [base_check(spec, lock, registries, creds), wheels_check(lock), *own]
+        for c in own:
+            checks.append(Check(what=f"{ref} {c.what}", ok=c.ok, detail=c.detail, exit_code=c.exit_code))
+        for ep in registries.publish_endpoints():
+            if ep.host not in hosts:  # one check per host: the same credentials go to it
+                hosts.add(ep.host)
+                checks.append(endpoint_check(spec, ep, creds))
+    if as_json:
+        _emit_json([c.__dict__ for c in checks])
+    else:
+        for c in checks:
+            click.echo(c.line())
+    error = verdict(checks, context="a release of what failed would stop there")
+    if error is not None:
+        assert isinstance(error, PreflightFailed)
+        raise error
 
 
 @cli.command("from-tag")
