@@ -33,7 +33,7 @@ class Change:
         return f"~ {self.name} {self.old} → {self.new}"
 
 
-PROSE = ("features", "known_issues", "usage_advice", "bug_fixes", "highlights")
+PROSE = ("features", "known_issues", "quick_start_intro", "usage_advice", "bug_fixes", "highlights")
 
 
 def _prose(spec: ImageSpec, section: str) -> dict[str, str]:
@@ -141,20 +141,22 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
 
 
 def declared_upgrades(spec: ImageSpec) -> tuple[Change, ...]:
-    """For a release with no parent manifest: the upgrades it declares (``release.upgraded``)."""
+    """For a release with no parent manifest: the changes it declares (``release.upgraded``,
+    ``release.added``), in the order of its components."""
     previous = dict(spec.release.previous)
-    out = []
-    for cid in spec.release.upgraded:
-        c = spec.component(cid)
-        assert c is not None  # validated by the loader
-        out.append(
-            Change(
-                section="components",
-                id=cid,
-                name=c.name,
-                kind="upgraded",
-                old=previous.get(cid),
-                new=c.display_version,
-            )
+    kinds: dict[str, ChangeKind] = {
+        **{cid: "upgraded" for cid in spec.release.upgraded},
+        **{cid: "added" for cid in spec.release.added},
+    }
+    return tuple(
+        Change(
+            section="components",
+            id=c.id,
+            name=c.name,
+            kind=kinds[c.id],
+            old=previous.get(c.id) if kinds[c.id] == "upgraded" else None,
+            new=c.display_version,
         )
-    return tuple(out)
+        for c in spec.components
+        if c.id in kinds
+    )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +25,15 @@ LABELS: dict[str, dict[str, str]] = {
         "assets_auth": "Pulling the image over the internet needs an authentication key; "
                        "pulling through the VPC endpoint of your region is recommended (faster).",
         "public_image": "Public image", "vpc_image": "VPC image",
-        "region_note": "{region-id} is the region of your ACS product, e.g.",
+        "region_note": "{region-id} is the region of your ACS product, e.g. {regions}; {image:tag} is "
+                       "the image's name and tag.",
+        "colon": ": ", "list_sep": ", ", "stop": ".", "ref_open": " (", "ref_close": ")",
+        "merged": ", with the features and bug fixes of those versions.",
         "endpoint": "Endpoint", "reference": "Reference", "not_published": "not published",
         "tested_image": "Image tested before publishing (config digest)",
-        "switch": "How to enable", "pull": "Log in to the registry",
-        "switches": "Enable the optimisations", "usage_advice": "Usage advice",
+        "switch": "How to enable", "pull": "Choose the image",
+        "switches": "Enable the compiler and recompute optimisations through the API",
+        "usage_advice": "Usage advice",
         "upgraded": "{name} upgraded to {new}", "base_upgraded": "Base image upgraded {name} to {new}",
         "changed": "{name} {old} → {new}", "added": "{name} {new} added", "removed": "{name} {old} removed",
         "downgraded": "{name} {old} → {new} (downgrade)",
@@ -43,13 +48,16 @@ LABELS: dict[str, dict[str, str]] = {
         "assets_auth": "通过公网拉取ACS AI容器镜像需要先获取鉴权密钥。"
                        "建议您使用VPC方式加速拉取AI容器镜像，减少镜像拉取的时间。",
         "public_image": "公网镜像", "vpc_image": "VPC镜像",
-        "region_note": "{region-id}为您使用的ACS产品所在的开服地域，比如：",
+        "region_note": "{region-id}为您使用的ACS产品所在的开服地域，比如：{regions}等。"
+                       "{image:tag}为实际镜像的名称和Tag。",
+        "colon": "：", "list_sep": "、", "stop": "。", "ref_open": "（", "ref_close": "）",
+        "merged": "，合入对应版本功能和Bug fix。",
         "endpoint": "端点", "reference": "镜像地址", "not_published": "未发布",
         "tested_image": "发布前经过测试的镜像（config digest）",
-        "switch": "开启方式", "pull": "登录镜像仓库",
-        "switches": "开启编译器与重计算显存优化", "usage_advice": "使用建议",
+        "switch": "开启方式", "pull": "选择镜像",
+        "switches": "调用API开启编译器+重计算显存优化", "usage_advice": "使用建议",
         "upgraded": "{name}升级至{new}", "base_upgraded": "基础镜像升级{name}至{new}",
-        "changed": "{name} {old} → {new}", "added": "新增{name} {new}", "removed": "移除{name} {old}",
+        "changed": "{name} {old} → {new}", "added": "支持{name} {new}", "removed": "移除{name} {old}",
         "downgraded": "{name}从{old}降级至{new}",
         "scenarios": "训练|推理",
     },
@@ -83,6 +91,36 @@ def _feature_line(c: Change, spec: ImageSpec, lang: str) -> str:
     return t[c.kind].format(name=c.name, old=c.old, new=c.new)
 
 
+# Chinese typography: no space after full-width punctuation, none between two CJK characters,
+# none before full-width punctuation (YAML folding and ASCII habits put them there).
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_FULL_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20"
+_SPACES = re.compile(rf"(?<=[{_FULL_PUNCT}])[ \t]+|(?<=[{_CJK}])[ \t]+(?=[{_CJK}])|[ \t]+(?=[{_FULL_PUNCT}])")
+
+
+def typeset(text: str, lang: str) -> str:
+    """Prose as the language writes it (zh: no ASCII spaces between sentences)."""
+    return _SPACES.sub("", text) if lang == "zh" else text
+
+
+def feature_sentences(changes: tuple[Change, ...], spec: ImageSpec, lang: str) -> list[str]:
+    """Main Features in the published notes' shape: the base on its own, then one sentence for
+    the artifacts and one for the Python stack, each closed by "with the features and bug
+    fixes of those versions" (合入对应版本功能和Bug fix)."""
+    t = LABELS[lang]
+    groups: dict[str, list[Change]] = {"base": [], "artifact": [], "pip": []}
+    for c in changes:
+        comp = spec.component(c.id)
+        groups[comp.kind if comp else "pip"].append(c)
+    out = [_feature_line(c, spec, lang) + t["stop"] for c in groups["base"]]
+    for kind in ("artifact", "pip"):
+        if groups[kind]:
+            parts = t["list_sep"].join(_feature_line(c, spec, lang) for c in groups[kind])
+            brought = any(c.kind != "removed" for c in groups[kind])
+            out.append(parts + (t["merged"] if brought else t["stop"]))
+    return out
+
+
 def changes_for_notes(repo: Repo, spec: ImageSpec) -> tuple[Change, ...]:
     previous = previous_spec(repo, spec)
     if previous is None:
@@ -108,12 +146,18 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         lang=lang,
         t=LABELS[lang],
         record=record,
-        features=[_feature_line(c, spec, lang) for c in changes_for_notes(repo, spec)],
+        features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
+        p=lambda text: typeset(text, lang),
         scenario="/".join(names[s] for s in spec.scenario),
         public_ref=public.ref(spec.image, spec.version),
         public_host=public.host,
         vpc_pattern=vpc[0].replace("{region}", "{region-id}") if vpc else None,
         regions=vpc[1] if vpc else (),
+        region_note=(
+            LABELS[lang]["region_note"].replace("{regions}", LABELS[lang]["list_sep"].join(vpc[1]))
+            if vpc
+            else ""
+        ),
         vpc_endpoints=[e for e in registries.publish_endpoints() if e.role == "vpc"],
         issue_url=lambda r: "https://github.com/{}/issues/{}".format(*r.split("#")),
     )

@@ -152,6 +152,8 @@ def test_diff_shows_each_changed_pin(repo: Path) -> None:
         "components   ~ vLLM 0.7.3 → 0.8.0",
         "components   - EIC 1.3.7.1-v2503",
         "env          + NEW_SWITCH 1",
+        # 25.03's own measurement (only_in: "25.03") is not inherited
+        "features     - E2E contribution of the core components",
         # scoped to vllm==0.7.3 in 25.03: 25.04's notes leave it out
         "known_issues - vLLM 0.7.3 needs --max-num-batched-tokens",
     ]
@@ -170,15 +172,17 @@ def test_diff_shows_a_downgrade_as_a_downgrade(repo: Path) -> None:
 
     assert result.stdout.splitlines() == [
         "components   ↓ vLLM 0.7.3 → 0.7.2 (downgrade)",
+        "features     - E2E contribution of the core components",
         "known_issues - vLLM 0.7.3 needs --max-num-batched-tokens",
     ]
     assert as_json[0]["kind"] == "downgraded"
 
 
 def test_diff_of_identical_releases_says_so(repo: Path) -> None:
-    write_manifest(repo, XPU, "25.04", f'image: {XPU}\nversion: "25.04"\nextends: "25.03"\n')
+    cpu = "training-cpu-pytorch"
+    write_manifest(repo, cpu, "25.04", f'image: {cpu}\nversion: "25.04"\nextends: "25.03"\n')
 
-    result = run(repo, "diff", f"{XPU}:25.03", f"{XPU}:25.04", "--json")
+    result = run(repo, "diff", f"{cpu}:25.03", f"{cpu}:25.04", "--json")
 
     assert json.loads(result.stdout) == []
 

@@ -34,7 +34,8 @@ def test_every_component_is_pinned_at_the_seed_version(spec: ImageSpec, componen
     c = spec.component(component)
     assert c is not None
     assert c.version == version
-    assert component in spec.release.upgraded
+    # flashinfer is newly supported (支持flashinfer 0.2.1.post1); the others are upgrades
+    assert component in (spec.release.added if component == "flashinfer" else spec.release.upgraded)
 
 
 def test_identity_and_requirements(spec: ImageSpec) -> None:

@@ -67,7 +67,8 @@ def test_a_bump_lists_what_changed_against_its_parent(repo: Path) -> None:
     zh = run(repo, "notes", "training-xpu-pytorch:25.04", "--lang", "zh").stdout
 
     features = en.split("### Main Features")[1].split("###")[0]
-    assert features.strip() == "- vLLM 0.7.3 → 0.8.0"
+    assert features.strip() == "- vLLM 0.7.3 → 0.8.0, with the features and bug fixes of those versions."
+    assert "- vLLM 0.7.3 → 0.8.0，合入对应版本功能和Bug fix。" in zh
     assert "- Fixed X." in en
     assert "- 修复X。" in zh
     assert "training-xpu-pytorch:25.04" in en

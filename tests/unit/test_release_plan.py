@@ -15,19 +15,31 @@ from .helpers import run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_dry_run_plans_every_stage_and_writes_nothing(repo: Path) -> None:
+def test_a_dry_run_against_unreachable_registries_fails_its_preflight_and_writes_nothing(
+    repo: Path, tmp_path: Path
+) -> None:
+    # The repository's registries are production hosts this machine cannot reach: a real run
+    # would stop at the base image and at publish, so the dry run stops too (exit 10).
     lock = ROOT / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock"
     (repo / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock").write_text(lock.read_text())
+    override = tmp_path / "nowhere.yaml"
+    override.write_text(
+        "registries:\n"
+        "  hub: {host: '127.0.0.1:1', insecure: true}\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {hosts: {cn-beijing: '127.0.0.1:1', cn-wulanchabu: '127.0.0.1:1'}, insecure: true}\n"
+    )
 
-    result = run(repo, "release", "training-cpu-pytorch:25.03", "--dry-run", "--json")
+    result = run(
+        repo, "--registries", str(override), "release", "training-cpu-pytorch:25.03", "--dry-run", "--json"
+    )
 
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 10, result.stderr
     summary = json.loads(result.stdout)
-    assert [(s["name"], s["status"]) for s in summary["stages"]] == [
-        ("validate", "done"), ("render", "done"), ("lock", "done"), ("build", "planned"), ("test", "planned"),
-        ("publish", "planned"), ("verify", "planned"), ("notes", "planned"), ("record", "planned"),
-    ]  # fmt: skip
-    assert "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com" in summary["stages"][5]["detail"]
+    assert [s["name"] for s in summary["stages"]] == ["validate", "render", "lock"]
+    assert summary["failed"]["stage"] == "preflight"
+    for check in ("base image", "endpoint public", "endpoint vpc/cn-beijing", "endpoint vpc/cn-wulanchabu"):
+        assert f"FAIL {check}: " in result.stderr
     assert summary["record"] is None
     assert not (repo / "out").exists()
 

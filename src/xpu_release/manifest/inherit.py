@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 from ..yamlsrc import KeyPath
 
 # Prose lists whose items are inherited as a whole list, and may be scoped.
-PROSE_LISTS = ("features", "known_issues", "usage_advice")
+PROSE_LISTS = ("features", "known_issues", "quick_start_intro", "usage_advice")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -268,9 +268,10 @@ def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[s
             c.fail(("components", cid), f"installs {pkg!r}, already pinned by {seen_pkgs[pkg]!r}")
         seen_pkgs[pkg] = cid
     release = data.get("release") or {}
-    for i, cid in enumerate(release.get("upgraded") or ()):
-        if cid not in comps:
-            c.fail(("release", "upgraded", i), f"{cid!r} is not a component of this image")
+    for key in ("upgraded", "added"):
+        for i, cid in enumerate(release.get(key) or ()):
+            if cid not in comps:
+                c.fail(("release", key, i), f"{cid!r} is not a component of this image")
     for cid in release.get("previous") or {}:
         if cid not in comps:
             c.fail(("release", "previous", cid), f"{cid!r} is not a component of this image")

@@ -115,6 +115,7 @@ class Command:
 @dataclass(frozen=True, kw_only=True)
 class ReleaseInfo:
     upgraded: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
     previous: tuple[tuple[str, str], ...] = ()
     bug_fixes: tuple[Localized, ...] = ()
     highlights: tuple[Localized, ...] = ()
@@ -147,6 +148,7 @@ class ImageSpec:
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
     usage_advice: tuple[Localized, ...]
+    quick_start_intro: tuple[Localized, ...] = ()
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
     content_hash: str  # sha256 of the resolved manifest, canonical JSON
@@ -213,6 +215,7 @@ class ImageSpec:
                 for q in data.get("quick_start") or ()
             ),
             usage_advice=tuple(Localized.from_dict(u) for u in data.get("usage_advice") or ()),
+            quick_start_intro=tuple(Localized.from_dict(u) for u in data.get("quick_start_intro") or ()),
             known_issues=tuple(
                 KnownIssue(
                     title=Localized.from_dict(k["title"]),
@@ -226,6 +229,7 @@ class ImageSpec:
             ),
             release=ReleaseInfo(
                 upgraded=tuple(release.get("upgraded") or ()),
+                added=tuple(release.get("added") or ()),
                 previous=tuple((release.get("previous") or {}).items()),
                 bug_fixes=tuple(Localized.from_dict(b) for b in release.get("bug_fixes") or ()),
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),

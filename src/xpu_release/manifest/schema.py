@@ -438,6 +438,7 @@ SPECIFIER = Str(
     hint="e.g. '==0.7.3', '<0.8', '>=2.43,<2.45'",
     max_len=120,
 )
+PROSE_ITEM = Obj(fields={"only_in": ONLY_IN, **LOCALIZED.fields}, required=LANGS)
 FEATURE = Obj(
     fields={
         "only_in": ONLY_IN,
@@ -541,7 +542,8 @@ MANIFEST = Obj(
         "floating_tags": List(item=TAG, unique=True, description="Tags moved after a verified publish."),
         "features": List(item=FEATURE),
         "quick_start": List(item=COMMAND),
-        "usage_advice": List(item=Obj(fields={"only_in": ONLY_IN, **LOCALIZED.fields}, required=LANGS)),
+        "quick_start_intro": List(item=PROSE_ITEM, description="Paragraphs that open the Quick Start."),
+        "usage_advice": List(item=PROSE_ITEM),
         "known_issues": List(item=KNOWN_ISSUE),
         "release": Obj(
             fields={
@@ -549,6 +551,11 @@ MANIFEST = Obj(
                     item=COMPONENT_ID,
                     unique=True,
                     description="Components this release upgraded (when there is no parent to diff).",
+                ),
+                "added": List(
+                    item=COMPONENT_ID,
+                    unique=True,
+                    description="Components this release newly supports (when there is no parent to diff).",
                 ),
                 "previous": Map(
                     value=VERSION,
