@@ -83,10 +83,7 @@ def unpacked_map() -> DigestMap:
 def unpacked_digest(client: RegistryClient, repo: str, blob: str) -> str:
     """The diff_id of a gzip layer blob at an endpoint: downloaded, unpacked and hashed as a
     stream (every gzip member; memory stays at one chunk)."""
-    resp = client.request("GET", f"/v2/{repo}/blobs/{blob}", scope=f"repository:{repo}:pull", stream=True)
-    if resp.status_code == 404:
-        msg = f"{client.endpoint.name}: blob {blob} of {repo} is missing"
-        raise PublishError(msg)
+    resp = client.open_blob(repo, blob)
     packed, unpacked = hashlib.sha256(), hashlib.sha256()
     inflate = zlib.decompressobj(wbits=47)  # gzip or zlib header, automatically
     for chunk in resp.iter_content(CHUNK):

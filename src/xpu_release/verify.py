@@ -55,16 +55,15 @@ class VerifyReport:
 def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool) -> tuple[str | None, int]:
     """A problem with one blob at one endpoint (None: fine), and the bytes hashed."""
     if not deep:
-        resp = client.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
-        if resp.status_code == 404:
+        length = client.blob_size(repo, digest)
+        if length is None:
             return "missing", 0
-        length = resp.headers.get("Content-Length")
-        if length is not None and int(length) != size:
+        if length >= 0 and length != size:
             return f"has {length} bytes, the manifest lists {size}", 0
         return None, 0
-    resp = client.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True)
-    if resp.status_code == 404:
+    if client.blob_size(repo, digest) is None:
         return "missing", 0
+    resp = client.open_blob(repo, digest)
     h = hashlib.sha256()
     got = 0
     for chunk in resp.iter_content(CHUNK):

@@ -97,11 +97,11 @@ def endpoint_client(
     )
 
 
-def served(cli: Cli, regs: Path, tag: str) -> dict[str, str | None]:
+def served(cli: Cli, regs: Path, tag: str, image: str = "xpu-fixture") -> dict[str, str | None]:
     """What each endpoint serves for ``tag``, asked with our own client."""
     out = {}
     for ep in load_registries(cli.root, str(regs)).publish_endpoints():
-        client, repo = endpoint_client(cli, regs, ep.name)
+        client, repo = endpoint_client(cli, regs, ep.name, image)
         try:
             out[ep.name] = client.head_manifest(repo, tag)
         except PublishError:

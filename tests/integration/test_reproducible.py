@@ -136,7 +136,8 @@ def test_repro_names_the_file_that_breaks_reproducibility(fixture_cli: Cli) -> N
 def _delete_tag(regs: Path, cli: Cli, endpoint: str, tag: str) -> None:
     client, repo = endpoint_client(cli, regs, endpoint)
     digest = client.head_manifest(repo, tag)
-    client.request("DELETE", f"/v2/{repo}/manifests/{digest}", scope=f"repository:{repo}:*", ok=(202,))
+    assert digest is not None
+    client.delete_manifest(repo, digest)
 
 
 def _released(cli: Cli, tmp_path: Path) -> tuple[Path, str]:
@@ -193,26 +194,47 @@ def _layers(cli: Cli, regs: Path, image: str, tag: str) -> dict[str, int]:
 def test_an_upgrade_built_on_a_fresh_runner_ships_only_the_layer_it_changed(
     fixture_cli: Cli, engine: Engine, tmp_path: Path
 ) -> None:
+    """The second release of the CPU family, as a month's work goes: `new-version` bumps one pin,
+    then lock, build (on a fresh runner), test and publish; `latest` moves, 25.03 stays."""
     cli = fixture_cli
+    cpu = "training-cpu-pytorch"
     regs = registries_file(tmp_path / "regs.yaml", "u" + uuid.uuid4().hex[:10])
-    cli.run("--registries", str(regs), "release", "training-cpu-pytorch:25.03", check=True, timeout=1800)
-    env = fresh_runner(engine, tmp_path, "training-cpu-pytorch:25.03")
+    first = cli.run("--registries", str(regs), "release", f"{cpu}:25.03", "--json", timeout=1800)
+    assert first.returncode == 0, first.stderr
+    digest_0303 = json.loads(first.stdout)["record"]["digest"]
+    assert set(served(cli, regs, "latest", cpu).values()) == {digest_0303}
+    env = fresh_runner(engine, tmp_path, f"{cpu}:25.03")
     try:
-        cli.run("new-version", "training-cpu-pytorch:25.04", "--from", "25.03", "--set", "accelerate=1.6.0",
-                check=True)  # fmt: skip
-        cli.run("lock", "training-cpu-pytorch:25.04", check=True)
-        cli.run("build", "training-cpu-pytorch:25.04", "--no-cache", env=env, check=True, timeout=1800)
-        release = cli.run("--registries", str(regs), "release", "training-cpu-pytorch:25.04", "--json",
+        bump = cli.run("new-version", f"{cpu}:25.04", "--from", "25.03", "--set", "accelerate=1.6.0")
+        assert bump.returncode == 0, bump.stderr
+        cli.run("lock", f"{cpu}:25.04", check=True)
+        cli.run("build", f"{cpu}:25.04", "--no-cache", env=env, check=True, timeout=1800)
+        release = cli.run("--registries", str(regs), "release", f"{cpu}:25.04", "--json",
                           env=env, timeout=1800)  # fmt: skip
+        notes_en = cli.run("notes", f"{cpu}:25.04", "--lang", "en", check=True).stdout
+        notes_zh = cli.run("notes", f"{cpu}:25.04", "--lang", "zh", check=True).stdout
+        changes = cli.run("diff", f"{cpu}:25.03", f"{cpu}:25.04", check=True).stdout
     finally:
-        (cli.root / "manifests" / "training-cpu-pytorch" / "25.04.yaml").unlink(missing_ok=True)
-        shutil.rmtree(cli.root / "images" / "training-cpu-pytorch" / "25.04", ignore_errors=True)
+        (cli.root / "manifests" / cpu / "25.04.yaml").unlink(missing_ok=True)
+        shutil.rmtree(cli.root / "images" / cpu / "25.04", ignore_errors=True)
         with contextlib.suppress(Exception):
-            engine.api.remove_image("training-cpu-pytorch:25.04", force=True)
+            engine.api.remove_image(f"{cpu}:25.04", force=True)
 
     assert release.returncode == 0, release.stderr
-    old = _layers(cli, regs, "training-cpu-pytorch", "25.03")
-    new = _layers(cli, regs, "training-cpu-pytorch", "25.04")
+    digest_0304 = json.loads(release.stdout)["record"]["digest"]
+    # `latest` moved to 25.04 at every endpoint; 25.03 still serves what it served.
+    assert set(served(cli, regs, "latest", cpu).values()) == {digest_0304}
+    assert set(served(cli, regs, "25.04", cpu).values()) == {digest_0304}
+    assert set(served(cli, regs, "25.03", cpu).values()) == {digest_0303}
+    assert digest_0304 != digest_0303
+    # The notes and diff name the new version.
+    assert notes_en.startswith(f"# {cpu} 25.04\n")
+    assert "accelerate 1.5.2 → 1.6.0" in notes_en
+    assert "accelerate 1.5.2 → 1.6.0，合入对应版本功能和Bug fix。" in notes_zh
+    assert "components   ~ accelerate 1.5.2 → 1.6.0" in changes
+    # Only what changed was shipped: one layer, a small share of the bytes.
+    old = _layers(cli, regs, cpu, "25.03")
+    new = _layers(cli, regs, cpu, "25.04")
     shipped = sum(size for digest, size in new.items() if digest not in old)
     assert len(new) == len(old)
     assert len([d for d in new if d not in old]) == 1  # the accelerate layer alone

@@ -180,11 +180,11 @@ def test_credentials_never_travel_in_cleartext(
     client = RegistryClient(ep, Credentials(username="u", password="never-sent-pw"))
 
     with pytest.raises(RegistryAuthError) as info:
-        client._authenticate(_challenge(challenge), "repository:ns/x:pull")
+        client.t.authenticate(_challenge(challenge), "repository:ns/x:pull")
 
     assert refused in info.value.message
     assert "never-sent-pw" not in info.value.message
-    assert client.session.auth is None
+    assert client.t.session.auth is None
 
 
 def test_short_strings_are_not_registered_as_secrets() -> None:

@@ -1,0 +1,227 @@
+"""An in-process fake of the OCI distribution API, for testing the registry client without
+Docker: manifests, blobs, chunked and monolithic uploads, tag lists with ``Link`` paging, the
+bearer-token flow, and faults on demand (an expiring token, a dropped upload, a 503)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+@dataclass
+class Faults:
+    page_size: int = 100  # the most tags one page holds, whatever `n` asks
+    expire_token_after_patches: int | None = None  # every token dies after this many PATCHes
+    expirations: int = 1  # how many times that happens
+    drop_patches: int = 0  # close the connection on this many PATCHes
+    unavailable: int = 0  # answer 503 to this many requests
+    realm: str | None = None  # the token realm to name (default: our own /token)
+    wrong_digest_header: bool = False  # claim another Docker-Content-Digest for manifests
+
+
+@dataclass
+class State:
+    username: str = "u"
+    password: str = "the-password"
+    auth: bool = True
+    faults: Faults = field(default_factory=Faults)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    manifests: dict[tuple[str, str], tuple[str, bytes]] = field(default_factory=dict)
+    uploads: dict[str, bytearray] = field(default_factory=dict)
+    tokens: set[str] = field(default_factory=set)
+    token_requests: int = 0
+    patches: int = 0
+    requests: list[str] = field(default_factory=list)  # authorized requests, in order
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    @property
+    def state(self) -> State:
+        return self.server.state
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _send(self, code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _authorized(self) -> bool:
+        if not self.state.auth:
+            return True
+        got = self.headers.get("Authorization", "")
+        if got.startswith("Bearer ") and got[7:] in self.state.tokens:
+            return True
+        host = self.headers.get("Host")
+        realm = self.state.faults.realm or f"http://{host}/token"
+        self._send(401, b"{}", {"WWW-Authenticate": f'Bearer realm="{realm}",service="fake"'})
+        return False
+
+    def _token(self) -> None:
+        self.state.token_requests += 1
+        expected = base64.b64encode(f"{self.state.username}:{self.state.password}".encode()).decode()
+        if self.headers.get("Authorization") != f"Basic {expected}":
+            self._send(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+            return
+        token = uuid.uuid4().hex
+        self.state.tokens.add(token)
+        self._send(200, json.dumps({"token": token}).encode(), {"Content-Type": "application/json"})
+
+    def _route(self) -> None:
+        url = urlparse(self.path)
+        if url.path == "/token":
+            self._token()
+            return
+        faults = self.state.faults
+        if faults.unavailable > 0:
+            faults.unavailable -= 1
+            self._body()
+            self._send(503, b"busy", {"Retry-After": "0"})
+            return
+        if not self._authorized():
+            self._body()
+            return
+        self.state.requests.append(f"{self.command} {url.path}")  # what was let through
+        if url.path == "/v2/":
+            self._send(200, b"{}")
+            return
+        m = re.fullmatch(r"/v2/(?P<repo>.+)/(?P<kind>manifests|blobs|tags)/(?P<rest>.*)", url.path)
+        if not m:
+            self._send(404)
+            return
+        repo, kind, rest = m["repo"], m["kind"], m["rest"]
+        query = parse_qs(url.query)
+        if kind == "tags":
+            self._tags(repo, query)
+        elif kind == "manifests":
+            self._manifest(repo, rest)
+        elif rest.startswith("uploads/"):
+            self._upload(repo, rest.removeprefix("uploads/"), query)
+        else:
+            self._blob(rest)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = _route
+
+    # --- API ---------------------------------------------------------------------------------
+
+    def _tags(self, repo: str, query: dict[str, list[str]]) -> None:
+        tags = sorted(tag for (r, tag) in self.state.manifests if r == repo and not tag.startswith("sha256:"))
+        n = min(int(query.get("n", ["1000"])[0]), self.state.faults.page_size)
+        last = query.get("last", [""])[0]
+        rest = [t for t in tags if t > last]
+        page = rest[:n]
+        headers = {"Content-Type": "application/json"}
+        if len(rest) > n:
+            headers["Link"] = f'</v2/{repo}/tags/list?n={n}&last={page[-1]}>; rel="next"'
+        self._send(200, json.dumps({"name": repo, "tags": page}).encode(), headers)
+
+    def _manifest(self, repo: str, ref: str) -> None:
+        if self.command == "PUT":
+            body = self._body()
+            media = self.headers.get("Content-Type", "")
+            digest = digest_of(body)
+            self.state.manifests[(repo, ref)] = (media, body)
+            self.state.manifests[(repo, digest)] = (media, body)
+            self._send(201, headers={"Docker-Content-Digest": digest})
+            return
+        found = self.state.manifests.get((repo, ref))
+        if found is None:
+            self._send(404)
+            return
+        media, body = found
+        claimed = "sha256:" + "0" * 64 if self.state.faults.wrong_digest_header else digest_of(body)
+        self._send(200, body, {"Content-Type": media, "Docker-Content-Digest": claimed})
+
+    def _blob(self, digest: str) -> None:
+        data = self.state.blobs.get(digest)
+        if data is None:
+            self._send(404)
+        else:
+            self._send(200, data, {"Docker-Content-Digest": digest})
+
+    def _upload(self, repo: str, session: str, query: dict[str, list[str]]) -> None:
+        if self.command == "POST":
+            sid = uuid.uuid4().hex
+            self.state.uploads[sid] = bytearray()
+            self._send(202, headers={"Location": f"/v2/{repo}/blobs/uploads/{sid}"})
+            return
+        buf = self.state.uploads.get(session)
+        if buf is None:
+            self._body()
+            self._send(404)
+            return
+        if self.command == "PATCH":
+            faults = self.state.faults
+            if faults.drop_patches > 0:
+                faults.drop_patches -= 1
+                self.close_connection = True
+                self.connection.close()
+                return
+            buf.extend(self._body())
+            self.state.patches += 1
+            expire = faults.expire_token_after_patches
+            if expire is not None and faults.expirations > 0 and self.state.patches % expire == 0:
+                faults.expirations -= 1
+                self.state.tokens.clear()  # every token issued so far has now expired
+            self._send(202, headers={"Location": f"/v2/{repo}/blobs/uploads/{session}"})
+            return
+        if self.command == "PUT":
+            buf.extend(self._body())
+            want = query.get("digest", [""])[0]
+            if digest_of(bytes(buf)) != want:
+                self._send(400, b'{"errors":[{"code":"DIGEST_INVALID"}]}')
+                return
+            self.state.blobs[want] = bytes(buf)
+            del self.state.uploads[session]
+            self._send(201, headers={"Docker-Content-Digest": want})
+            return
+        self._send(405)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, state: State) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.state = state
+
+
+@contextmanager
+def fake_registry(state: State | None = None) -> Iterator[tuple[str, State]]:
+    """``host:port`` of a running fake, and its state to arrange and inspect."""
+    st = state or State()
+    server = _Server(st)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", st
+    finally:
+        server.shutdown()
+        server.server_close()

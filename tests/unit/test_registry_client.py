@@ -1,0 +1,198 @@
+"""The registry client against an in-process fake registry (no Docker): paging, the token flow
+and its failures, uploads that break or outlive their token, retries, digest checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xpu_release.credentials import Credentials
+from xpu_release.endpoints import Endpoint
+from xpu_release.errors import PublishError, RegistryAuthError
+from xpu_release.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
+
+from .fake_registry import Faults, State, digest_of, fake_registry
+
+REPO = "ns/image"
+FAST = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, timeout=10.0)
+
+
+def client_for(host: str, state: State, password: str | None = None) -> RegistryClient:
+    ep = Endpoint(registry="public", role="public", region=None, host=host, namespace="ns", insecure=True)
+    creds = Credentials(username=state.username, password=password or state.password)
+    return RegistryClient(ep, creds, FAST)
+
+
+@pytest.fixture
+def registry() -> Iterator[tuple[str, State]]:
+    with fake_registry() as running:
+        yield running
+
+
+def manifest(n: int) -> Manifest:
+    body = json.dumps({"schemaVersion": 2, "n": n}).encode()
+    return Manifest(
+        digest=sha256_digest(body), media_type="application/vnd.oci.image.manifest.v1+json", body=body
+    )
+
+
+def blob_file(tmp_path: Path, size: int) -> tuple[Path, str]:
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    return path, digest_of(data)
+
+
+# --- tags -------------------------------------------------------------------------------------
+
+
+def test_tags_follow_link_paging_to_the_last_page(registry: tuple[str, State]) -> None:
+    host, state = registry
+    state.faults = Faults(page_size=40)
+    client = client_for(host, state)
+    names = [f"25.{i:03d}" for i in range(130)]
+    for i, tag in enumerate(names):
+        client.put_manifest(REPO, tag, manifest(i))
+
+    tags = client.tags(REPO)
+
+    assert tags == names
+    assert sum(1 for r in state.requests if r.endswith("/tags/list")) >= 4  # 40 + 40 + 40 + 10
+
+
+def test_tags_of_a_repository_that_does_not_exist_are_none(registry: tuple[str, State]) -> None:
+    host, state = registry
+
+    assert client_for(host, state).tags("ns/nothing") == []
+
+
+# --- the token flow ---------------------------------------------------------------------------
+
+
+def test_a_bearer_challenge_earns_a_token_with_our_credentials(registry: tuple[str, State]) -> None:
+    host, state = registry
+    client = client_for(host, state)
+
+    client.put_manifest(REPO, "1.0", manifest(1))
+
+    assert client.head_manifest(REPO, "1.0") == manifest(1).digest
+    assert state.token_requests >= 1
+
+
+def test_wrong_credentials_are_refused_and_never_printed(registry: tuple[str, State]) -> None:
+    host, state = registry
+    client = client_for(host, state, password="not-it-4f9a1c")
+
+    with pytest.raises(RegistryAuthError) as info:
+        client.ping()
+
+    assert "refused our credentials (401)" in info.value.message
+    assert "not-it-4f9a1c" not in info.value.message
+
+
+def test_a_token_realm_that_is_not_https_gets_no_credentials(registry: tuple[str, State]) -> None:
+    host, state = registry
+    state.faults = Faults(realm="http://tokens.example.invalid/token")
+    client = client_for(host, state)
+
+    with pytest.raises(RegistryAuthError) as info:
+        client.ping()
+
+    assert "credentials go to an https realm only" in info.value.message
+    assert state.token_requests == 0
+
+
+# --- uploads ----------------------------------------------------------------------------------
+
+
+def test_a_token_that_expires_during_a_chunked_upload_is_renewed_once(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    host, state = registry
+    state.faults = Faults(expire_token_after_patches=2, expirations=1)
+    client = client_for(host, state)
+    path, digest = blob_file(tmp_path, 5000)
+
+    client.upload_blob(REPO, digest, path, chunk_size=1000)
+
+    assert state.blobs[digest] == path.read_bytes()
+    assert state.token_requests == 2  # the first token, and its one renewal
+
+
+def test_a_token_that_keeps_expiring_ends_the_upload_with_the_auth_exit_code(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    host, state = registry
+    state.faults = Faults(expire_token_after_patches=1, expirations=10)
+    client = client_for(host, state)
+    path, digest = blob_file(tmp_path, 5000)
+
+    with pytest.raises(RegistryAuthError) as info:
+        client.upload_blob(REPO, digest, path, chunk_size=1000)
+
+    assert info.value.exit_code == 8
+    assert digest not in state.blobs
+
+
+def test_an_upload_whose_connection_drops_restarts_from_a_fresh_session(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    host, state = registry
+    state.faults = Faults(drop_patches=1)
+    client = client_for(host, state)
+    path, digest = blob_file(tmp_path, 3000)
+
+    client.upload_blob(REPO, digest, path, chunk_size=1000)
+
+    assert state.blobs[digest] == path.read_bytes()
+    assert client.stats["retries"] == 1
+    assert sum(1 for r in state.requests if r.startswith("POST")) == 2
+
+
+def test_a_monolithic_upload_round_trips(registry: tuple[str, State], tmp_path: Path) -> None:
+    host, state = registry
+    client = client_for(host, state)
+    path, digest = blob_file(tmp_path, 10_000)
+
+    client.upload_blob(REPO, digest, path)
+
+    assert client.blob_size(REPO, digest) == 10_000
+    assert client.blob_bytes(REPO, digest, limit=1 << 20) == path.read_bytes()
+
+
+# --- retries and digests ---------------------------------------------------------------------
+
+
+def test_a_busy_registry_is_retried(registry: tuple[str, State]) -> None:
+    host, state = registry
+    state.faults = Faults(unavailable=2)
+    client = client_for(host, state)
+
+    client.ping()
+
+    assert client.stats["retries"] == 2
+
+
+def test_a_registry_that_stays_busy_fails_after_the_attempts_allowed(registry: tuple[str, State]) -> None:
+    host, state = registry
+    state.faults = Faults(unavailable=50)
+
+    with pytest.raises(PublishError) as info:
+        client_for(host, state).ping()
+
+    assert "answered 503" in info.value.message
+
+
+def test_a_manifest_whose_claimed_digest_is_wrong_is_refused(registry: tuple[str, State]) -> None:
+    host, state = registry
+    client = client_for(host, state)
+    client.put_manifest(REPO, "1.0", manifest(1))
+    state.faults = Faults(wrong_digest_header=True)
+
+    with pytest.raises(PublishError) as info:
+        client.get_manifest(REPO, "1.0")
+
+    assert "claims sha256:000" in info.value.message
