@@ -1,5 +1,6 @@
 """``publish``: put the tested image into the public registry and every VPC region, and prove
-that each endpoint serves exactly that digest.
+that each endpoint serves exactly that digest. (What endpoints serve now, asked read-only, is
+``serving.py``: status, the catalog, build avoidance.)
 
 Push once through the engine to the first endpoint, then copy registry to registry by digest
 (blobs already present are skipped, blobs in the same registry are mounted, regions run in
@@ -9,7 +10,6 @@ only after every endpoint is verified. Every run writes a release record.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +31,9 @@ from .push import layer_mismatch, push_image
 from .record import EndpointRecord, ReleaseRecord, Status
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .secrets import redact
+from .serving import EndpointPool
 from .smoke import require_tested
-from .store import holds, remember_config
+from .store import holds
 
 Sink = Callable[[str], None]
 
@@ -98,22 +99,15 @@ class Publisher:
         self.options = options
         self.on_line = on_line
         self.spool = _BlobSpool(on_line)
-        self._clients: dict[str, RegistryClient] = {}
+        self.pool = EndpointPool(spec, registries, credentials, options.retry, on_line)
         self._identity: dict[str, str | None] = {}  # manifest digest → why it is not ours
         self._diff_ids: list[str] | None = None
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
-        """One client per endpoint for the whole run, so its report counts every retry; a
-        ``fresh`` one for work shared across threads (downloads from the source)."""
-        if fresh or ep.name not in self._clients:
-            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.options.retry, self.on_line)
-            if fresh:
-                return made
-            self._clients[ep.name] = made
-        return self._clients[ep.name]
+        return self.pool.client(ep, fresh=fresh)
 
     def repo(self, ep: Endpoint) -> str:
-        return ep.repository(self.spec.image)
+        return self.pool.repo(ep)
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -373,99 +367,3 @@ def failure_report(record: ReleaseRecord) -> str:
         lines.append(f"  {e.endpoint:<22} {e.status:<10} {e.error or e.digest or ''}")
     lines.append("no floating tag was moved")
     return "\n".join(lines)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Published:
-    """An image an endpoint already serves at the version tag, made from the same inputs."""
-
-    endpoint: Endpoint
-    ref: str  # host/namespace/image@sha256:… (the manifest digest)
-    image_id: str  # its config digest
-
-
-def find_published(
-    spec: ImageSpec, registries: Registries, credentials: CredentialStore, inputs: str
-) -> Published | None:
-    """The first endpoint (public first) whose version tag serves an image whose config carries
-    ``inputs`` as its inputs hash: that image can be pulled instead of built (build avoidance).
-    Unreachable endpoints are passed over; a different image at the tag is left to publish's
-    immutability check."""
-    publisher = _reader(spec, registries, credentials)
-    for t in publisher.plan.targets:
-        client = publisher.client(t.endpoint)
-        repo = publisher.repo(t.endpoint)
-        try:
-            manifest = client.get_manifest(repo, spec.version)
-            if manifest is None or not manifest.config_digest:
-                continue
-            raw = client.blob_bytes(repo, manifest.config_digest)
-            config = json.loads(raw)
-        except (ReleaseError, ValueError):
-            continue
-        labels = (config.get("config") or {}).get("Labels") or {}
-        if labels.get(INPUTS_LABEL) == inputs:
-            remember_config(raw)  # a push to another endpoint needs its exact bytes
-            return Published(
-                endpoint=t.endpoint,
-                ref=f"{t.endpoint.prefix}/{spec.image}@{manifest.digest}",
-                image_id=manifest.config_digest,
-            )
-    return None
-
-
-def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> Publisher:
-    """A publisher that only asks (no engine, few retries): for ``status`` and ``catalog``."""
-    return Publisher(
-        spec, registries, None, credentials, Options(retry=RetryPolicy(attempts=2)), lambda _: None
-    )
-
-
-def status(
-    spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
-) -> list[dict[str, str | bool | None]]:
-    """What each endpoint serves now for the version and floating tags, against the record."""
-    publisher = _reader(spec, registries, credentials)
-    rows: list[dict[str, str | bool | None]] = []
-    for t in publisher.plan.targets:
-        client = publisher.client(t.endpoint)
-        for tag, ref in (
-            (spec.version, t.version_ref),
-            *zip(spec.floating_tags, t.floating_refs, strict=True),
-        ):
-            try:
-                served = client.head_manifest(publisher.repo(t.endpoint), tag)
-                error, kind = None, None
-            except RegistryAuthError as exc:
-                served, error, kind = None, exc.message, "auth"
-            except ReleaseError as exc:
-                served, error, kind = None, exc.message, "unreachable"
-            expected = record.digest if record else None
-            rows.append(
-                {
-                    "endpoint": t.endpoint.name,
-                    "ref": ref,
-                    "serves": served,
-                    "expected": expected,
-                    "matches": served is not None and served == expected,
-                    "error": error,
-                    "error_kind": kind,
-                }
-            )
-    return rows
-
-
-def catalog(
-    spec: ImageSpec, registries: Registries, credentials: CredentialStore
-) -> dict[str, dict[str, str | None]]:
-    """Every tag of the image's repository, per endpoint, with the digest it serves now."""
-    publisher = _reader(spec, registries, credentials)
-    out: dict[str, dict[str, str | None]] = {}
-    for t in publisher.plan.targets:
-        client = publisher.client(t.endpoint)
-        repo = publisher.repo(t.endpoint)
-        try:
-            out[t.endpoint.name] = {tag: client.head_manifest(repo, tag) for tag in sorted(client.tags(repo))}
-        except ReleaseError as exc:
-            out[t.endpoint.name] = {"(unreachable)": exc.message}
-    return out

@@ -26,8 +26,9 @@ from .manifest import ImageSpec, Repo
 from .notes import notes_path, render_notes
 from .plan import make_plan
 from .preflight import preflight, verdict
-from .publish import Options, failure_report, find_published, publish, status
+from .publish import Options, failure_report, publish
 from .render import require_current
+from .serving import find_published, status
 from .smoke import already_tested, smoke_test
 from .verify import verify
 
@@ -235,12 +236,10 @@ class Release:
         # Floating tags are held to the release only where it moved them: with a newer version
         # published, they stay on that one.
         moved = set(record.floating_moved)
-        rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}") or r["ref"] in moved]
-        wrong = [r for r in rows if not r["matches"]]
+        rows = [r for r in rows if r.tag == spec.version or r.ref in moved]
+        wrong = [r for r in rows if not r.matches]
         if wrong:
-            listing = "\n".join(
-                f"  {r['ref']}: serves {r['serves'] or r['error'] or 'nothing'}" for r in wrong
-            )
+            listing = "\n".join(f"  {r.ref}: serves {r.serves or r.error or 'nothing'}" for r in wrong)
             msg = f"after publishing, not every endpoint serves {record.digest}:\n{listing}"
             raise PublishError(msg)
         # Every blob of the manifest exists at every endpoint with its size (`verify --deep`

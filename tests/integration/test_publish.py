@@ -390,8 +390,9 @@ def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, n
 
     assert result.returncode == 0, result.stderr
     catalog = json.loads(result.stdout)
-    assert set(catalog) == {"public", "vpc/cn-beijing", "vpc/cn-wulanchabu", "vpc/cn-shanghai"}
-    assert all(tags == {"1.0": digest, "latest": digest} for tags in catalog.values())
+    assert set(catalog["endpoints"]) == {"public", "vpc/cn-beijing", "vpc/cn-wulanchabu", "vpc/cn-shanghai"}
+    assert all(tags == {"1.0": digest, "latest": digest} for tags in catalog["endpoints"].values())
+    assert catalog["errors"] == {}
 
 
 def test_a_region_unreachable_during_the_check_is_still_held_to_immutability(

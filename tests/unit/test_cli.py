@@ -313,6 +313,45 @@ def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) ->
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
 
 
+def test_a_catalog_reports_an_endpoint_that_does_not_answer_as_an_error_never_as_a_tag(
+    repo: Path, tmp_path: Path
+) -> None:
+    override = tmp_path / "nowhere.yaml"
+    override.write_text(
+        "registries:\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(
+        repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03", "--catalog", "--json"
+    )
+
+    assert result.exit_code == 10
+    catalog = json.loads(result.stdout)
+    assert catalog["endpoints"] == {}
+    assert set(catalog["errors"]) == {"public", "vpc/cn-beijing"}
+    assert all(e["kind"] == "unreachable" for e in catalog["errors"].values())
+    assert "(unreachable)" not in result.stdout
+
+
+def test_status_json_rows_are_typed_and_name_their_tag(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "nowhere.yaml"
+    override.write_text(
+        "registries:\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03", "--json")
+
+    rows = json.loads(result.stdout)["endpoints"]
+    assert {(r["endpoint"], r["tag"]) for r in rows} == {
+        ("public", "25.03"), ("public", "latest"), ("vpc/cn-beijing", "25.03"), ("vpc/cn-beijing", "latest"),
+    }  # fmt: skip
+    assert all(r["matches"] is False and r["error_kind"] == "unreachable" for r in rows)
+
+
 @pytest.mark.parametrize(
     ("content", "why"),
     [

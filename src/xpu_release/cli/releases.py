@@ -153,52 +153,66 @@ def status(
 ) -> None:
     """What every endpoint serves now for NAME:VERSION, against its release record."""
     from .. import record as records
-    from ..errors import PublishError, RegistryAuthError, StackError
-    from ..publish import catalog as tag_catalog
-    from ..publish import status as endpoint_status
+    from ..errors import PublishError
+    from ..serving import catalog as tag_catalog
+    from ..serving import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
+    creds = _credentials(username, password_stdin, state.registries())
     if catalog:
-        tags = tag_catalog(
-            spec, state.registries(), _credentials(username, password_stdin, state.registries())
-        )
+        entries = tag_catalog(spec, state.registries(), creds)
         if as_json:
-            _emit_json(tags)
-            return
-        for endpoint, entries in tags.items():
-            click.echo(endpoint)
-            for tag, digest in entries.items():
-                click.echo(f"  {tag:<16} {digest}")
+            _emit_json(
+                {
+                    "endpoints": {e.endpoint: dict(e.tags) for e in entries if e.error is None},
+                    "errors": {
+                        e.endpoint: {"error": e.error, "kind": e.error_kind} for e in entries if e.error
+                    },
+                }
+            )
+        else:
+            for e in entries:
+                click.echo(
+                    e.endpoint
+                    if e.error is None
+                    else f"{e.endpoint}: {'AUTH' if e.error_kind == 'auth' else 'DOWN'} {e.error}"[:100]
+                )
+                for tag, digest in e.tags:
+                    click.echo(f"  {tag:<16} {digest}")
+        _raise_for_errors([(e.endpoint, e.error, e.error_kind) for e in entries])
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read(path) if path.is_file() else None
-    rows = endpoint_status(
-        spec, state.registries(), _credentials(username, password_stdin, state.registries()), record
-    )
+    rows = endpoint_status(spec, state.registries(), creds, record)
     if as_json:
-        _emit_json({"record": str(path) if record else None, "endpoints": rows})
+        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
     else:
         click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} serves")
         for r in rows:
-            mark = "ok" if r["matches"] else ("-" if record is None else "DIFFERS")
-            if r["error"]:
-                mark = "AUTH" if r["error_kind"] == "auth" else "DOWN"
-            tag = str(r["ref"]).rpartition(":")[2]
-            served = str(r["serves"] or r["error"] or "absent")
-            click.echo(f"{r['endpoint']:<18} {mark:<8} {tag:<14} {served}"[:100])
-    refused = [r for r in rows if r["error_kind"] == "auth"]
-    down = [r for r in rows if r["error_kind"] == "unreachable"]
-    if refused:
-        msg = f"{refused[0]['endpoint']} refused our credentials: {refused[0]['error']}"
-        raise RegistryAuthError(msg)
-    if down:
-        names = ", ".join(sorted({str(r["endpoint"]) for r in down}))
-        msg = f"unreachable: {names}: {down[0]['error']}"
-        raise StackError(msg)
-    version_rows = [r for r in rows if str(r["ref"]).endswith(f":{spec.version}")]
-    if record is not None and not all(r["matches"] for r in version_rows):
+            mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
+            if r.error:
+                mark = "AUTH" if r.error_kind == "auth" else "DOWN"
+            click.echo(f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {r.serves or r.error or 'absent'}"[:100])
+    _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
+    version_rows = [r for r in rows if r.tag == spec.version]
+    if record is not None and not all(r.matches for r in version_rows):
         msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
         raise PublishError(msg)
+
+
+def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
+    """Exit 8 if an endpoint refused our credentials, else 10 if one did not answer."""
+    from ..errors import RegistryAuthError, StackError
+
+    refused = [(ep, err) for ep, err, kind in found if kind == "auth"]
+    down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
+    if refused:
+        msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
+        raise RegistryAuthError(msg)
+    if down:
+        names = ", ".join(sorted({ep for ep, _ in down}))
+        msg = f"unreachable: {names}: {down[0][1]}"
+        raise StackError(msg)
 
 
 @cli.command()

@@ -1,0 +1,180 @@
+"""What the endpoints serve: the endpoint pool, and the read-only questions asked through it.
+
+The pool holds one registry client per endpoint of a release (publish shares it, so a run's
+report counts every retry). On top of it: ``status`` (typed rows: what each version and floating
+tag serves against the record), ``catalog`` (every tag per endpoint; an endpoint that does not
+answer is reported as such, never as a tag), and ``find_published`` (build avoidance).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .build import INPUTS_LABEL
+from .credentials import CredentialStore
+from .endpoints import Endpoint, Registries
+from .errors import RegistryAuthError, ReleaseError
+from .manifest import ImageSpec
+from .plan import Plan, make_plan
+from .record import ReleaseRecord
+from .registry import RegistryClient, RetryPolicy
+from .store import remember_config
+
+Sink = Callable[[str], None]
+ErrorKind = Literal["auth", "unreachable"]
+
+
+class EndpointPool:
+    """The endpoints of one release, each with one client for the whole run."""
+
+    def __init__(
+        self,
+        spec: ImageSpec,
+        registries: Registries,
+        credentials: CredentialStore,
+        retry: RetryPolicy | None = None,
+        on_line: Sink = lambda _: None,
+    ) -> None:
+        self.spec = spec
+        self.plan: Plan = make_plan(spec, registries)
+        self.credentials = credentials
+        self.retry = retry or RetryPolicy()
+        self.on_line = on_line
+        self._clients: dict[str, RegistryClient] = {}
+
+    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
+        """The endpoint's client; a ``fresh`` one for work shared across threads."""
+        if fresh or ep.name not in self._clients:
+            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
+            if fresh:
+                return made
+            self._clients[ep.name] = made
+        return self._clients[ep.name]
+
+    def repo(self, ep: Endpoint) -> str:
+        return ep.repository(self.spec.image)
+
+
+def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> EndpointPool:
+    """A pool that only asks (few retries): for status, the catalog and build avoidance."""
+    return EndpointPool(spec, registries, credentials, RetryPolicy(attempts=2))
+
+
+def _kind(exc: ReleaseError) -> ErrorKind:
+    return "auth" if isinstance(exc, RegistryAuthError) else "unreachable"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusRow:
+    """What one ref (an endpoint's version or floating tag) serves now."""
+
+    endpoint: str
+    ref: str
+    tag: str
+    serves: str | None  # the manifest digest; None: absent, or the endpoint did not answer
+    expected: str | None  # the digest the release record says (None: no record)
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+
+    @property
+    def matches(self) -> bool:
+        return self.serves is not None and self.serves == self.expected
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint, "ref": self.ref, "tag": self.tag, "serves": self.serves,
+            "expected": self.expected, "matches": self.matches, "error": self.error,
+            "error_kind": self.error_kind,
+        }  # fmt: skip
+
+
+def status(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
+) -> list[StatusRow]:
+    """What each endpoint serves now for the version and floating tags, against the record."""
+    pool = _reader(spec, registries, credentials)
+    rows: list[StatusRow] = []
+    expected = record.digest if record else None
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        for tag, ref in (
+            (spec.version, t.version_ref),
+            *zip(spec.floating_tags, t.floating_refs, strict=True),
+        ):
+            try:
+                served = client.head_manifest(pool.repo(t.endpoint), tag)
+            except ReleaseError as exc:
+                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
+                                error=exc.message, error_kind=_kind(exc))  # fmt: skip
+            else:
+                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected)
+            rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogEntry:
+    """Every tag of the image's repository at one endpoint, with the digest each serves; or why
+    the endpoint did not say."""
+
+    endpoint: str
+    tags: tuple[tuple[str, str | None], ...] = ()
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+
+
+def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> list[CatalogEntry]:
+    pool = _reader(spec, registries, credentials)
+    out: list[CatalogEntry] = []
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        repo = pool.repo(t.endpoint)
+        try:
+            tags = tuple((tag, client.head_manifest(repo, tag)) for tag in sorted(client.tags(repo)))
+        except ReleaseError as exc:
+            out.append(CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc)))
+        else:
+            out.append(CatalogEntry(endpoint=t.endpoint.name, tags=tags))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Published:
+    """An image an endpoint already serves at the version tag, made from the same inputs."""
+
+    endpoint: Endpoint
+    ref: str  # host/namespace/image@sha256:… (the manifest digest)
+    image_id: str  # its config digest
+
+
+def find_published(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore, inputs: str
+) -> Published | None:
+    """The first endpoint (public first) whose version tag serves an image whose config carries
+    ``inputs`` as its inputs hash: that image can be pulled instead of built (build avoidance).
+    Unreachable endpoints are passed over; a different image at the tag is left to publish's
+    immutability check."""
+    pool = _reader(spec, registries, credentials)
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        repo = pool.repo(t.endpoint)
+        try:
+            manifest = client.get_manifest(repo, spec.version)
+            if manifest is None or not manifest.config_digest:
+                continue
+            raw = client.blob_bytes(repo, manifest.config_digest)
+            config = json.loads(raw)
+        except (ReleaseError, ValueError):
+            continue
+        labels = (config.get("config") or {}).get("Labels") or {}
+        if labels.get(INPUTS_LABEL) == inputs:
+            remember_config(raw)  # a push to another endpoint needs its exact bytes
+            return Published(
+                endpoint=t.endpoint,
+                ref=f"{t.endpoint.prefix}/{spec.image}@{manifest.digest}",
+                image_id=manifest.config_digest,
+            )
+    return None
