@@ -297,13 +297,19 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(repo: Path, comm
     assert err == ""
 
 
-def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) -> None:
+def nowhere(tmp_path: Path) -> Path:
+    """A registries override whose every endpoint is a closed port on loopback."""
     override = tmp_path / "nowhere.yaml"
     override.write_text(
         "registries:\n"
         "  public: {host: '127.0.0.1:1', insecure: true}\n"
         "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
     )
+    return override
+
+
+def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) -> None:
+    override = nowhere(tmp_path)
 
     result = run(repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03")
 
@@ -316,12 +322,7 @@ def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) ->
 def test_a_catalog_reports_an_endpoint_that_does_not_answer_as_an_error_never_as_a_tag(
     repo: Path, tmp_path: Path
 ) -> None:
-    override = tmp_path / "nowhere.yaml"
-    override.write_text(
-        "registries:\n"
-        "  public: {host: '127.0.0.1:1', insecure: true}\n"
-        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
-    )
+    override = nowhere(tmp_path)
 
     result = run(
         repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03", "--catalog", "--json"
@@ -336,12 +337,7 @@ def test_a_catalog_reports_an_endpoint_that_does_not_answer_as_an_error_never_as
 
 
 def test_status_json_rows_are_typed_and_name_their_tag(repo: Path, tmp_path: Path) -> None:
-    override = tmp_path / "nowhere.yaml"
-    override.write_text(
-        "registries:\n"
-        "  public: {host: '127.0.0.1:1', insecure: true}\n"
-        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
-    )
+    override = nowhere(tmp_path)
 
     result = run(repo, "--registries", str(override), "status", "training-cpu-pytorch:25.03", "--json")
 
