@@ -22,6 +22,14 @@ def current_digest(spec: ImageSpec, registries: Registries, credentials: Credent
     return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
 
 
+def pull_auth(spec: ImageSpec, registries: Registries) -> dict[str, str] | None:
+    """The engine's credentials for the base's registry (a family release's public endpoint
+    may need them), from the environment or the docker config; None for an open registry."""
+    hub = registries.endpoint(spec.base.registry)
+    creds = CredentialStore().for_host(hub.host)
+    return creds.docker_auth() if creds else None
+
+
 def pinned_ref(spec: ImageSpec, registries: Registries, lock: Lock) -> str:
     """``host/namespace/repository@sha256:…``: the base as every build names it (a lock always
     pins one: ``Lock.parse`` refuses a lock without it)."""
@@ -29,13 +37,39 @@ def pinned_ref(spec: ImageSpec, registries: Registries, lock: Lock) -> str:
     return f"{hub.prefix}/{spec.base.repository}@{lock.base_digest}"
 
 
-def ensure(engine: Engine, ref: str, on_line: LineSink) -> int:
+# What the base interpreter has installed: every distribution, by name and version.
+_DISTRIBUTIONS = """
+import importlib.metadata as m, json
+seen = {}
+for d in m.distributions():
+    name = d.metadata["Name"]
+    if name and name.lower() not in seen:
+        seen[name.lower()] = (name, d.version)
+print(json.dumps(sorted(seen.values())))
+"""
+
+
+def provided(engine: Engine, ref: str, python: str) -> tuple[tuple[str, str], ...]:
+    """The Python distributions the pinned base provides, asked of its own interpreter in a
+    throwaway container with no network: facts of the lock."""
+    import json
+
+    out = engine.output(ref, [python, "-c", _DISTRIBUTIONS], purpose="lock")
+    try:
+        pairs = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        msg = f"the base {ref} did not list its Python distributions with {python}: {out[-300:]!r}"
+        raise ReleaseError(msg) from None
+    return tuple((str(n), str(v)) for n, v in pairs)
+
+
+def ensure(engine: Engine, ref: str, on_line: LineSink, auth: dict[str, str] | None = None) -> int:
     """Pull the pinned base if the engine lacks it; return how many layers it has."""
     info = engine.image(ref)
     if info is None:
         on_line(f"pulling base image {ref}")
         try:
-            engine.pull(ref)
+            engine.pull(ref, auth)
         except ReleaseError as exc:
             msg = (
                 f"the pinned base {ref} cannot be pulled ({exc.message.splitlines()[0]}). If its "

@@ -83,6 +83,7 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) 
         shutil.rmtree(ctx)
     ctx.mkdir(parents=True)
     (ctx / "Dockerfile").write_text(dockerfile, encoding="utf-8")
+    (ctx / "pip-constraints.txt").write_text(lock.constraints(), encoding="utf-8")
     for layer in lock.layers:
         folder = ctx / "wheels" / layer.component
         folder.mkdir(parents=True)
@@ -136,7 +137,7 @@ def build_image(
         )
 
     base_ref = baseimage.pinned_ref(spec, registries, lock)
-    base_layers = baseimage.ensure(engine, base_ref, on_line)
+    base_layers = baseimage.ensure(engine, base_ref, on_line, baseimage.pull_auth(spec, registries))
     context = _assemble_context(root, spec, rendered.text, lock)
     epoch = source_date_epoch(spec)
     # Nothing of the build's time or place: no clock, no git revision or remote, no host name.

@@ -289,6 +289,27 @@ class Engine:
             if os.environ.get(KEEP_ENV) != "1":
                 self.remove_container(name)
 
+    def output(self, image: str, argv: list[str], *, purpose: str) -> str:
+        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
+        from docker.errors import ContainerError
+
+        try:
+            out = self.client.containers.run(
+                image,
+                command=argv,
+                entrypoint=[],
+                network_mode="none",
+                labels={CONTAINER_LABEL: purpose},
+                remove=True,
+                stdout=True,
+                stderr=False,
+            )
+        except ContainerError as exc:
+            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
+            msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
+            raise BuildFailed(msg) from None
+        return out.decode() if isinstance(out, bytes) else str(out)
+
     def remove_container(self, name: str) -> None:
         from docker.errors import NotFound
 

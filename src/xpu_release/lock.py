@@ -58,6 +58,16 @@ class Lock:
     # The base image the lock was made against, ``repository:tag@sha256:…``: the build uses this
     # digest, never the tag, and it is one of the image's inputs.
     base: str = ""
+    # Every Python distribution the base provides, (name, version): constraints of the
+    # resolution (no layer installs another version) and of the image (PIP_CONSTRAINT).
+    provided: tuple[tuple[str, str], ...] = ()
+
+    def constraints(self) -> str:
+        """The image's pip constraints: every provided and every installed distribution."""
+        pins = dict((canonical_name(n), f"{n}=={v}") for n, v in self.provided)
+        for layer in self.layers:
+            pins.update((canonical_name(p.name), f"{p.name}=={p.version}") for p in layer.packages)
+        return "".join(line + "\n" for _, line in sorted(pins.items()))
 
     @property
     def base_digest(self) -> str:
@@ -72,6 +82,7 @@ class Lock:
             f"# pins-sha256: {self.pins_sha256}",
             f"# python: {TARGET_PYTHON}, binary wheels only",
             f"# base: {self.base}",
+            *(f"# provided: {n}=={v}" for n, v in self.provided),
         ]
         for layer in self.layers:
             out += ["", f"# layer {layer.component}: {layer.pin}"]
@@ -83,6 +94,7 @@ class Lock:
     def parse(cls, text: str, where: str) -> Lock:
         pins_sha = ""
         base = ""
+        provided: list[tuple[str, str]] = []
         layers: list[Layer] = []
         current: tuple[str, str] | None = None
         packages: list[Locked] = []
@@ -96,6 +108,12 @@ class Lock:
                 if not BASE_PIN.fullmatch(base):
                     msg = f"{where}:{n}: the base must be pinned as repository:tag@sha256:<64 hex>"
                     raise LockError(msg)
+            elif line.startswith("# provided: "):
+                name, sep, version = line[len("# provided: ") :].strip().partition("==")
+                if not sep or not name or not version:
+                    msg = f"{where}:{n}: a provided distribution is written name==version"
+                    raise LockError(msg)
+                provided.append((name, version))
             elif line.startswith("# layer "):
                 if current:
                     layers.append(Layer(component=current[0], pin=current[1], packages=tuple(packages)))
@@ -115,7 +133,7 @@ class Lock:
         if not pins_sha or not base:
             msg = f"{where}: incomplete lock (no pins hash or no base digest); run `xpu-release lock`"
             raise LockError(msg)
-        return cls(pins_sha256=pins_sha, layers=tuple(layers), base=base)
+        return cls(pins_sha256=pins_sha, layers=tuple(layers), base=base, provided=tuple(provided))
 
 
 def lock_path(root: Path, spec: ImageSpec) -> Path:
@@ -133,7 +151,7 @@ def pins_sha256(spec: ImageSpec) -> str:
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
-def _check_index(spec: ImageSpec) -> None:
+def check_index(spec: ImageSpec) -> None:
     """Fail fast, naming the index, when the manifest's index cannot be reached."""
     if not spec.pip_index_url:
         return
@@ -152,17 +170,39 @@ def _check_index(spec: ImageSpec) -> None:
         raise LockError(msg) from None
 
 
-def _pip_report(spec: ImageSpec, workdir: Path) -> dict[str, Any]:
+def _stub_environment(workdir: Path, provided: tuple[tuple[str, str], ...]) -> Path:
+    """A Python environment without pip that looks, to pip, as if the base's distributions were
+    installed: resolving against it installs nothing the base provides. Its interpreter."""
+    env = workdir / "base-env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    site = env / "lib" / f"python{TARGET_PYTHON}" / "site-packages"
+    for name, version in provided:
+        info = site / f"{re.sub(r'[^A-Za-z0-9.]+', '_', name)}-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "INSTALLER").write_text("xpu-release lock (stands for the base image)\n")
+    return env / "bin" / "python"
+
+
+def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     reqs = workdir / "pins.txt"
     reqs.write_text("".join(c.pin + "\n" for c in spec.of_kind("pip")))
     report = workdir / "report.json"
+    if provided:
+        # The base's distributions are installed (in a stand-in environment) and pinned by
+        # constraints: a layer may use them, never install another version of them.
+        constraints = workdir / "provided.txt"
+        constraints.write_text("".join(f"{n}=={v}\n" for n, v in provided))
+        against = ["--python", str(_stub_environment(workdir, provided)), "-c", str(constraints)]
+    else:
+        against = ["--ignore-installed"]
     cmd = [
         sys.executable,
         "-m",
         "pip",
         "install",
         "--dry-run",
-        "--ignore-installed",
+        *against,
         "--only-binary=:all:",
         "--disable-pip-version-check",
         "--quiet",
@@ -184,7 +224,17 @@ def _pip_report(spec: ImageSpec, workdir: Path) -> dict[str, Any]:
         explanation = "\n".join(
             line for line in proc.stderr.splitlines() if not line.startswith("WARNING: Location")
         ).strip()
-        msg = f"pip cannot resolve the pins of {spec.ref} ({spec.manifest_path}):\n{explanation}"
+        against_base = ""
+        if provided:
+            sacred = ", ".join(
+                f"{n}=={v}" for n, v in provided if canonical_name(n) in spec.base_provides
+            ) or (f"{len(provided)} distributions")
+            against_base = (
+                f" against what its base provides ({sacred}; every base distribution is a constraint)"
+            )
+        msg = (
+            f"pip cannot resolve the pins of {spec.ref} ({spec.manifest_path}){against_base}:\n{explanation}"
+        )
         raise LockError(msg)
     return json.loads(report.read_text())  # type: ignore[no-any-return]
 
@@ -262,20 +312,43 @@ def pin_base(spec: ImageSpec, digest: str) -> str:
     return f"{spec.base.repository}:{spec.base.tag}@{digest}"
 
 
-def resolve(spec: ImageSpec, base: str = "") -> Lock:
+def resolve(spec: ImageSpec, base: str = "", provided: tuple[tuple[str, str], ...] = ()) -> Lock:
     """Resolve ``spec``'s pins into a lock (network: the configured index or pip's config);
-    ``base`` is the pinned base (``pin_base``) the lock records."""
+    ``base`` is the pinned base (``pin_base``) the lock records, ``provided`` what it has
+    installed: constraints no layer may break, and never installed again."""
+    have = {canonical_name(n) for n, _ in provided}
+    missing = [p for p in spec.base.provides if canonical_name(p) not in have]
+    if base and missing:
+        msg = (
+            f"{spec.manifest_path}: base.provides names {', '.join(missing)}, but the base {base} "
+            f"has no such distribution (it has {len(provided)}); fix base.provides or the base"
+        )
+        raise LockError(msg)
+    versions = {canonical_name(n): v for n, v in provided}
+    carried = spec.component(spec.base.component) if spec.base.component else None
+    if (
+        base
+        and carried
+        and canonical_name(carried.id) in versions
+        and versions[canonical_name(carried.id)] != carried.version
+    ):
+        msg = (
+            f"{spec.manifest_path}: components.{carried.id} says {carried.version}, but the base {base} "
+            f"provides {carried.id} {versions[canonical_name(carried.id)]}; the notes would be wrong"
+        )
+        raise LockError(msg)
     if not spec.of_kind("pip"):
-        return Lock(pins_sha256=pins_sha256(spec), layers=(), base=base)
+        return Lock(pins_sha256=pins_sha256(spec), layers=(), base=base, provided=provided)
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
     if here != TARGET_PYTHON:
         # pip resolves for the interpreter it runs on; the images run Python 3.11.
         msg = f"lock resolves for the images' Python {TARGET_PYTHON}, but runs on Python {here}"
         raise LockError(msg)
-    _check_index(spec)
+    check_index(spec)
     with tempfile.TemporaryDirectory(prefix="xpu-lock-") as tmp:
-        report = _pip_report(spec, Path(tmp))
-    return Lock(pins_sha256=pins_sha256(spec), layers=layers_from_report(spec, report), base=base)
+        report = _pip_report(spec, Path(tmp), provided)
+    layers = layers_from_report(spec, report)
+    return Lock(pins_sha256=pins_sha256(spec), layers=layers, base=base, provided=provided)
 
 
 def load_lock(root: Path, spec: ImageSpec) -> Lock:

@@ -22,7 +22,9 @@ from typing import Any
 from .engine import Engine, LineSink
 from .errors import SmokeTestFailed
 from .fetch import cache_dir
+from .lock import load_lock
 from .manifest import ImageSpec
+from .manifest.model import canonical_name
 
 VENV = "/opt/venv"
 
@@ -36,8 +38,11 @@ class SmokeResult:
     seconds: float
 
 
-def check_spec(spec: ImageSpec, image_id: str) -> dict[str, Any]:
-    """What the generic checks verify, taken from the manifest and nothing else."""
+def check_spec(spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """What the generic checks verify, taken from the manifest and, for what the base provides,
+    from the lock (which asked the pinned base)."""
+    venv = spec.pip_install == "venv"
+    python = f"{VENV}/bin/python" if venv else spec.base.python
     labels = {
         "org.opencontainers.image.title": spec.image,
         "org.opencontainers.image.version": spec.version,
@@ -47,12 +52,21 @@ def check_spec(spec: ImageSpec, image_id: str) -> dict[str, Any]:
     return {
         "ref": spec.ref,
         "image_id": image_id,
-        "python": f"{VENV}/bin/python",
-        "pip_path": f"{VENV}/bin/pip",
+        "python": python,
+        # A venv has its pip; an SDK image's own interpreter may have none (pip checks then skip).
+        "pip_path": f"{VENV}/bin/pip" if venv else None,
         "pip": [
             {"package": c.package, "version": c.version, "import": c.import_name} for c in spec.of_kind("pip")
         ],
-        "env": {**dict(spec.env), "VIRTUAL_ENV": VENV},
+        "env": {
+            **dict(spec.env),
+            **({"VIRTUAL_ENV": VENV} if venv else {}),
+            "PIP_CONSTRAINT": "/etc/xpu-release/pip-constraints.txt",
+        },
+        # Every distribution the base provides (unchanged in the image), and those no layer may
+        # replace (a pip install of another version must fail).
+        "provided": [{"name": n, "version": v} for n, v in provided],
+        "sacred": [{"name": n, "version": v} for n, v in provided if canonical_name(n) in spec.base_provides],
         "files": list(spec.files),
         "tools": list(spec.tools),
         "artifacts": [{"id": c.id, "dest": c.dest} for c in spec.of_kind("artifact") if c.format != "deb"],
@@ -82,7 +96,8 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
     image = engine.require_image(spec.ref)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         spec_file = Path(tmp) / "spec.json"
-        spec_file.write_text(json.dumps(check_spec(spec, image.id), indent=2))
+        provided = load_lock(root, spec).provided
+        spec_file.write_text(json.dumps(check_spec(spec, image.id, provided), indent=2))
         junit = Path(tmp) / "junit.xml"
         # Our own ini file: the repository's pytest settings (plugins the user may not have,
         # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.

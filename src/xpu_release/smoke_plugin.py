@@ -34,6 +34,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "tool": (s["tools"], str),
         "artifact": (s["artifacts"], lambda a: a["id"]),
         "label": (sorted(s["labels"].items()), lambda kv: kv[0]),
+        "provided": (s.get("provided", []), lambda d: d["name"]),
+        "sacred": (s.get("sacred", []), lambda d: d["name"]),
     }
     for name, (values, ident) in table.items():
         if name in metafunc.fixturenames:

@@ -50,7 +50,8 @@ def _changed_files(root: Path, since: str) -> list[str]:
 
 
 def changed_refs(repo: Repo, since: str) -> list[str]:
-    """Every NAME:VERSION whose manifest (or a parent's), template or image files changed."""
+    """Every NAME:VERSION whose manifest (or a parent's), template or image files changed, and
+    every release that builds on one of those (its base is their image): parents first."""
     files = _changed_files(repo.root, since)
     everything = any(f.startswith("templates/") or f == "registries.yaml" for f in files)
     direct: set[str] = set()
@@ -63,12 +64,13 @@ def changed_refs(repo: Repo, since: str) -> list[str]:
                 direct.update(f"{parts[1]}:{v}" for v in repo.versions(parts[1]))
             else:
                 direct.add(f"{parts[1]}:{parts[2]}")
-    out = []
+    touched = set()
     for ref in repo.refs():
         image, version = ref.split(":")
         if everything or ref in direct or _inherits_from(repo, image, version, direct):
-            out.append(ref)
-    return out
+            touched.add(ref)
+    affected = repo.descendants(touched)
+    return [ref for wave in repo.build_order(sorted(affected)) for ref in wave]
 
 
 def _inherits_from(repo: Repo, image: str, version: str, refs: set[str]) -> bool:

@@ -143,6 +143,9 @@ def make_repo(dst: Path, artifact: ArtifactServer) -> Path:
     return dst
 
 
+SDK = "pytorch-cpu-sdk:2.13.0"
+
+
 @pytest.fixture(scope="session")
 def fixture_cli(tmp_path_factory: pytest.TempPathFactory, artifact_server: ArtifactServer) -> Cli:
     root = make_repo(tmp_path_factory.mktemp("fixture") / "repo", artifact_server)
@@ -151,12 +154,17 @@ def fixture_cli(tmp_path_factory: pytest.TempPathFactory, artifact_server: Artif
     cli = Cli(root=root, env=env)
     cli.run("render", "xpu-fixture:1.0", check=True)
     cli.run("lock", "xpu-fixture:1.0", check=True)
-    # The committed lock pins the base digest of the stack it was made on. A stack whose
-    # debootstrap met other Debian package versions serves another base: the copy is re-locked
-    # (the committed lock is left as it is), as ci/release-local.sh does.
-    moved = cli.run("lock", "training-cpu-pytorch:25.03", "--check")
-    if moved.returncode == 4 and "has moved" in moved.stderr:
-        cli.run("lock", "training-cpu-pytorch:25.03", check=True)
+    # The CPU family, parents first: the SDK stand-in is released to the stack (training-cpu-
+    # pytorch builds on the digest it is published with). The committed locks pin the digests of
+    # the stack they were made on; a stack whose debootstrap met other Debian package versions
+    # serves another base: the copy is re-locked (the committed locks are left as they are), as
+    # ci/release-local.sh does.
+    for ref in (SDK, "training-cpu-pytorch:25.03"):
+        moved = cli.run("lock", ref, "--check")
+        if moved.returncode == 4 and ("has moved" in moved.stderr or "is not served" in moved.stderr):
+            cli.run("lock", ref, check=True)
+        if ref == SDK:
+            cli.run("release", SDK, check=True, timeout=1800)
     return cli
 
 

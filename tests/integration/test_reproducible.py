@@ -199,6 +199,8 @@ def test_an_upgrade_built_on_a_fresh_runner_ships_only_the_layer_it_changed(
     cli = fixture_cli
     cpu = "training-cpu-pytorch"
     regs = registries_file(tmp_path / "regs.yaml", "u" + uuid.uuid4().hex[:10])
+    # Parents first: the SDK release it builds on is published where this namespace serves it.
+    cli.run("--registries", str(regs), "release", "pytorch-cpu-sdk:2.13.0", check=True, timeout=1800)
     first = cli.run("--registries", str(regs), "release", f"{cpu}:25.03", "--json", timeout=1800)
     assert first.returncode == 0, first.stderr
     digest_0303 = json.loads(first.stdout)["record"]["digest"]

@@ -2,26 +2,116 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import docker
+import pytest
 
-from xpu_release.manifest.model import canonical_name
+
+def _python_json(host: Any, spec: dict[str, Any], script: str) -> Any:
+    result = host.run(f"{spec['python']} - <<'PY'\n{script}\nPY")
+    assert result.rc == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_pin_is_installed_at_exactly_its_version(
     host: Any, spec: dict[str, Any], pin: dict[str, str]
 ) -> None:
-    installed = {
-        canonical_name(k): v["version"] for k, v in host.pip.get_packages(pip_path=spec["pip_path"]).items()
-    }
-    found = installed.get(canonical_name(pin["package"]))
+    found = _python_json(
+        host,
+        spec,
+        "import importlib.metadata as m, json\n"
+        f"try:\n    print(json.dumps(m.version({pin['package']!r})))\n"
+        "except m.PackageNotFoundError:\n    print('null')",
+    )
     assert found == pin["version"], f"{pin['package']}: manifest pins {pin['version']}, image has {found}"
 
 
 def test_pip_check_is_clean(host: Any, spec: dict[str, Any]) -> None:
+    if spec["pip_path"] is None:
+        pytest.skip("the image's own interpreter has no pip (an SDK image): nothing to check with")
     result = host.pip.check(pip_path=spec["pip_path"])
     assert result.rc == 0, result.stdout + result.stderr
+
+
+# --- what the base provides: used, never replaced ---------------------------------------------
+
+_RECORD_CHECK = """
+import base64, hashlib, importlib.metadata as m, json
+d = m.distribution({name!r})
+bad, checked = [], 0
+for f in d.files or ():
+    if f.hash is None:
+        continue
+    h = hashlib.new(f.hash.mode)
+    with open(f.locate(), "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    checked += 1
+    if base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode() != f.hash.value:
+        bad.append(str(f))
+out = {{"version": d.version, "where": str(d.locate_file("")), "checked": checked, "bad": bad[:10]}}
+print(json.dumps({{**out, "record": d.files is not None}}))
+"""
+
+
+_TINY_WHEEL = """
+import json, re, zipfile
+name = re.sub(r"[-_.]+", "_", {name!r})
+info = name + "-0.0.1.dist-info"
+path = "/tmp/" + name + "-0.0.1-py3-none-any.whl"
+with zipfile.ZipFile(path, "w") as z:
+    z.writestr(info + "/METADATA", "Metadata-Version: 2.1\\nName: " + {name!r} + "\\nVersion: 0.0.1\\n")
+    z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr(info + "/RECORD", "")
+print(json.dumps(path))
+"""
+
+
+def test_a_distribution_the_base_provides_is_unchanged(
+    host: Any, spec: dict[str, Any], provided: dict[str, str]
+) -> None:
+    # Its version is the one the lock found in the base, and every file its RECORD lists still
+    # hashes to what the RECORD says: no layer replaced or patched it.
+    got = _python_json(host, spec, _RECORD_CHECK.format(name=provided["name"]))
+    assert got["version"] == provided["version"]
+    assert got["bad"] == [], f"{provided['name']}: files differ from its RECORD: {got['bad']}"
+    assert got["checked"] > 0 or not got["record"], f"{provided['name']}: its RECORD lists no hashes"
+    assert not got["where"].startswith("/opt/venv/")
+
+
+def test_a_distribution_no_layer_may_replace_imports_from_the_base(
+    host: Any, spec: dict[str, Any], sacred: dict[str, str]
+) -> None:
+    got = _python_json(
+        host,
+        spec,
+        "import importlib, importlib.metadata as m, json\n"
+        f"d = m.distribution({sacred['name']!r})\n"
+        "tops = (d.read_text('top_level.txt') or '').split() or "
+        "sorted({str(f).split('/')[0] for f in d.files if '/' in str(f) and '.dist-info' not in str(f)})\n"
+        "mod = importlib.import_module(tops[0])\n"
+        "print(json.dumps({'file': mod.__file__, 'where': str(d.locate_file(''))}))",
+    )
+    assert got["file"].startswith(got["where"].rstrip("/") + "/"), got
+    assert not got["file"].startswith("/opt/venv/"), got
+
+
+def test_a_pip_install_of_another_version_is_refused_and_changes_nothing(
+    host: Any, spec: dict[str, Any], sacred: dict[str, str]
+) -> None:
+    if spec["pip_path"] is None:
+        pytest.skip("the image's own interpreter has no pip (an SDK image): nothing can reinstall it")
+    # A tiny wheel of the same name at another version, made in the container (no network).
+    wheel = _python_json(host, spec, _TINY_WHEEL.format(name=sacred["name"]))
+    result = host.run(f"{spec['pip_path']} install --no-index --disable-pip-version-check {wheel}")
+    after = _python_json(
+        host, spec, f"import importlib.metadata as m, json; print(json.dumps(m.version({sacred['name']!r})))"
+    )
+    assert result.rc != 0, result.stdout
+    assert "conflict" in (result.stdout + result.stderr).lower(), result.stdout + result.stderr
+    assert after == sacred["version"]
 
 
 def test_module_imports(host: Any, spec: dict[str, Any], module: str) -> None:

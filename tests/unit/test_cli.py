@@ -23,6 +23,7 @@ def test_list_names_every_release_with_its_parent(repo: Path) -> None:
 
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [
+        "pytorch-cpu-sdk:2.13.0",
         "training-cpu-pytorch:25.03",
         f"{XPU}:25.03",
         f"{XPU}:25.04  (extends 25.03)",
@@ -245,7 +246,7 @@ def test_cli_finds_the_root_from_a_subfolder(repo: Path) -> None:
     )
 
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "2 manifests valid\n"
+    assert proc.stdout == "3 manifests valid\n"
 
 
 def test_outside_a_repository_the_error_says_what_to_do(tmp_path: Path) -> None:

@@ -56,24 +56,39 @@ def _report(*items: tuple[str, str, list[str]]) -> dict[str, object]:
 
 
 def test_lock_groups_one_layer_per_pin_in_manifest_order() -> None:
-    spec = Repo(ROOT).load_ref("training-cpu-pytorch:25.03")
+    spec = Repo(ROOT).load_ref("pytorch-cpu-sdk:2.13.0")
     report = _report(
         ("torch", "2.13.0+cpu", ["filelock", "sympy>=1.13", 'nvidia-nccl; platform_system == "Windows"']),
         ("filelock", "3.0", []),
         ("sympy", "1.14.0", ["mpmath"]),
         ("mpmath", "1.3.0", []),
-        ("transformers", "4.49.0", ["filelock", "tokenizers", 'pytest; extra == "testing"']),
-        ("tokenizers", "0.21.0", []),
-        ("accelerate", "1.5.2", ["torch", "psutil"]),
-        ("psutil", "7.0", []),
     )
 
     layers = layers_from_report(spec, report)
 
     assert [(layer.component, [p.name for p in layer.packages]) for layer in layers] == [
         ("torch", ["torch", "filelock", "mpmath", "sympy"]),
-        ("transformers", ["transformers", "tokenizers"]),
-        ("accelerate", ["accelerate", "psutil"]),
+    ]
+
+
+def test_what_a_later_pin_shares_with_an_earlier_one_stays_in_the_earlier_layer() -> None:
+    spec = Repo(ROOT).load_ref("training-cpu-pytorch:25.03")
+    report = _report(
+        ("transformers", "4.49.0", ["filelock", "tokenizers", 'pytest; extra == "testing"']),
+        ("filelock", "3.0", []),
+        ("tokenizers", "0.21.0", []),
+        ("accelerate", "1.5.2", ["torch", "psutil", "filelock"]),
+        ("psutil", "7.0", []),
+        ("ray", "2.43.0", ["filelock", "msgpack"]),
+        ("msgpack", "1.1.0", []),
+    )
+
+    layers = layers_from_report(spec, report)
+
+    assert [(layer.component, [p.name for p in layer.packages]) for layer in layers] == [
+        ("transformers", ["transformers", "filelock", "tokenizers"]),
+        ("accelerate", ["accelerate", "psutil"]),  # torch is the base's: not in any layer
+        ("ray", ["ray", "msgpack"]),
     ]
 
 
@@ -84,7 +99,8 @@ def test_the_committed_lock_parses_and_renders_back_byte_for_byte() -> None:
     lock = Lock.parse(path.read_text(), "requirements.lock")
 
     assert lock.render(spec) == path.read_text()
-    assert [layer.component for layer in lock.layers] == ["torch", "transformers", "accelerate"]
+    assert [layer.component for layer in lock.layers] == ["transformers", "accelerate", "ray"]
+    assert ("torch", "2.13.0+cpu") in lock.provided
     assert all(len(p.sha256) == 64 for layer in lock.layers for p in layer.packages)
 
 

@@ -113,7 +113,7 @@ def test_bumping_one_pin_changes_only_its_own_lines(repo: Path) -> None:
         "# Regenerate with: xpu-release render training-cpu-pytorch:25.04",
         "# pip: accelerate==1.6.0 and what no earlier layer installs",
         '      org.opencontainers.image.version="25.04" \\',
-        '      io.xpu-release.component.accelerate="1.6.0"',
+        '      io.xpu-release.component.accelerate="1.6.0" \\',
     ]
 
 
@@ -151,7 +151,7 @@ def test_render_check_passes_on_the_committed_tree(repo: Path) -> None:
     result = run(repo, "render", "--all", "--check")
 
     assert result.exit_code == 0, result.output
-    assert "2 Dockerfiles current" in result.stdout
+    assert "3 Dockerfiles current" in result.stdout
 
 
 def test_render_check_exits_1_with_a_diff_when_a_dockerfile_is_stale(repo: Path) -> None:

@@ -91,7 +91,12 @@ def test_changed_after_a_template_edit_is_everything(gitrepo: Path) -> None:
 
     result = run(gitrepo, "changed", "--since", "base")
 
-    assert result.stdout.split() == ["training-cpu-pytorch:25.03", "training-xpu-pytorch:25.03"]
+    # parents first: the SDK before training-cpu-pytorch, which builds on it
+    assert result.stdout.split() == [
+        "pytorch-cpu-sdk:2.13.0",
+        "training-xpu-pytorch:25.03",
+        "training-cpu-pytorch:25.03",
+    ]
 
 
 def test_changed_after_an_image_file_edit_is_every_version_of_that_image(gitrepo: Path) -> None:

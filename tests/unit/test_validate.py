@@ -218,7 +218,7 @@ def test_the_repository_manifests_are_valid(repo: Path) -> None:
     result = run(repo, "validate")
 
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "2 manifests valid"
+    assert result.stdout.strip() == "3 manifests valid"
 
 
 def test_a_bad_ref_is_a_usage_error_not_a_traceback(repo: Path) -> None:
@@ -236,13 +236,13 @@ def test_an_unknown_version_names_the_known_ones(repo: Path) -> None:
 
 
 def test_a_base_registry_that_the_registries_file_lacks_is_located(repo: Path) -> None:
-    path = repo / "manifests" / "training-cpu-pytorch" / "25.03.yaml"
+    path = repo / "manifests" / "pytorch-cpu-sdk" / "2.13.0.yaml"
     path.write_text(path.read_text().replace("registry: hub", "registry: hubb"))
 
     result = run(repo, "validate")
 
     assert result.exit_code == 2
     assert (
-        "manifests/training-cpu-pytorch/25.03.yaml:17:13: base.registry: 'hubb' is no registry of the "
+        "manifests/pytorch-cpu-sdk/2.13.0.yaml:18:13: base.registry: 'hubb' is no registry of the "
         "registries file (known: hub, public, vpc); did you mean 'hub'?"
     ) in result.stderr

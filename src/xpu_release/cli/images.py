@@ -20,12 +20,10 @@ from .app import State, _emit_json, _line_sink, cli, pass_state
 def lock(state: State, ref: str, check: bool) -> None:
     """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed),
     and pin the base image's tag to the digest it points at now."""
-    from dataclasses import replace
-
-    from ..baseimage import current_digest
+    from ..baseimage import current_digest, ensure, provided, pull_auth
     from ..credentials import CredentialStore
     from ..errors import LockError
-    from ..lock import check_base, load_lock, lock_path, pin_base, resolve
+    from ..lock import check_base, check_index, load_lock, lock_path, pin_base, resolve
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
@@ -35,19 +33,30 @@ def lock(state: State, ref: str, check: bool) -> None:
         check_base(committed, spec, current, state.repo.rel(path))
         click.echo(f"{state.repo.rel(path)} is current (base {committed.base_digest[:19]})")
         return
-    result = resolve(spec)  # the pins first: an unreachable index is the first thing to say
-    current = current_digest(spec, state.registries(), CredentialStore())
+    check_index(spec)  # an unreachable index is the first thing to say
+    registries = state.registries()
+    current = current_digest(spec, registries, CredentialStore())
     if current is None:
         msg = (
             f"the base {spec.base.repository}:{spec.base.tag} is not served by the "
             f"{spec.base.registry} registry; nothing to pin. No lock was written."
         )
         raise LockError(msg)
-    result = replace(result, base=pin_base(spec, current))
+    base = pin_base(spec, current)
+    # What the base provides is a fact of the lock: asked of the pinned base itself.
+    from ..engine import Engine
+
+    engine = Engine.connect()
+    ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
+    ensure(engine, ref_by_digest, _line_sink(), pull_auth(spec, registries))
+    result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
     count = sum(len(layer.packages) for layer in result.layers)
-    click.echo(f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers)")
+    click.echo(
+        f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
+        f"the base provides {len(result.provided)})"
+    )
 
 
 @cli.command()

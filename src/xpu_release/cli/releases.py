@@ -365,14 +365,38 @@ def from_tag(state: State, tag: str) -> None:
 @cli.command()
 @click.option("--since", required=True, help="A git ref: list releases changed since it.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list, for a CI build matrix.")
+@click.option(
+    "--waves", is_flag=True, help="With --json: a list of waves, parents before what builds on them."
+)
 @pass_state
-def changed(state: State, since: str, as_json: bool) -> None:
-    """NAME:VERSIONs whose manifest, template or image files changed since a git ref."""
+def changed(state: State, since: str, as_json: bool, waves: bool) -> None:
+    """NAME:VERSIONs whose manifest, template or image files changed since a git ref, and every
+    release that builds on one of them; parents first."""
     from ..triggers import changed_refs
 
     refs = changed_refs(state.repo, since)
     if as_json:
-        click.echo(json.dumps(refs))
+        click.echo(json.dumps(state.repo.build_order(refs) if waves else refs))
     else:
         for r in refs:
             click.echo(r)
+
+
+@cli.command()
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Waves as JSON: [[ref, …], …].")
+@pass_state
+def order(state: State, refs: tuple[str, ...], as_json: bool) -> None:
+    """REFs in build order: a release after the release it builds on (base.image). One per line;
+    with --json, waves whose releases may run in parallel."""
+    from ..manifest import parse_ref
+
+    for ref in refs:
+        state.repo.load(*parse_ref(ref))  # unknown or invalid: its own clear error
+    waves = state.repo.build_order(list(refs))
+    if as_json:
+        click.echo(json.dumps(waves))
+    else:
+        for wave in waves:
+            for ref in wave:
+                click.echo(ref)

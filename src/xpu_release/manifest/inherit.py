@@ -42,9 +42,10 @@ class Inherited:
     notices: tuple[Finding, ...]
 
 
-# The maps whose entries a child removes by writing ``null`` (a component, a variable);
+# The maps whose entries a child removes by writing ``null`` (a component, a variable, a key of
+# the base when it moves from a base image to a family release);
 # anywhere else ``null`` is a value (``sha256: null``: not yet published).
-REMOVABLE = (("components",), ("env",))
+REMOVABLE = (("components",), ("env",), ("base",))
 
 
 def merge(parent: Any, child: Any, path: tuple[str, ...] = ()) -> Any:

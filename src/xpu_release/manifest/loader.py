@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ..errors import ConfigError, ManifestError, NotFoundError, Problem
+from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
 from ..yamlsrc import Source, YamlProblems, load
 from . import inherit, schema
 from .model import ImageSpec, canonical_name
@@ -191,9 +191,67 @@ class Repo:
         schema.MANIFEST.check(src.data, (), checker)
         if not checker.problems:
             _semantic_checks(src, checker, self.registry_names)
+        if not checker.problems:
+            self._check_base_chain(image, version, src, checker)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)
+
+    def _check_base_chain(self, image: str, version: str, src: Source, c: schema.Checker) -> None:
+        """A base that is another family's release names a manifest that exists, and the chain
+        of such bases never comes back (a cycle): both located at this manifest's base.image."""
+        chain = [f"{image}:{version}"]
+        data = src.data
+        while True:
+            base = data.get("base") or {}
+            if not base.get("image"):
+                return
+            ref = f"{base['image']}:{base.get('version')}"
+            if ref in chain:
+                c.fail(("base", "image"), f"the bases form a cycle: {' → '.join([*chain, ref])}")
+                return
+            path = self.manifest_path(base["image"], str(base.get("version")))
+            if not path.is_file():
+                c.fail(("base", "image"), f"the base release {ref} has no manifest ({self.rel(path)})")
+                return
+            chain.append(ref)
+            try:
+                data = self._resolved(base["image"], str(base["version"]), ()).data
+            except ManifestError:
+                return  # its own problems are reported where it is written
+
+    def descendants(self, refs: set[str]) -> set[str]:
+        """Every release that builds on one of ``refs``, directly or through other releases."""
+        out = set(refs)
+        changed = True
+        parents = {ref: self._base_release(ref) for ref in self.refs()}
+        while changed:
+            changed = False
+            for ref, parent in parents.items():
+                if parent in out and ref not in out:
+                    out.add(ref)
+                    changed = True
+        return out
+
+    def _base_release(self, ref: str) -> str | None:
+        try:
+            base = self._resolved(*parse_ref(ref), ()).data.get("base") or {}
+        except ReleaseError:
+            return None
+        return f"{base['image']}:{base.get('version')}" if base.get("image") else None
+
+    def build_order(self, refs: list[str]) -> list[list[str]]:
+        """``refs`` in waves: each wave builds only on releases of earlier waves (or on none of
+        ``refs``), so a wave's releases can run in parallel and the next waits for it."""
+        remaining = set(refs)
+        waves: list[list[str]] = []
+        while remaining:
+            wave = [r for r in remaining if self._base_release(r) not in remaining]
+            if not wave:  # a cycle (validate reports it): one at a time, in name order
+                wave = sorted(remaining)[:1]
+            waves.append(sorted(wave, key=lambda r: (parse_ref(r)[0], version_key(parse_ref(r)[1]))))
+            remaining -= set(wave)
+        return waves
 
     def load_ref(self, ref: str) -> ImageSpec:
         return self.load(*parse_ref(ref))
@@ -234,7 +292,23 @@ def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[s
     """Rules that span keys: references between sections, PEP 440 pins, unique packages, and
     the registry the base comes from."""
     data = src.data
-    alias = data["base"]["registry"]
+    base = data["base"]
+    if base.get("image") is not None:
+        if base.get("version") is None:
+            c.fail(("base", "image"), "a base that is another family's release needs its version too")
+        for key in ("repository", "tag"):
+            if base.get(key) is not None:
+                c.fail(
+                    ("base", key),
+                    f"give either image + version or registry + repository + tag, not {key} too",
+                )
+    else:
+        for key in ("registry", "repository", "tag"):
+            if base.get(key) is None:
+                c.fail(("base",), f"missing required key {key!r} (or name a family release: image + version)")
+        if base.get("version") is not None:
+            c.fail(("base", "version"), "version goes with image (a family release); a base image has a tag")
+    alias = base.get("registry") or "public"
     if registry_names is not None and alias not in registry_names:
         close = difflib.get_close_matches(alias, sorted(registry_names), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -243,6 +317,14 @@ def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[s
             ("base", "registry"), f"{alias!r} is no registry of the registries file (known: {known}){hint}"
         )
     comps: dict[str, Any] = {k: v for k, v in data["components"].items() if v is not None}
+    provided = {canonical_name(p) for p in base.get("provides") or ()}
+    for cid, comp in comps.items():
+        if comp["kind"] == "pip" and canonical_name(comp.get("package") or cid) in provided:
+            c.fail(
+                ("components", cid),
+                f"installs {comp.get('package') or cid}, which the base provides (base.provides); "
+                "a layer may never replace it: make it a `kind: base` component, or drop it",
+            )
     base_cid = data["base"].get("component")
     if base_cid is not None:
         if base_cid not in comps:
@@ -281,6 +363,6 @@ def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[s
             if bad:
                 c.fail(("known_issues", i, "applies", cid), bad)
     env = {k for k, v in (data.get("env") or {}).items() if v is not None}
-    reserved = {"PATH", "VIRTUAL_ENV"} & env
+    reserved = {"PATH", "VIRTUAL_ENV", "PIP_CONSTRAINT"} & env
     for name in sorted(reserved):
         c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")

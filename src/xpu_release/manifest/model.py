@@ -83,11 +83,22 @@ class Component:
 
 @dataclass(frozen=True, kw_only=True)
 class BaseImage:
+    """Where a release starts from. Either a base image by registry, repository and tag, or
+    another family's release (``image`` + ``version``), served at that family's public endpoint
+    as ``<image>:<version>``; either way the lock pins it by digest."""
+
     registry: str
     repository: str
     tag: str
     component: str | None
     python: str
+    image: str | None = None  # set when the base is another family's release
+    provides: tuple[str, ...] = ()  # distributions no layer may replace
+
+    @property
+    def release_ref(self) -> str | None:
+        """``image:version`` of the family release this builds on, if it builds on one."""
+        return f"{self.image}:{self.tag}" if self.image else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +150,7 @@ class ImageSpec:
     driver_requirement: str | None
     pip_index_url: str | None
     pip_find_links: tuple[str, ...]
+    pip_install: str = "venv"  # or "system": into the base interpreter's environment
     os_packages: tuple[str, ...]
     components: tuple[Component, ...]
     env: tuple[tuple[str, str], ...]
@@ -152,6 +164,11 @@ class ImageSpec:
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
     content_hash: str  # sha256 of the resolved manifest, canonical JSON
+
+    @property
+    def base_provides(self) -> frozenset[str]:
+        """Canonical names of the distributions the base provides that no layer may replace."""
+        return frozenset(canonical_name(p) for p in self.base.provides)
 
     @property
     def ref(self) -> str:
@@ -185,16 +202,19 @@ class ImageSpec:
             accelerator_name=data["accelerator"]["name"],
             accelerator_kind=data["accelerator"]["kind"],
             base=BaseImage(
-                registry=base["registry"],
-                repository=base["repository"],
-                tag=base["tag"],
+                registry=base.get("registry") or "public",
+                repository=base.get("image") or base["repository"],
+                tag=base.get("version") or base["tag"],
                 component=base.get("component"),
                 python=base["python"],
+                image=base.get("image"),
+                provides=tuple(base.get("provides") or ()),
             ),
             sdk_requirement=(sdk["name"], sdk["version"]) if sdk else None,
             driver_requirement=reqs.get("driver"),
             pip_index_url=pip.get("index_url"),
             pip_find_links=tuple(pip.get("find_links") or ()),
+            pip_install=pip.get("install") or "venv",
             os_packages=tuple(data.get("os_packages") or ()),
             components=components,
             env=tuple((k, v) for k, v in (data.get("env") or {}).items() if v is not None),

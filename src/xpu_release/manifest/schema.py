@@ -498,13 +498,25 @@ MANIFEST = Obj(
         ),
         "base": Obj(
             fields={
-                "registry": REGISTRY_ALIAS,
-                "repository": REPOSITORY,
-                "tag": TAG,
+                "registry": Nullable(inner=REGISTRY_ALIAS, description="Where the base is served."),
+                "repository": Nullable(inner=REPOSITORY, description="A base image by repository and tag…"),
+                "tag": Nullable(inner=TAG),
+                "image": Nullable(
+                    inner=IMAGE_NAME,
+                    description="…or another family's release to build on (with `version`), "
+                    "pinned by the digest it was published with.",
+                ),
+                "version": Nullable(inner=TAG),
                 "component": Nullable(inner=COMPONENT_ID, description="The `base` component it carries."),
                 "python": ABS_PATH,
+                "provides": List(
+                    item=PIP_NAME,
+                    unique=True,
+                    description="Python distributions of the base that no layer may replace (the "
+                    "SDK's own builds, e.g. torch); every other base distribution is a constraint too.",
+                ),
             },
-            required=("registry", "repository", "tag", "python"),
+            required=("python",),
         ),
         "requirements": Obj(
             fields={
@@ -532,6 +544,11 @@ MANIFEST = Obj(
                     inner=URL, description="Index the pins come from; null = pip's config."
                 ),
                 "find_links": List(item=Str(pattern="[^\\s\"'$`\\\\]+", what="a path or URL", max_len=500)),
+                "install": Enum(
+                    choices=("venv", "system"),
+                    description="venv (default): layers install into /opt/venv, which sees the "
+                    "base's packages; system: into the base interpreter's environment (an SDK image).",
+                ),
             },
         ),
         "os_packages": List(item=DEB_NAME, unique=True),
