@@ -372,13 +372,22 @@ def load_lock(root: Path, spec: ImageSpec) -> Lock:
     return lock
 
 
+def base_missing(spec: ImageSpec) -> str:
+    """Why there is no base digest to pin, and what to do."""
+    if spec.base.release_ref:
+        return (
+            f"the base release {spec.base.release_ref} is not served by the {spec.base.registry} "
+            f"registry; release it first (`xpu-release order` puts it before {spec.ref})"
+        )
+    return (
+        f"the base {spec.base.repository}:{spec.base.tag} is not served by the {spec.base.registry} registry"
+    )
+
+
 def check_base(lock: Lock, spec: ImageSpec, current: str | None, where: str) -> None:
     """LockError if the base tag no longer points at the digest the lock pinned."""
     if current is None:
-        msg = (
-            f"{where}: the base {spec.base.repository}:{spec.base.tag} is not served by the "
-            f"{spec.base.registry} registry any more; the lock pins {lock.base_digest}"
-        )
+        msg = f"{where}: {base_missing(spec)}; the lock pins {lock.base_digest}"
         raise LockError(msg)
     if current != lock.base_digest:
         msg = (

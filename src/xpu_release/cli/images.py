@@ -23,7 +23,7 @@ def lock(state: State, ref: str, check: bool) -> None:
     from ..baseimage import current_digest, ensure, provided, pull_auth
     from ..credentials import CredentialStore
     from ..errors import LockError
-    from ..lock import check_base, check_index, load_lock, lock_path, pin_base, resolve
+    from ..lock import base_missing, check_base, check_index, load_lock, lock_path, pin_base, resolve
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
@@ -37,10 +37,7 @@ def lock(state: State, ref: str, check: bool) -> None:
     registries = state.registries()
     current = current_digest(spec, registries, CredentialStore())
     if current is None:
-        msg = (
-            f"the base {spec.base.repository}:{spec.base.tag} is not served by the "
-            f"{spec.base.registry} registry; nothing to pin. No lock was written."
-        )
+        msg = f"{base_missing(spec)}: nothing to pin. No lock was written."
         raise LockError(msg)
     base = pin_base(spec, current)
     # What the base provides is a fact of the lock: asked of the pinned base itself.
