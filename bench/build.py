@@ -5,11 +5,12 @@
 training-cpu-pytorch builds on the pytorch-cpu-sdk release, which must be published on the
 stack (ci/release-local.sh does). Measures: a cold build (no engine cache but the base; the host
 wheel cache stays warm, as on a CI runner that keeps it), a rebuild with no change, the
-content-addressed skip, a rebuild after bumping one pin (accelerate), and the bytes wasted across layers (files a later layer overwrites or
-deletes). Then, against a namespace of its own on the local stack: a release of 25.03, a rerun
-of that release on a fresh runner (no image, no cache: the build stage pulls the published
-image instead of building), and the upgrade's compressed bytes that 25.03 did not already have
-at the public endpoint. Prints a table and writes bench/results/build.json.
+content-addressed skip, a rebuild after bumping one pin (accelerate), and the bytes wasted
+across layers (files a later layer overwrites or deletes). Then, against a namespace of its own
+on the local stack: a release of 25.03, a rerun of that release on a fresh runner (no image, no
+cache: the build stage pulls the published image instead of building), and the upgrade's
+compressed bytes that 25.03 did not already have at the public endpoint. Prints a table and
+writes bench/results/build.json.
 """
 
 from __future__ import annotations
