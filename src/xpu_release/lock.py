@@ -193,13 +193,15 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str],
         # constraints: a layer may use them, never install another version of them.
         constraints = workdir / "provided.txt"
         constraints.write_text("".join(f"{n}=={v}\n" for n, v in provided))
-        against = ["--python", str(_stub_environment(workdir, provided)), "-c", str(constraints)]
+        interpreter = ["--python", str(_stub_environment(workdir, provided))]
+        against = ["-c", str(constraints)]
     else:
-        against = ["--ignore-installed"]
+        interpreter, against = [], ["--ignore-installed"]
     cmd = [
         sys.executable,
         "-m",
         "pip",
+        *interpreter,  # a general option: before the subcommand
         "install",
         "--dry-run",
         *against,

@@ -57,10 +57,10 @@ print(json.dumps({{**out, "record": d.files is not None}}))
 
 
 _TINY_WHEEL = """
-import json, re, zipfile
+import json, re, tempfile, zipfile
 name = re.sub(r"[-_.]+", "_", {name!r})
 info = name + "-0.0.1.dist-info"
-path = "/tmp/" + name + "-0.0.1-py3-none-any.whl"
+path = tempfile.mkdtemp(prefix="xpu-smoke-") + "/" + name + "-0.0.1-py3-none-any.whl"
 with zipfile.ZipFile(path, "w") as z:
     z.writestr(info + "/METADATA", "Metadata-Version: 2.1\\nName: " + {name!r} + "\\nVersion: 0.0.1\\n")
     z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
@@ -106,6 +106,7 @@ def test_a_pip_install_of_another_version_is_refused_and_changes_nothing(
     # A tiny wheel of the same name at another version, made in the container (no network).
     wheel = _python_json(host, spec, _TINY_WHEEL.format(name=sacred["name"]))
     result = host.run(f"{spec['pip_path']} install --no-index --disable-pip-version-check {wheel}")
+    host.run("rm -rf %s", wheel.rsplit("/", 1)[0])  # leaves nothing for the leftovers check
     after = _python_json(
         host, spec, f"import importlib.metadata as m, json; print(json.dumps(m.version({sacred['name']!r})))"
     )

@@ -161,5 +161,9 @@ def test_every_image_carries_its_constraints_and_the_venv_sees_the_base(repo: Pa
         in cpu
     )
     assert "/opt/venv" not in sdk  # the SDK's packages are its interpreter's own
-    assert "--target \"/out$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')\"" in sdk
+    # Installed by the base interpreter itself under --root: its own site-packages, its scripts in
+    # its bin, RECORD paths that hold in the image (--target would put scripts in site-packages).
+    assert "/usr/bin/python3 -m pip install" in sdk
+    assert "--root /out" in sdk
+    assert "--target" not in sdk
     assert "ENV PIP_CONSTRAINT=/etc/xpu-release/pip-constraints.txt" in sdk
