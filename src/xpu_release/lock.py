@@ -207,7 +207,8 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str],
         *against,
         "--only-binary=:all:",
         "--disable-pip-version-check",
-        "--quiet",
+        "--progress-bar",
+        "off",
         "--retries",
         "2",
         "--timeout",
@@ -224,7 +225,8 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str],
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         explanation = "\n".join(
-            line for line in proc.stderr.splitlines() if not line.startswith("WARNING: Location")
+            [*_conflict_cause(proc.stdout)]
+            + [line for line in proc.stderr.splitlines() if not line.startswith("WARNING: Location")]
         ).strip()
         against_base = ""
         if provided:
@@ -239,6 +241,22 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str],
         )
         raise LockError(msg)
     return json.loads(report.read_text())  # type: ignore[no-any-return]
+
+
+def _conflict_cause(stdout: str) -> list[str]:
+    """pip says *which* requirements conflict on its informational output ("The conflict is
+    caused by:" and the indented lines after it); its errors only say that they do."""
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("The conflict is caused by"):
+            block = [line]
+            for follow in lines[i + 1 :]:
+                if follow and not follow.startswith(" "):
+                    break
+                if follow.strip():
+                    block.append(follow)
+            return block
+    return []
 
 
 def _requires(item: dict[str, Any]) -> list[str]:
