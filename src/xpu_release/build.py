@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +30,7 @@ from .manifest import ImageSpec
 from .normalize import Normalized, iso, normalize
 from .render import require_current
 from .secrets import artifact_token
+from .store import DigestMap
 
 INPUTS_LABEL = "io.xpu-release.inputs.sha256"
 MANIFEST_LABEL = "io.xpu-release.manifest.sha256"
@@ -59,6 +62,41 @@ class BuiltImage:
     seconds: float
     layers_rewritten: int = 0
     layers_reused: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRun:
+    """When and by whom an image was built: facts of one build, kept by image id."""
+
+    builder: str
+    started: str
+    finished: str
+
+
+def builder_id() -> str:
+    """``XPU_RELEASE_BUILDER_ID`` (a CI system sets its runner's URI), else this host."""
+    return os.environ.get("XPU_RELEASE_BUILDER_ID") or f"urn:xpu-release:host:{socket.gethostname()}"
+
+
+def remember_build(image_id: str, started: float, finished: float) -> None:
+    run = {"builder": builder_id(), "started": _utc(started), "finished": _utc(finished)}
+    DigestMap("builds").put(image_id, json.dumps(run, sort_keys=True))
+
+
+def known_build(image_id: str) -> BuildRun | None:
+    text = DigestMap("builds").get(image_id)
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        return BuildRun(builder=str(data["builder"]), started=str(data["started"]),
+                        finished=str(data["finished"]))  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
@@ -112,6 +150,7 @@ def build_image(
     on_line: LineSink,
 ) -> BuiltImage:
     started = time.monotonic()
+    wall_started = time.time()
     unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
     if unpinned:
         msg = (
@@ -167,6 +206,7 @@ def build_image(
         keep_layers=keep_layers, rewrite_all=no_cache,
     )  # fmt: skip
     image_id = made.image_id
+    remember_build(image_id, wall_started, time.time())
     info = engine.require_image(image_id)
     return BuiltImage(
         ref=spec.ref,

@@ -19,16 +19,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from .build import INPUTS_LABEL
+from .attest import Attachment, Documents, Kind
+from .build import INPUTS_LABEL, source_date_epoch
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from .fetch import cache_dir
 from .manifest import ImageSpec
+from .normalize import iso
 from .plan import Plan, Target, make_plan
 from .push import layer_mismatch, push_image
 from .record import EndpointRecord, ReleaseRecord, Status
+from .referrers import artifact_manifest, attach, fetch_attachment, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .secrets import redact
 from .serving import EndpointPool
@@ -91,8 +94,11 @@ class Publisher:
         credentials: CredentialStore,
         options: Options,
         on_line: Sink,
+        documents: Documents | None = None,
     ) -> None:
         self.spec = spec
+        self.documents = documents
+        self.attachments: tuple[Attachment, ...] = ()
         self.plan: Plan = make_plan(spec, registries)
         self.engine = engine
         self.credentials = credentials
@@ -203,9 +209,40 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
+    def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
+        """The SBOM and the provenance to attach to ``source`` everywhere. One of each per
+        image: what the first endpoint already holds (an earlier or interrupted run) is reused
+        as it is; only a missing (or damaged) one is made."""
+        if self.documents is None:
+            return ()
+        first = self.plan.targets[0].endpoint
+        client, repo = self.client(first), self.repo(first)
+        found = list_referrers(client, repo, source.digest)
+        out: list[Attachment] = []
+        kinds: tuple[Kind, ...] = ("sbom", "provenance")
+        for kind in kinds:
+            earlier = found.ours(kind)
+            if earlier:
+                try:
+                    out.append(fetch_attachment(client, repo, earlier[0], kind))
+                    continue
+                except ReleaseError as exc:
+                    self.on_line(
+                        f"{first.name}: the attached {kind} is unusable ({exc.message}); making it again"
+                    )
+            self.on_line(f"making the {kind} of {source.digest[:19]}")
+            out.append(self.documents.make(kind, image_id, source.digest))
+        return tuple(out)
+
+    def _attach(self, client: RegistryClient, repo: str, source: Manifest) -> None:
+        if self.attachments:
+            created = iso(source_date_epoch(self.spec))
+            attach(client, repo, source, self.attachments, created=created, spool=self.spool.folder)
+
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
-        """Blobs and the manifest, by digest: the endpoint holds the release but serves no new
-        tag yet. Tags are written only once every endpoint is staged (``tag``)."""
+        """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
+        holds the release but serves no new tag yet. Tags are written only once every endpoint
+        is staged (``tag``)."""
         started = time.monotonic()
         ep = target.endpoint
         client = self.client(ep)
@@ -214,6 +251,7 @@ class Publisher:
         try:
             current = self._current(target, image_id)
             if current is not None and current.digest == source.digest:
+                self._attach(client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
             if target is not self.plan.targets[0]:
                 src_client = self.client(first, fresh=True)
@@ -231,6 +269,7 @@ class Publisher:
             if client.head_manifest(repo, source.digest) != source.digest:
                 msg = f"{ep.name} does not serve {source.digest} after the copy"
                 raise PublishError(msg)
+            self._attach(client, repo, source)
             return self._record(target, "staged", source.digest, None, started, client)
         except ReleaseError as exc:
             return self._record(target, "failed", None, exc.message, started, client)
@@ -328,6 +367,11 @@ class Publisher:
                 for t in self.plan.targets
             )
             return replace(base, endpoints=failed)
+        self.attachments = self.documents_for(source, image_id)
+        created = iso(source_date_epoch(self.spec))
+        base = replace(base, attachments=tuple(
+            (a.kind, artifact_manifest(a, source, created).digest) for a in self.attachments
+        ))  # fmt: skip
         with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
@@ -353,11 +397,13 @@ def publish(
     credentials: CredentialStore,
     options: Options,
     on_line: Sink,
+    documents: Documents | None = None,
 ) -> ReleaseRecord:
-    """Publish the built, smoke-tested ``spec``; the record says what each endpoint serves."""
+    """Publish the built, smoke-tested ``spec`` (with its SBOM and provenance attached, given
+    ``documents``); the record says what each endpoint serves."""
     info = engine.require_image(spec.ref)
     require_tested(spec, info.id)
-    publisher = Publisher(spec, registries, engine, credentials, options, on_line)
+    publisher = Publisher(spec, registries, engine, credentials, options, on_line, documents)
     return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import record as records
+from .attest import Documents
 from .build import INPUTS_LABEL, build_image, inputs_sha256
 from .credentials import CredentialStore
 from .endpoints import Registries
@@ -220,8 +221,9 @@ class Release:
         return "done", f"{result.passed} checks passed", None
 
     def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
+        documents = Documents(repo=self.repo, spec=spec, engine=self.engine)
         result = publish(
-            spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write
+            spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )
         if not result.complete:
             # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
@@ -244,12 +246,15 @@ class Release:
             raise PublishError(msg)
         # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
         # hashes them too).
-        blobs = verify(spec, self.registries, self.credentials, record.digest, deep=False)
+        blobs = verify(spec, self.registries, self.credentials, record.digest, deep=False,
+                       attachments=dict(record.attachments))  # fmt: skip
         if not blobs.ok:
             listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
             msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
             raise PublishError(msg)
-        return "done", f"{len(rows)} refs serve {record.digest}; {blobs.blobs_checked} blobs present", None
+        kinds = " and ".join(k for k, _ in record.attachments) or "nothing"
+        detail = f"{len(rows)} refs serve {record.digest}; {kinds} attached; {blobs.blobs_checked} blobs"
+        return "done", detail, None
 
     def _notes(self, spec: ImageSpec, record: records.ReleaseRecord) -> tuple[str, str, list[Path]]:
         written = []

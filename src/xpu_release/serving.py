@@ -20,6 +20,7 @@ from .errors import RegistryAuthError, ReleaseError
 from .manifest import ImageSpec
 from .plan import Plan, make_plan
 from .record import ReleaseRecord
+from .referrers import list_referrers
 from .registry import RegistryClient, RetryPolicy
 from .store import remember_config
 
@@ -78,6 +79,9 @@ class StatusRow:
     expected: str | None  # the digest the release record says (None: no record)
     error: str | None = None
     error_kind: ErrorKind | None = None
+    # Which of our documents (sbom, provenance) the referrers of what it serves list; asked for
+    # version tags only (a floating tag serves the same manifest).
+    attached: tuple[str, ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -87,7 +91,7 @@ class StatusRow:
         return {
             "endpoint": self.endpoint, "ref": self.ref, "tag": self.tag, "serves": self.serves,
             "expected": self.expected, "matches": self.matches, "error": self.error,
-            "error_kind": self.error_kind,
+            "error_kind": self.error_kind, "attached": list(self.attached),
         }  # fmt: skip
 
 
@@ -106,11 +110,16 @@ def status(
         ):
             try:
                 served = client.head_manifest(pool.repo(t.endpoint), tag)
+                attached: tuple[str, ...] = ()
+                if served is not None and tag == spec.version:
+                    found = list_referrers(client, pool.repo(t.endpoint), served)
+                    attached = tuple(k for k in ("sbom", "provenance") if found.ours(k))
             except ReleaseError as exc:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
                                 error=exc.message, error_kind=_kind(exc))  # fmt: skip
             else:
-                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected)
+                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
+                                attached=attached)  # fmt: skip
             rows.append(row)
     return rows
 

@@ -9,6 +9,10 @@ Two levels, as the README's reliability section says:
   streamed (memory stays at one chunk per worker): a flipped byte in a stored blob is found,
   named by endpoint and digest.
 
+At both levels the image's attachments (SBOM, provenance) are checked the same way: each
+endpoint's referrers of the image list the very artifact manifests the record names (with no
+record: those the first endpoint lists), and their blobs are checked like the image's.
+
 Neither re-reads what the record says: both ask the endpoints.
 """
 
@@ -24,6 +28,7 @@ from .endpoints import Endpoint, Registries
 from .errors import ReleaseError
 from .manifest import ImageSpec
 from .plan import make_plan
+from .referrers import Referrers, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
 
 CHUNK = 1 << 20
@@ -76,6 +81,31 @@ def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool)
     return None, got
 
 
+def _attachments(
+    client: RegistryClient, repo: str, found: Referrers, expected: dict[str, str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """Problems with the attachments at one endpoint, and the blobs to check like the image's."""
+    if not expected:
+        return [("attachments", "no SBOM and no provenance are attached to the image")], []
+    problems: list[tuple[str, str]] = []
+    blobs: list[tuple[str, int]] = []
+    for kind in ("sbom", "provenance"):
+        want = expected.get(kind)
+        listed = [str(d.get("digest")) for d in found.ours(kind)]
+        if want is None:
+            problems.append((kind, "not attached at the first endpoint, so not expected anywhere"))
+        elif want not in listed:
+            has = f"lists {', '.join(listed)}" if listed else f"lists no {kind}"
+            problems.append((kind, f"the referrers of the image ({found.via}) {has}, not {want}"))
+        else:
+            manifest = client.get_manifest(repo, want)
+            if manifest is None:
+                problems.append((kind, f"{want} is listed but not served"))
+            else:
+                blobs += manifest.blobs()
+    return problems, blobs
+
+
 def verify(
     spec: ImageSpec,
     registries: Registries,
@@ -83,14 +113,18 @@ def verify(
     digest: str | None,
     *,
     deep: bool,
+    attachments: dict[str, str] | None = None,
     parallel: int = 8,
     on_line: Sink = lambda _: None,
 ) -> VerifyReport:
-    """Check every endpoint against ``digest`` (None: against what the first endpoint serves)."""
+    """Check every endpoint against ``digest`` (None: against what the first endpoint serves),
+    and its attachments against ``attachments`` (kind → artifact manifest digest; None: those
+    of the first endpoint)."""
     plan = make_plan(spec, registries)
     findings: list[Finding] = []
     jobs: list[tuple[Endpoint, RegistryClient, str, str, int]] = []
     expected = digest
+    attached = dict(attachments) if attachments is not None else None
     for t in plan.targets:
         ep = t.endpoint
         client = RegistryClient(ep, credentials.for_host(ep.host), RetryPolicy(attempts=3))
@@ -109,6 +143,16 @@ def verify(
                                     problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
             continue
         jobs += [(ep, client, repo, d, size) for d, size in manifest.blobs()]
+        try:
+            found = list_referrers(client, repo, manifest.digest)
+            if attached is None:
+                attached = {k: d[0]["digest"] for k in ("sbom", "provenance") if (d := found.ours(k))}
+            problems, blobs = _attachments(client, repo, found, attached)
+        except ReleaseError as exc:
+            findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
+            continue
+        findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
+        jobs += [(ep, client, repo, d, size) for d, size in blobs]
     on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
 
     def one(job: tuple[Endpoint, RegistryClient, str, str, int]) -> tuple[Finding | None, int]:

@@ -109,6 +109,15 @@ def served(cli: Cli, regs: Path, tag: str, image: str = "xpu-fixture") -> dict[s
     return out
 
 
+def stored_blob(registry: str, digest: str) -> Path:
+    """Where one of the stack's registries keeps a blob on disk (to damage it on purpose)."""
+    hexd = digest.split(":")[1]
+    return (
+        Path(os.environ["XPU_STACK_DIR"]) / "registries" / registry / "data" / "docker" / "registry"
+        / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
+    )  # fmt: skip
+
+
 def skopeo_digest(ref: str) -> str:
     args = ["skopeo", "inspect", "--authfile", f"{os.environ['DOCKER_CONFIG']}/config.json"]
     if ref.startswith("127.0.0.1:15001"):
@@ -522,11 +531,7 @@ def test_verify_deep_finds_a_flipped_byte_in_a_region_and_names_it(
     manifest = client.get_manifest(repo, "1.0")
     assert manifest is not None
     digest, _size = max(manifest.blobs(), key=lambda b: b[1])
-    hexd = digest.split(":")[1]
-    stored = (
-        Path(os.environ["XPU_STACK_DIR"]) / "registries" / "vpc-cn-beijing" / "data" / "docker" / "registry"
-        / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
-    )  # fmt: skip
+    stored = stored_blob("vpc-cn-beijing", digest)
     original = stored.read_bytes()
     flipped = bytearray(original)
     flipped[len(flipped) // 3] ^= 0x01

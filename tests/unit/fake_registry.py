@@ -41,6 +41,7 @@ class State:
     token_requests: int = 0
     patches: int = 0
     requests: list[str] = field(default_factory=list)  # authorized requests, in order
+    referrers_api: bool = False  # OCI 1.1: GET /v2/<repo>/referrers/<digest>, OCI-Subject on push
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -112,6 +113,10 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/v2/":
             self._send(200, b"{}")
             return
+        m = re.fullmatch(r"/v2/(?P<repo>.+)/referrers/(?P<digest>sha256:[0-9a-f]{64})", url.path)
+        if m and self.state.referrers_api:
+            self._referrers(m["repo"], m["digest"])
+            return
         m = re.fullmatch(r"/v2/(?P<repo>.+)/(?P<kind>manifests|blobs|tags)/(?P<rest>.*)", url.path)
         if not m:
             self._send(404)
@@ -149,7 +154,11 @@ class Handler(BaseHTTPRequestHandler):
             digest = digest_of(body)
             self.state.manifests[(repo, ref)] = (media, body)
             self.state.manifests[(repo, digest)] = (media, body)
-            self._send(201, headers={"Docker-Content-Digest": digest})
+            headers = {"Docker-Content-Digest": digest}
+            subject = (json.loads(body).get("subject") or {}).get("digest")
+            if subject and self.state.referrers_api:
+                headers["OCI-Subject"] = subject
+            self._send(201, headers=headers)
             return
         found = self.state.manifests.get((repo, ref))
         if found is None:
@@ -158,6 +167,24 @@ class Handler(BaseHTTPRequestHandler):
         media, body = found
         claimed = "sha256:" + "0" * 64 if self.state.faults.wrong_digest_header else digest_of(body)
         self._send(200, body, {"Content-Type": media, "Docker-Content-Digest": claimed})
+
+    def _referrers(self, repo: str, digest: str) -> None:
+        found = {}
+        for (r, ref), (media, body) in self.state.manifests.items():
+            data = json.loads(body)
+            if (
+                r == repo
+                and ref.startswith("sha256:")
+                and (data.get("subject") or {}).get("digest") == digest
+            ):
+                found[ref] = {"mediaType": media, "digest": ref, "size": len(body),
+                              "artifactType": data.get("artifactType", ""),
+                              "annotations": data.get("annotations", {})}  # fmt: skip
+        index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                 "manifests": [found[k] for k in sorted(found)]}  # fmt: skip
+        self._send(
+            200, json.dumps(index).encode(), {"Content-Type": "application/vnd.oci.image.index.v1+json"}
+        )
 
     def _blob(self, digest: str) -> None:
         data = self.state.blobs.get(digest)

@@ -316,7 +316,7 @@ def test_status_exits_10_when_no_endpoint_answers(repo: Path, tmp_path: Path) ->
 
     assert result.exit_code == 10, result.output
     assert "unreachable: public, vpc/cn-beijing" in result.stderr
-    assert result.stdout.splitlines()[0].split() == ["endpoint", "state", "tag", "serves"]
+    assert result.stdout.splitlines()[0].split() == ["endpoint", "state", "tag", "attached", "serves"]
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
 
 

@@ -1,4 +1,4 @@
-"""Commands on images in the engine: lock, build, test."""
+"""Commands on images in the engine: lock, build, test, repro, sbom."""
 
 from __future__ import annotations
 
@@ -135,3 +135,34 @@ def repro(state: State, ref: str, as_json: bool) -> None:
         lines += [f"    {f}" for f in d.files]
     lines += [f"  config {c}" for c in report.config]
     raise BuildFailed("\n".join(lines))
+
+
+@cli.command()
+@click.argument("ref")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["cyclonedx"]),
+    default="cyclonedx",
+    show_default=True,
+    help="CycloneDX 1.6 JSON (SPDX is not written).",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@pass_state
+def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
+    """The SBOM of the built NAME:VERSION: every Python distribution (the base's too), Debian
+    package and artifact, and the base by digest. The very bytes publish attaches to the image."""
+    from pathlib import Path
+
+    from ..attest import Documents
+    from ..engine import Engine
+
+    spec = state.repo.load_ref(ref)
+    engine = Engine.connect()
+    image_id = engine.require_image(spec.ref).id
+    document = Documents(repo=state.repo, spec=spec, engine=engine).make("sbom", image_id, "")
+    if output:
+        Path(output).write_bytes(document.payload)
+        click.echo(f"wrote {output} ({fmt}, {document.digest})", err=True)
+    else:
+        click.echo(document.payload.decode())

@@ -51,7 +51,6 @@ def publish(
 ) -> None:
     """Publish the tested NAME:VERSION to the public registry and every VPC region, verified."""
     from .. import record as records
-    from ..engine import Engine
     from ..errors import PublishError
     from ..plan import make_plan
     from ..publish import Options, failure_report
@@ -73,7 +72,12 @@ def publish(
         move_floating=state.repo.is_latest(spec.image, spec.version),
         engine_push=engine_push,
     )
-    result = run_publish(spec, registries, Engine.connect(), creds, options, live := _line_sink())
+    from ..attest import Documents
+    from ..engine import Engine
+
+    engine = Engine.connect()
+    documents = Documents(repo=state.repo, spec=spec, engine=engine)
+    result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     records.write(result, path)
@@ -117,7 +121,9 @@ def verify(
     record = records.read(path) if path.is_file() else None
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
-    report = run_verify(spec, state.registries(), creds, expected, deep=deep, on_line=(live := _line_sink()))
+    attached = dict(record.attachments) if record and record.attachments else None
+    report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached,
+                        on_line=(live := _line_sink()))  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "ok": report.ok})
@@ -187,12 +193,15 @@ def status(
     if as_json:
         _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
     else:
-        click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} serves")
+        click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
         for r in rows:
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
                 mark = "AUTH" if r.error_kind == "auth" else "DOWN"
-            click.echo(f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {r.serves or r.error or 'absent'}"[:100])
+            docs = "+".join(k[:4] for k in r.attached) if r.tag == spec.version and r.serves else ""
+            docs = docs or ("none" if r.tag == spec.version and r.serves else "")
+            line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
+            click.echo(line[:100])
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
     version_rows = [r for r in rows if r.tag == spec.version]
     if record is not None and not all(r.matches for r in version_rows):

@@ -1,0 +1,310 @@
+"""What a release is made of and where it came from: its SBOM and its provenance.
+
+Both are documents *about* an image, attached to it by digest in every region
+(``referrers.py``). xpu-release knows more than a scanner would have to guess:
+
+- the SBOM (CycloneDX 1.6, written by ``cyclonedx-python-lib``) lists every Python
+  distribution in the image, the base's own included, with its wheel's sha256 where a lock
+  records it; every Debian package, read from the built image's dpkg database in a throwaway
+  container with no network; each artifact with its URL and sha256; and the base image by
+  digest. It is a pure function of the image and its inputs: the same image gives the same
+  bytes on any runner (its serial number and timestamp come from the image id and the
+  release's SOURCE_DATE_EPOCH), so a rerun attaches nothing new.
+- the provenance is an in-toto statement with a SLSA provenance v1 predicate: the manifest,
+  lock and Dockerfile by sha256, the base digest and the git revision; the builder, and when
+  the build ran. Those times are facts of one build, so a published provenance is reused as
+  it is, never made again for the same image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from .build import BuildRun, builder_id, known_build, source_date_epoch
+from .engine import Engine
+from .errors import ConfigError
+from .lock import Lock, load_lock, lock_path
+from .manifest import ImageSpec, Repo
+from .manifest.model import canonical_name
+from .normalize import iso
+from .registry import sha256_digest
+
+Kind = Literal["sbom", "provenance"]
+SBOM_TYPE = "application/vnd.cyclonedx+json"
+PROVENANCE_TYPE = "application/vnd.in-toto+json"
+ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE}
+SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
+IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
+BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is registered for it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attachment:
+    """One document about one image: what it is (``kind``) and its exact bytes."""
+
+    kind: Kind
+    payload: bytes
+
+    @property
+    def artifact_type(self) -> str:
+        return ARTIFACT_TYPES[self.kind]
+
+    @property
+    def digest(self) -> str:
+        return sha256_digest(self.payload)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deb:
+    name: str
+    version: str
+    arch: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Distribution:
+    name: str
+    version: str
+    sha256: str | None  # the wheel's, where a lock records it
+    provided: bool  # by the base image, not by a layer of this release
+
+
+# --- the image's contents ---------------------------------------------------------------------
+
+
+_DPKG = (
+    'if [ -r /etc/os-release ]; then . /etc/os-release; fi; echo "os=${ID:-debian}"; '
+    "if command -v dpkg-query >/dev/null; then "
+    "dpkg-query -W -f '${Package}\\t${Version}\\t${Architecture}\\n'; fi"
+)
+
+
+def debian_packages(engine: Engine, image_id: str) -> tuple[str, tuple[Deb, ...]]:
+    """The distribution id (``debian``) and every package dpkg says is installed in the image
+    (none, in an image without dpkg)."""
+    out = engine.output(image_id, ["/bin/sh", "-c", _DPKG], purpose="sbom")
+    lines = out.splitlines()
+    distro = lines[0].partition("=")[2].strip() if lines and lines[0].startswith("os=") else "debian"
+    debs = []
+    for line in lines[1:]:
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0]:
+            debs.append(Deb(name=parts[0], version=parts[1], arch=parts[2]))
+    return distro, tuple(sorted(debs, key=lambda d: (d.name, d.arch)))
+
+
+def python_distributions(repo: Repo, spec: ImageSpec, lock: Lock) -> tuple[Distribution, ...]:
+    """Every distribution a layer installs, and every one the base provides; a provided one
+    gets its wheel's sha256 from the base release's own lock when the base is one of ours."""
+    known: dict[str, str] = {}
+    parent = spec.base.release_ref
+    if parent:
+        base_spec = repo.load_ref(parent)
+        base_lock_file = lock_path(repo.root, base_spec)
+        if base_lock_file.is_file():
+            for layer in load_lock(repo.root, base_spec).layers:
+                known.update((f"{canonical_name(p.name)}=={p.version}", p.sha256) for p in layer.packages)
+    out = [
+        Distribution(name=n, version=v, sha256=known.get(f"{canonical_name(n)}=={v}"), provided=True)
+        for n, v in lock.provided
+    ]
+    for layer in lock.layers:
+        out += [Distribution(name=p.name, version=p.version, sha256=p.sha256, provided=False)
+                for p in layer.packages]  # fmt: skip
+    return tuple(sorted(out, key=lambda d: canonical_name(d.name)))
+
+
+# --- the SBOM ---------------------------------------------------------------------------------
+
+
+def sbom(
+    repo: Repo,
+    spec: ImageSpec,
+    lock: Lock,
+    image_id: str,
+    debs: tuple[str, tuple[Deb, ...]],
+) -> bytes:
+    """The image's CycloneDX 1.6 JSON SBOM, validated against the CycloneDX schema."""
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.output.json import JsonV1Dot6
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+    from packageurl import PackageURL
+
+    def sha(value: str | None) -> list[HashType]:
+        return [HashType(alg=HashAlgorithm.SHA_256, content=value)] if value else []
+
+    image = Component(
+        type=ComponentType.CONTAINER,
+        name=spec.image,
+        version=spec.version,
+        bom_ref=f"image:{spec.ref}",
+        properties=[
+            Property(name="io.xpu-release:image-id", value=image_id),
+            Property(name="io.xpu-release:manifest", value=spec.manifest_path),
+            Property(name="io.xpu-release:manifest-sha256", value=spec.content_hash),
+        ],
+    )
+    components: list[Component] = []
+    base_name, _, base_digest = lock.base.partition("@")
+    base_repo = base_name.rpartition(":")[0] or base_name
+    if base_digest:
+        # A registry path gives the purl its repository_url; a family release (pytorch-cpu-sdk)
+        # is named as the lock names it.
+        where = {"repository_url": base_repo} if "/" in base_repo else None
+        purl = PackageURL("oci", None, base_repo.rsplit("/", 1)[-1], base_digest, where)
+        components.append(Component(
+            type=ComponentType.CONTAINER, name=base_repo, version=base_digest, purl=purl,
+            bom_ref=str(purl), hashes=sha(base_digest.removeprefix("sha256:")),
+            properties=[Property(name="io.xpu-release:role", value="base image")],
+        ))  # fmt: skip
+    for d in python_distributions(repo, spec, lock):
+        purl = PackageURL("pypi", None, canonical_name(d.name), d.version)
+        props = [Property(name="io.xpu-release:provided-by", value="base image")] if d.provided else []
+        components.append(Component(
+            type=ComponentType.LIBRARY, name=d.name, version=d.version, purl=purl, bom_ref=str(purl),
+            hashes=sha(d.sha256), properties=props,
+        ))  # fmt: skip
+    distro, packages = debs
+    for deb in packages:
+        purl = PackageURL("deb", distro, deb.name, deb.version, {"arch": deb.arch})
+        components.append(Component(type=ComponentType.LIBRARY, name=deb.name, version=deb.version,
+                                    purl=purl, bom_ref=str(purl)))  # fmt: skip
+    for art in spec.of_kind("artifact"):
+        refs = (
+            [
+                ExternalReference(
+                    type=ExternalReferenceType.DISTRIBUTION, url=XsUri(art.url), hashes=sha(art.sha256)
+                )
+            ]
+            if art.url
+            else []
+        )
+        components.append(Component(
+            type=ComponentType.LIBRARY, name=art.name, version=art.version, bom_ref=f"artifact:{art.id}",
+            hashes=sha(art.sha256), external_references=refs,
+            properties=[Property(name="io.xpu-release:kind", value="artifact")],
+        ))  # fmt: skip
+    bom = Bom(
+        serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"xpu-release:sbom:{image_id}"),
+        metadata=BomMetaData(
+            component=image,
+            timestamp=datetime.fromtimestamp(source_date_epoch(spec), UTC),
+        ),
+    )
+    for c in components:
+        bom.components.add(c)
+    bom.register_dependency(image, components)
+    text = JsonV1Dot6(bom).output_as_string(indent=None)
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if error is not None:  # a defect of ours, never of the user's input
+        msg = f"the SBOM of {spec.ref} does not validate against CycloneDX 1.6: {error}"
+        raise ConfigError(msg)
+    return _canonical(json.loads(text))
+
+
+def _canonical(data: object) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# --- the provenance ---------------------------------------------------------------------------
+
+
+def git_revision(root: Path) -> str:
+    """HEAD's commit, with ``-dirty`` when tracked files differ from it ("" outside git)."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    if head.returncode != 0:
+        return ""
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def provenance(
+    repo: Repo, spec: ImageSpec, lock: Lock, image_id: str, subject_digest: str, run: BuildRun | None
+) -> bytes:
+    """An in-toto v1 statement, SLSA provenance v1 predicate, about the image manifest
+    ``subject_digest``. Without a known build (an image pulled by build avoidance, made
+    elsewhere), the run's times are left out rather than invented."""
+    root = repo.root
+    manifest_file = root / spec.manifest_path
+    dockerfile = root / "images" / spec.image / spec.version / "Dockerfile"
+    lock_file = lock_path(root, spec)
+    revision = git_revision(root)
+    dependencies: list[dict[str, object]] = [
+        {"name": "manifest", "uri": spec.manifest_path, "digest": {"sha256": _file_sha256(manifest_file)}},
+        {"name": "lock", "uri": repo.rel(lock_file), "digest": {"sha256": _file_sha256(lock_file)}},
+        {"name": "dockerfile", "uri": repo.rel(dockerfile), "digest": {"sha256": _file_sha256(dockerfile)}},
+        {"name": "base", "uri": lock.base, "digest": {"sha256": lock.base_digest.removeprefix("sha256:")}},
+    ]
+    if revision:
+        dependencies.append({"name": "source", "digest": {"gitCommit": revision.removesuffix("-dirty")},
+                             "annotations": {"dirty": revision.endswith("-dirty")}})  # fmt: skip
+    metadata: dict[str, object] = {"invocationId": f"{spec.ref}@{image_id}"}
+    if run is not None:
+        metadata |= {"startedOn": run.started, "finishedOn": run.finished}
+    statement = {
+        "_type": IN_TOTO_STATEMENT,
+        "subject": [{"name": spec.image, "digest": {"sha256": subject_digest.removeprefix("sha256:")}}],
+        "predicateType": SLSA_PROVENANCE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "ref": spec.ref,
+                    "manifest": spec.manifest_path,
+                    "manifestSha256": _file_sha256(manifest_file),
+                    "resolvedManifestSha256": spec.content_hash,
+                },
+                "internalParameters": {
+                    "imageId": image_id,
+                    "sourceDateEpoch": source_date_epoch(spec),
+                    "created": iso(source_date_epoch(spec)),
+                },
+                "resolvedDependencies": dependencies,
+            },
+            "runDetails": {
+                "builder": {"id": run.builder if run else builder_id()},
+                "metadata": metadata,
+            },
+        },
+    }
+    return _canonical(statement)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Documents:
+    """Makes the documents of one release's image, which the engine holds."""
+
+    repo: Repo
+    spec: ImageSpec
+    engine: Engine
+
+    def make(self, kind: Kind, image_id: str, subject: str) -> Attachment:
+        lock = load_lock(self.repo.root, self.spec)
+        if kind == "sbom":
+            debs = debian_packages(self.engine, image_id)
+            return Attachment(kind=kind, payload=sbom(self.repo, self.spec, lock, image_id, debs))
+        run = known_build(image_id)
+        return Attachment(kind=kind, payload=provenance(self.repo, self.spec, lock, image_id, subject, run))

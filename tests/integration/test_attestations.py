@@ -1,0 +1,157 @@
+"""Every published image carries its SBOM and its provenance, attached by digest at every
+endpoint of the local stack, as an outside client (skopeo) finds them: through the referrers
+tag schema (distribution 2.8 has no referrers API), equal everywhere, and never duplicated."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import SDK, Cli
+from .test_publish import registries_file, stored_blob
+
+pytestmark = pytest.mark.integration
+
+CPU = "training-cpu-pytorch:25.03"
+ENDPOINTS = ("127.0.0.1:15001", "127.0.0.1:15002", "127.0.0.1:15003", "127.0.0.1:15004")
+SBOM_TYPE = "application/vnd.cyclonedx+json"
+PROVENANCE_TYPE = "application/vnd.in-toto+json"
+
+
+def skopeo(*args: str, host: str) -> subprocess.CompletedProcess[str]:
+    """skopeo as a user has it: the docker config's credentials, the stack's CA for the public
+    registry (TLS), plain HTTP for the VPC regions."""
+    tls = (
+        ["--cert-dir", os.environ["XPU_STACK_CERT_DIR"]]
+        if host.endswith(":15001")
+        else ["--tls-verify=false"]
+    )
+    cmd, rest = args[0], args[1:]
+    if cmd == "copy":
+        tls = [flag.replace("--", "--src-", 1) for flag in tls]
+    auth = ["--authfile", f"{os.environ['DOCKER_CONFIG']}/config.json"]
+    return subprocess.run(["skopeo", cmd, *auth, *tls, *rest], capture_output=True, text=True, check=True)
+
+
+def referrers_index(host: str, repo: str, digest: str) -> list[dict[str, Any]]:
+    raw = skopeo("inspect", "--raw", f"docker://{host}/{repo}:{digest.replace(':', '-')}", host=host).stdout
+    index = json.loads(raw)
+    assert index["mediaType"] == "application/vnd.oci.image.index.v1+json"
+    return index["manifests"]  # type: ignore[no-any-return]
+
+
+def listed(host: str, repo: str, digest: str, artifact_type: str) -> str:
+    """The digest of the one attachment of ``artifact_type`` the image's referrers list."""
+    (entry,) = [e for e in referrers_index(host, repo, digest) if e["artifactType"] == artifact_type]
+    return str(entry["digest"])
+
+
+def document(host: str, repo: str, manifest_digest: str, dest: Path) -> Any:
+    """The one layer of an attachment, copied out by skopeo and parsed."""
+    skopeo("copy", f"docker://{host}/{repo}@{manifest_digest}", f"dir:{dest}", host=host)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    (layer,) = manifest["layers"]
+    return json.loads((dest / layer["digest"].split(":")[1]).read_text())
+
+
+@pytest.fixture(scope="module")
+def released(fixture_cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tuple[Cli, Path, str, str]:
+    """The CPU family released, parents first, to a namespace of its own."""
+    namespace = "a" + uuid.uuid4().hex[:10]
+    regs = registries_file(tmp_path_factory.mktemp("attest") / "regs.yaml", namespace)
+    for ref in (SDK, CPU):
+        fixture_cli.run("--registries", str(regs), "release", ref, check=True, timeout=1800)
+    record = json.loads(
+        (fixture_cli.root / "out" / "releases" / "training-cpu-pytorch" / "25.03.json").read_text()
+    )
+    return fixture_cli, regs, f"{namespace}/training-cpu-pytorch", record["digest"]
+
+
+def test_every_endpoint_lists_the_sbom_and_the_provenance_with_equal_digests(
+    released: tuple[Cli, Path, str, str],
+) -> None:
+    _cli, _regs, repo, digest = released
+
+    found = {host: referrers_index(host, repo, digest) for host in ENDPOINTS}
+
+    for host, entries in found.items():
+        assert sorted(e["artifactType"] for e in entries) == [SBOM_TYPE, PROVENANCE_TYPE], host
+    by_type = {host: {e["artifactType"]: e["digest"] for e in entries} for host, entries in found.items()}
+    assert len({json.dumps(v, sort_keys=True) for v in by_type.values()}) == 1  # equal everywhere
+
+
+def test_the_sbom_names_the_pinned_python_stack_and_debian_packages(
+    released: tuple[Cli, Path, str, str], tmp_path: Path
+) -> None:
+    _cli, _regs, repo, digest = released
+    host = ENDPOINTS[3]  # a VPC region: what its users pull
+    sbom = document(host, repo, listed(host, repo, digest, SBOM_TYPE), tmp_path / "sbom")
+    purls = {c.get("purl", "") for c in sbom["components"]}
+
+    assert (sbom["bomFormat"], sbom["specVersion"]) == ("CycloneDX", "1.6")
+    assert {
+        "pkg:pypi/torch@2.13.0%2Bcpu",
+        "pkg:pypi/transformers@4.49.0",
+        "pkg:pypi/accelerate@1.5.2",
+    } <= purls
+    assert any(p.startswith("pkg:deb/debian/") for p in purls)
+    assert any(p.startswith("pkg:oci/pytorch-cpu-sdk@sha256:") for p in purls)
+
+
+def test_the_provenance_is_about_the_served_image(
+    released: tuple[Cli, Path, str, str], tmp_path: Path
+) -> None:
+    cli, _regs, repo, digest = released
+    host = ENDPOINTS[0]
+    statement = document(host, repo, listed(host, repo, digest, PROVENANCE_TYPE), tmp_path / "provenance")
+    deps = {d["name"]: d for d in statement["predicate"]["buildDefinition"]["resolvedDependencies"]}
+    lock = (cli.root / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock").read_text()
+
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert statement["subject"][0]["digest"] == {"sha256": digest.removeprefix("sha256:")}
+    assert f"# base: {deps['base']['uri']}" in lock
+
+
+def test_a_rerun_adds_no_duplicate_attachment_and_verify_checks_them(
+    released: tuple[Cli, Path, str, str],
+) -> None:
+    cli, regs, repo, digest = released
+    before = {host: referrers_index(host, repo, digest) for host in ENDPOINTS}
+
+    again = cli.run("--registries", str(regs), "release", CPU, "--json", timeout=1800)
+    deep = cli.run("--registries", str(regs), "verify", CPU, "--deep", "--json", timeout=900)
+    status = cli.run("--registries", str(regs), "status", CPU, "--json")
+
+    assert again.returncode == 0, again.stderr
+    assert {host: referrers_index(host, repo, digest) for host in ENDPOINTS} == before
+    assert deep.returncode == 0, deep.stdout + deep.stderr
+    assert json.loads(deep.stdout)["blobs_checked"] > 0
+    rows = [r for r in json.loads(status.stdout)["endpoints"] if r["tag"] == "25.03"]
+    assert [r["attached"] for r in rows] == [["sbom", "provenance"]] * 4
+
+
+def test_verify_deep_names_a_region_whose_sbom_blob_is_damaged(
+    released: tuple[Cli, Path, str, str], tmp_path: Path
+) -> None:
+    cli, regs, repo, digest = released
+    host = ENDPOINTS[3]
+    sbom = listed(host, repo, digest, SBOM_TYPE)
+    raw = skopeo("inspect", "--raw", f"docker://{host}/{repo}@{sbom}", host=host).stdout
+    blob = json.loads(raw)["layers"][0]["digest"]
+    stored = stored_blob("vpc-cn-shanghai", blob)
+    original = stored.read_bytes()
+    stored.write_bytes(original.replace(b"CycloneDX", b"CycloneDY", 1))
+    try:
+        deep = cli.run("--registries", str(regs), "verify", CPU, "--deep")
+    finally:
+        stored.write_bytes(original)
+
+    assert deep.returncode == 7, deep.stderr
+    assert "vpc/cn-shanghai" in deep.stderr
+    assert blob in deep.stderr

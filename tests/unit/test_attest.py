@@ -1,0 +1,180 @@
+"""What a release says about itself: its CycloneDX SBOM and its SLSA provenance, made from the
+committed manifest and lock and from the image's dpkg database (a fake engine answers here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+
+from xpu_release.attest import Documents, debian_packages, sbom
+from xpu_release.build import BuildRun
+from xpu_release.lock import Lock, load_lock
+from xpu_release.manifest import Repo
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE_ID = "sha256:" + "1" * 64
+SUBJECT = "sha256:" + "2" * 64
+DPKG = "os=debian\nbash\t5.2.15-2+b7\tamd64\nlibc6\t2.36-9+deb12u9\tamd64\n"
+
+
+class FakeEngine:
+    """Answers the one question the SBOM asks of an image: its dpkg database."""
+
+    def __init__(self, out: str = DPKG) -> None:
+        self.out = out
+        self.asked: list[tuple[str, str]] = []
+
+    def output(self, image: str, argv: list[str], *, purpose: str) -> str:
+        self.asked.append((image, purpose))
+        return self.out
+
+
+def documents(ref: str = "training-cpu-pytorch:25.03", engine: FakeEngine | None = None) -> Documents:
+    repo = Repo(ROOT)
+    return Documents(repo=repo, spec=repo.load_ref(ref), engine=engine or FakeEngine())  # type: ignore[arg-type]
+
+
+def components(payload: bytes) -> dict[str, dict[str, Any]]:
+    return {c.get("purl") or c["bom-ref"]: c for c in json.loads(payload)["components"]}
+
+
+# --- the SBOM ---------------------------------------------------------------------------------
+
+
+def test_the_sbom_is_cyclonedx_1_6_and_validates_against_its_schema() -> None:
+    sbom = documents().make("sbom", IMAGE_ID, SUBJECT)
+    data = json.loads(sbom.payload)
+
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(sbom.payload.decode()) is None
+    assert (data["bomFormat"], data["specVersion"]) == ("CycloneDX", "1.6")
+    assert data["metadata"]["component"]["name"] == "training-cpu-pytorch"
+    assert {"name": "io.xpu-release:image-id", "value": IMAGE_ID} in data["metadata"]["component"][
+        "properties"
+    ]
+
+
+def test_the_sbom_lists_every_python_distribution_with_its_wheel_sha256() -> None:
+    lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
+    found = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    for layer in lock.layers:
+        for p in layer.packages:
+            purl = next(k for k, c in found.items() if k.startswith("pkg:pypi/") and c["name"] == p.name)
+            assert found[purl]["version"] == p.version
+            assert found[purl]["hashes"] == [{"alg": "SHA-256", "content": p.sha256}]
+    assert found["pkg:pypi/transformers@4.49.0"]["version"] == "4.49.0"
+    assert found["pkg:pypi/accelerate@1.5.2"]["version"] == "1.5.2"
+
+
+def test_the_base_provided_torch_is_listed_with_the_sha256_from_the_sdks_own_lock() -> None:
+    repo = Repo(ROOT)
+    sdk_lock = load_lock(ROOT, repo.load_ref("pytorch-cpu-sdk:2.13.0"))
+    torch_sha = next(p.sha256 for layer in sdk_lock.layers for p in layer.packages if p.name == "torch")
+
+    torch = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)["pkg:pypi/torch@2.13.0%2Bcpu"]
+
+    assert torch["hashes"] == [{"alg": "SHA-256", "content": torch_sha}]
+    assert {"name": "io.xpu-release:provided-by", "value": "base image"} in torch["properties"]
+
+
+def test_the_sbom_lists_debian_packages_read_in_a_throwaway_container_and_the_base_by_digest() -> None:
+    engine = FakeEngine()
+    lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
+
+    found = components(documents(engine=engine).make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    assert engine.asked == [(IMAGE_ID, "sbom")]
+    assert found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64"]["version"] == "5.2.15-2+b7"
+    base = f"pkg:oci/pytorch-cpu-sdk@{lock.base_digest}"
+    assert base in found
+    assert found[base]["type"] == "container"
+
+
+def test_the_sbom_lists_each_artifact_with_its_url_and_sha256() -> None:
+    repo = Repo(ROOT)
+    spec = repo.load_ref("training-xpu-pytorch:25.03")
+    # The notes give no checksums (the manifest says so, `# assumed:`): one is set here.
+    pinned = tuple(replace(c, sha256="a" * 64) if c.id == "accl-p" else c for c in spec.components)
+    lock = Lock(pins_sha256="0" * 64, layers=(), base="ppu-sdk/pytorch:1.4.3_hotfix@sha256:" + "b" * 64)
+
+    payload = sbom(repo, replace(spec, components=pinned), lock, IMAGE_ID, ("debian", ()))
+    found = components(payload)
+
+    accl, eic = found["artifact:accl-p"], found["artifact:eic"]
+    assert (accl["name"], accl["version"]) == ("ACCL-P", "v1.4.3-8")
+    assert accl["hashes"] == [{"alg": "SHA-256", "content": "a" * 64}]
+    assert (
+        accl["externalReferences"][0]["url"]
+        == "https://artifacts.registry.invalid/accl-p/v1.4.3-8/accl-p.tar.gz"
+    )
+    assert "hashes" not in eic  # unknown: left out, never invented
+    assert f"pkg:oci/pytorch@sha256:{'b' * 64}?repository_url=ppu-sdk/pytorch" in found  # the base
+
+
+def test_the_same_image_gives_the_same_sbom_bytes() -> None:
+    first = documents().make("sbom", IMAGE_ID, SUBJECT)
+    again = documents().make("sbom", IMAGE_ID, "sha256:" + "3" * 64)
+
+    assert first.payload == again.payload  # a rerun attaches nothing new
+    assert json.loads(first.payload)["metadata"]["timestamp"] == "2025-03-01T00:00:00+00:00"
+
+
+def test_an_image_without_dpkg_has_no_debian_packages() -> None:
+    assert debian_packages(FakeEngine("os=alpine\n"), IMAGE_ID) == ("alpine", ())  # type: ignore[arg-type]
+
+
+# --- the provenance ---------------------------------------------------------------------------
+
+
+def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = BuildRun(builder="urn:test:runner", started="2026-12-01T10:00:00Z", finished="2026-12-01T10:02:00Z")
+    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: run)
+
+    statement = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)
+    predicate = statement["predicate"]
+    deps = {d["name"]: d for d in predicate["buildDefinition"]["resolvedDependencies"]}
+
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert statement["subject"] == [{"name": "training-cpu-pytorch", "digest": {"sha256": "2" * 64}}]
+    for name, path in (("manifest", "manifests/training-cpu-pytorch/25.03.yaml"),
+                       ("lock", "images/training-cpu-pytorch/25.03/requirements.lock"),
+                       ("dockerfile", "images/training-cpu-pytorch/25.03/Dockerfile")):  # fmt: skip
+        assert deps[name]["uri"] == path
+        assert deps[name]["digest"]["sha256"] == hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+    assert deps["base"]["uri"].startswith("pytorch-cpu-sdk:2.13.0@sha256:")
+    assert len(deps["source"]["digest"]["gitCommit"]) == 40
+    assert predicate["runDetails"]["builder"] == {"id": "urn:test:runner"}
+    assert predicate["runDetails"]["metadata"]["startedOn"] == run.started
+    assert predicate["runDetails"]["metadata"]["finishedOn"] == run.finished
+
+
+def test_a_provenance_without_a_known_build_invents_no_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: None)
+
+    metadata = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"][
+        "runDetails"
+    ]["metadata"]
+
+    assert "startedOn" not in metadata
+    assert "finishedOn" not in metadata
+
+
+def test_no_secret_reaches_a_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "s3cr3t-artifact-token-value"
+    for name in ("XPU_RELEASE_PASSWORD", "XPU_RELEASE_ARTIFACT_TOKEN"):
+        monkeypatch.setenv(name, secret)
+
+    docs = documents()
+    payloads = [docs.make(kind, IMAGE_ID, SUBJECT).payload for kind in ("sbom", "provenance")]
+
+    assert all(secret.encode() not in p for p in payloads)
