@@ -234,10 +234,13 @@ class Publisher:
             out.append(self.documents.make(kind, image_id, source.digest))
         return tuple(out)
 
-    def _attach(self, client: RegistryClient, repo: str, source: Manifest) -> None:
-        if self.attachments:
-            created = iso(source_date_epoch(self.spec))
-            attach(client, repo, source, self.attachments, created=created, spool=self.spool.folder)
+    def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
+        if not self.attachments:
+            return
+        first = self.plan.targets[0].endpoint
+        same = target is not self.plan.targets[0] and target.endpoint.host == first.host
+        attach(client, repo, source, self.attachments, created=iso(source_date_epoch(self.spec)),
+               spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
 
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
         """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
@@ -251,7 +254,7 @@ class Publisher:
         try:
             current = self._current(target, image_id)
             if current is not None and current.digest == source.digest:
-                self._attach(client, repo, source)
+                self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
             if target is not self.plan.targets[0]:
                 src_client = self.client(first, fresh=True)
@@ -269,7 +272,7 @@ class Publisher:
             if client.head_manifest(repo, source.digest) != source.digest:
                 msg = f"{ep.name} does not serve {source.digest} after the copy"
                 raise PublishError(msg)
-            self._attach(client, repo, source)
+            self._attach(target, client, repo, source)
             return self._record(target, "staged", source.digest, None, started, client)
         except ReleaseError as exc:
             return self._record(target, "failed", None, exc.message, started, client)

@@ -108,9 +108,11 @@ def fetch_attachment(client: RegistryClient, repo: str, desc: dict[str, Any], ki
     return Attachment(kind=kind, payload=payload)
 
 
-def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path) -> None:
+def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path, mount_from: str | None) -> None:
     digest = sha256_digest(data)
     if client.blob_exists(repo, digest):
+        return
+    if mount_from and client.mount_blob(repo, digest, mount_from):
         return
     path = spool / digest.replace(":", "-")
     if not holds(path, digest):
@@ -126,16 +128,18 @@ def attach(
     *,
     created: str,
     spool: Path,
+    mount_from: str | None = None,
 ) -> tuple[Manifest, ...]:
-    """Push each attachment by digest and make it findable from ``subject``; idempotent."""
+    """Push each attachment by digest and make it findable from ``subject``; idempotent. Blobs
+    are mounted from ``mount_from`` (a repository of the same registry) where it has them."""
     pushed: list[Manifest] = []
     for att in attachments:
         manifest = artifact_manifest(att, subject, created)
         pushed.append(manifest)
         if client.head_manifest(repo, manifest.digest) == manifest.digest:
             continue  # pushed by an earlier run
-        _upload(client, repo, EMPTY, spool)
-        _upload(client, repo, att.payload, spool)
+        _upload(client, repo, EMPTY, spool, mount_from)
+        _upload(client, repo, att.payload, spool, mount_from)
         client.put_manifest(repo, manifest.digest, manifest)
     if not pushed:
         return ()

@@ -9,6 +9,7 @@ answer is reported as such, never as a tag), and ``find_published`` (build avoid
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -135,6 +136,11 @@ class CatalogEntry:
     error_kind: ErrorKind | None = None
 
 
+# The referrers tag schema's indexes (``sha256-<hex>``, referrers.py) are not release tags:
+# ``status`` says what is attached.
+REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}")
+
+
 def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> list[CatalogEntry]:
     pool = _reader(spec, registries, credentials)
     out: list[CatalogEntry] = []
@@ -142,7 +148,8 @@ def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStor
         client = pool.client(t.endpoint)
         repo = pool.repo(t.endpoint)
         try:
-            tags = tuple((tag, client.head_manifest(repo, tag)) for tag in sorted(client.tags(repo)))
+            names = sorted(t for t in client.tags(repo) if not REFERRERS_TAG.fullmatch(t))
+            tags = tuple((tag, client.head_manifest(repo, tag)) for tag in names)
         except ReleaseError as exc:
             out.append(CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc)))
         else:

@@ -179,3 +179,16 @@ def engine() -> object:
     from xpu_release.engine import Engine
 
     return Engine.connect()
+
+
+HUB_BASE = "127.0.0.1:15000/base/debian/bookworm-python:12"
+
+
+@pytest.fixture(scope="session")
+def hub_base() -> str:
+    """The stack's base image by its tag, in the engine (builds pull it by digest, untagged):
+    for the tests that make other images out of it."""
+    from xpu_release.engine import Engine
+
+    Engine.connect().pull(HUB_BASE)
+    return HUB_BASE

@@ -192,13 +192,13 @@ def test_dry_run_touches_nothing(tested: Cli, tmp_path: Path, namespace: str) ->
 
 
 def test_a_version_tag_with_other_content_is_refused_and_nothing_moves(
-    tested: Cli, tmp_path: Path, namespace: str
+    tested: Cli, tmp_path: Path, namespace: str, hub_base: str
 ) -> None:
     from xpu_release.engine import Engine
 
     engine = Engine.connect()
     other = f"127.0.0.1:15003/{namespace}/xpu-fixture:1.0"
-    engine.tag("127.0.0.1:15000/base/debian/bookworm-python:12", other)
+    engine.tag(hub_base, other)
     engine.push(other, None, on_line=lambda _: None)
     regs = registries_file(tmp_path / "regs.yaml", namespace)
 
@@ -405,13 +405,13 @@ def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, n
 
 
 def test_a_region_unreachable_during_the_check_is_still_held_to_immutability(
-    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy
+    tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy, hub_base: str
 ) -> None:
     from xpu_release.engine import Engine
 
     engine = Engine.connect()
     other = f"{REGIONS['cn-shanghai']}/{namespace}/xpu-fixture:1.0"
-    engine.tag("127.0.0.1:15000/base/debian/bookworm-python:12", other)
+    engine.tag(hub_base, other)
     engine.push(other, None, on_line=lambda _: None)
     regs = registries_file(tmp_path / "regs.yaml", namespace, {**REGIONS, "cn-shanghai": proxy.host})
     proxy.faults.unavailable = 6  # exactly the attempts of the up-front check: it sees the region down
