@@ -35,6 +35,7 @@ from .manifest import ImageSpec, Repo
 from .manifest.model import canonical_name
 from .normalize import iso
 from .registry import sha256_digest
+from .signing import ENVELOPE_TYPE, Signer, Verifier, envelope, signed_by, statement_of
 
 Kind = Literal["sbom", "provenance"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"
@@ -47,14 +48,20 @@ BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is
 
 @dataclass(frozen=True, kw_only=True)
 class Attachment:
-    """One document about one image: what it is (``kind``) and its exact bytes."""
+    """One document about one image: what it is (``kind``), its exact bytes, and their media
+    type when it is not the artifact type (a signed provenance is a DSSE envelope)."""
 
     kind: Kind
     payload: bytes
+    media_type: str = ""
 
     @property
     def artifact_type(self) -> str:
         return ARTIFACT_TYPES[self.kind]
+
+    @property
+    def layer_type(self) -> str:
+        return self.media_type or self.artifact_type
 
     @property
     def digest(self) -> str:
@@ -300,6 +307,7 @@ class Documents:
     repo: Repo
     spec: ImageSpec
     engine: Engine
+    signer: Signer | None = None  # signs the provenance (a DSSE envelope)
 
     def make(self, kind: Kind, image_id: str, subject: str) -> Attachment:
         lock = load_lock(self.repo.root, self.spec)
@@ -307,4 +315,17 @@ class Documents:
             debs = debian_packages(self.engine, image_id)
             return Attachment(kind=kind, payload=sbom(self.repo, self.spec, lock, image_id, debs))
         run = known_build(image_id)
-        return Attachment(kind=kind, payload=provenance(self.repo, self.spec, lock, image_id, subject, run))
+        made = Attachment(kind=kind, payload=provenance(self.repo, self.spec, lock, image_id, subject, run))
+        return self.signed(made)
+
+    def signed(self, att: Attachment) -> Attachment:
+        """``att`` as this release wants it: a provenance signed by its key when it has one (an
+        earlier one's statement is kept, build times and all, and signed again if another key
+        or none signed it); anything else as it is."""
+        if att.kind != "provenance" or self.signer is None:
+            return att
+        verifier = Verifier(key=self.signer.key.public_key(), keyid=self.signer.keyid)
+        if signed_by(att.payload, verifier):
+            return att
+        payload = envelope(statement_of(att.payload), self.signer)
+        return Attachment(kind=att.kind, payload=payload, media_type=ENVELOPE_TYPE)

@@ -35,6 +35,7 @@ from .referrers import artifact_manifest, attach, fetch_attachment, list_referre
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .secrets import redact
 from .serving import EndpointPool
+from .signing import Signer
 from .smoke import require_tested
 from .store import holds
 
@@ -56,6 +57,8 @@ class Options:
     engine_push: bool = False
     # Floating tags never move backwards: False when a newer version of the image exists.
     move_floating: bool = True
+    # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
+    signer: Signer | None = None
 
 
 class _BlobSpool:
@@ -224,7 +227,7 @@ class Publisher:
             earlier = found.ours(kind)
             if earlier:
                 try:
-                    out.append(fetch_attachment(client, repo, earlier[0], kind))
+                    out.append(self.documents.signed(fetch_attachment(client, repo, earlier[0], kind)))
                     continue
                 except ReleaseError as exc:
                     self.on_line(

@@ -44,7 +44,7 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
             "mediaType": OCI_MANIFEST,
             "artifactType": att.artifact_type,
             "config": {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)},
-            "layers": [{"mediaType": att.artifact_type, "digest": att.digest, "size": len(att.payload)}],
+            "layers": [{"mediaType": att.layer_type, "digest": att.digest, "size": len(att.payload)}],
             "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
             "annotations": {CREATED_ANNOTATION: created, KIND_ANNOTATION: att.kind},
         },
@@ -105,7 +105,8 @@ def fetch_attachment(client: RegistryClient, repo: str, desc: dict[str, Any], ki
         msg = f"{client.endpoint.name}: the {kind} {manifest.digest} has {len(layers)} layers, not 1"
         raise PublishError(msg)
     payload = client.blob_bytes(repo, str(layers[0]["digest"]), limit=64 << 20)  # checked against its digest
-    return Attachment(kind=kind, payload=payload)
+    media = str(layers[0].get("mediaType") or "")
+    return Attachment(kind=kind, payload=payload, media_type="" if media == ARTIFACT_TYPES[kind] else media)
 
 
 def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path, mount_from: str | None) -> None:

@@ -221,7 +221,7 @@ class Release:
         return "done", f"{result.passed} checks passed", None
 
     def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
-        documents = Documents(repo=self.repo, spec=spec, engine=self.engine)
+        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, signer=self.options.signer)
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )

@@ -30,6 +30,7 @@ from .manifest import ImageSpec
 from .plan import make_plan
 from .referrers import Referrers, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
+from .signing import Verifier, open_envelope
 
 CHUNK = 1 << 20
 Sink = Callable[[str], None]
@@ -82,9 +83,14 @@ def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool)
 
 
 def _attachments(
-    client: RegistryClient, repo: str, found: Referrers, expected: dict[str, str]
+    client: RegistryClient,
+    repo: str,
+    found: Referrers,
+    expected: dict[str, str],
+    key: Verifier | None = None,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
-    """Problems with the attachments at one endpoint, and the blobs to check like the image's."""
+    """Problems with the attachments at one endpoint, and the blobs to check like the image's.
+    With ``key``: the provenance must be an envelope it signed, about the image it is attached to."""
     if not expected:
         return [("attachments", "no SBOM and no provenance are attached to the image")], []
     problems: list[tuple[str, str]] = []
@@ -101,9 +107,28 @@ def _attachments(
             manifest = client.get_manifest(repo, want)
             if manifest is None:
                 problems.append((kind, f"{want} is listed but not served"))
-            else:
-                blobs += manifest.blobs()
+                continue
+            blobs += manifest.blobs()
+            if kind == "provenance" and key is not None:
+                problems += _signature(client, repo, manifest, key)
     return problems, blobs
+
+
+def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verifier) -> list[tuple[str, str]]:
+    subject = str((manifest.data.get("subject") or {}).get("digest") or "")
+    (layer,) = manifest.data["layers"]
+    try:
+        statement = open_envelope(
+            client.blob_bytes(repo, layer["digest"], limit=64 << 20), key, manifest.digest
+        )
+    except ReleaseError as exc:
+        return [("provenance", exc.message)]
+    about = [
+        "sha256:" + str((s.get("digest") or {}).get("sha256", "")) for s in statement.get("subject") or []
+    ]
+    if subject not in about:
+        return [("provenance", f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]
+    return []
 
 
 def verify(
@@ -114,6 +139,7 @@ def verify(
     *,
     deep: bool,
     attachments: dict[str, str] | None = None,
+    key: Verifier | None = None,
     parallel: int = 8,
     on_line: Sink = lambda _: None,
 ) -> VerifyReport:
@@ -147,7 +173,7 @@ def verify(
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
                 attached = {k: d[0]["digest"] for k in ("sbom", "provenance") if (d := found.ours(k))}
-            problems, blobs = _attachments(client, repo, found, attached)
+            problems, blobs = _attachments(client, repo, found, attached, key)
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
             continue

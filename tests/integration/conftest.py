@@ -174,6 +174,13 @@ def built_fixture(fixture_cli: Cli) -> subprocess.CompletedProcess[str]:
     return fixture_cli.run("build", "xpu-fixture:1.0", "--rebuild", check=True)
 
 
+@pytest.fixture(scope="module")
+def tested(fixture_cli: Cli, built_fixture: object) -> Cli:
+    """The repository copy, with xpu-fixture:1.0 built and smoke-tested (publish needs both)."""
+    fixture_cli.run("test", "xpu-fixture:1.0", check=True)
+    return fixture_cli
+
+
 @pytest.fixture(scope="session")
 def engine() -> object:
     from xpu_release.engine import Engine

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from .conftest import SDK, Cli
-from .test_publish import registries_file, stored_blob
+from .test_publish import REF as FIXTURE_REF
+from .test_publish import publish, registries_file, stored_blob
 
 pytestmark = pytest.mark.integration
 
@@ -155,3 +156,42 @@ def test_verify_deep_names_a_region_whose_sbom_blob_is_damaged(
     assert deep.returncode == 7, deep.stderr
     assert "vpc/cn-shanghai" in deep.stderr
     assert blob in deep.stderr
+
+
+def _keypair(folder: Path) -> tuple[Path, Path, bytes]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())  # fmt: skip
+    (folder / "key.pem").write_bytes(pem)
+    (folder / "key.pub").write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
+    return folder / "key.pem", folder / "key.pub", pem
+
+
+def test_a_signed_provenance_verifies_with_its_public_key_only(tested: Cli, tmp_path: Path) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", "k" + uuid.uuid4().hex[:10])
+    record = str(regs.with_suffix(".record.json"))
+    private, public, pem = _keypair(tmp_path / "mine")
+    _, other, _ = _keypair(tmp_path / "other")
+
+    published = publish(tested, regs, "--signing-key", str(private))
+    mine = tested.run(
+        "--registries", str(regs), "verify", FIXTURE_REF, "--key", str(public), "--record", record
+    )
+    theirs = tested.run(
+        "--registries", str(regs), "verify", FIXTURE_REF, "--key", str(other), "--record", record
+    )
+
+    assert published.returncode == 0, published.stderr
+    assert mine.returncode == 0, mine.stderr
+    assert "the provenance is signed by sha256:" in mine.stdout
+    assert theirs.returncode == 7
+    assert theirs.stderr.count("does not verify") == 4  # named at every endpoint
+    key_text = pem.decode().splitlines()[1]
+    assert all(
+        key_text not in out for out in (published.stdout, published.stderr, mine.stderr, theirs.stderr)
+    )

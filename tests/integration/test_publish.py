@@ -33,12 +33,6 @@ REGIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def tested(fixture_cli: Cli, built_fixture: object) -> Cli:
-    fixture_cli.run("test", REF, check=True)
-    return fixture_cli
-
-
 @pytest.fixture
 def namespace() -> str:
     return "t" + uuid.uuid4().hex[:10]

@@ -22,6 +22,13 @@ from .app import (
 
 # --- publish -----------------------------------------------------------------------------
 
+signing_key_option = click.option(
+    "--signing-key",
+    type=click.Path(dir_okay=False),
+    help="Sign the provenance with this PEM private key (Ed25519 or ECDSA P-256; also "
+    "$XPU_RELEASE_SIGNING_KEY; an encrypted key's password from $XPU_RELEASE_SIGNING_KEY_PASSWORD).",
+)
+
 
 @cli.command()
 @click.argument("ref")
@@ -35,6 +42,7 @@ from .app import (
     help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
 )
 @click.option("--json", "as_json", is_flag=True)
+@signing_key_option
 @with_login
 @pass_state
 def publish(
@@ -46,6 +54,7 @@ def publish(
     chunk_size: int | None,
     engine_push: bool,
     as_json: bool,
+    signing_key: str | None,
     username: str | None,
     password_stdin: bool,
 ) -> None:
@@ -65,18 +74,20 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
+    from ..attest import Documents
+    from ..engine import Engine
+    from ..signing import load_signer
+
     creds = _credentials(username, password_stdin, state.registries())
     options = Options(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
         move_floating=state.repo.is_latest(spec.image, spec.version),
         engine_push=engine_push,
+        signer=load_signer(signing_key),
     )
-    from ..attest import Documents
-    from ..engine import Engine
-
     engine = Engine.connect()
-    documents = Documents(repo=state.repo, spec=spec, engine=engine)
+    documents = Documents(repo=state.repo, spec=spec, engine=engine, signer=options.signer)
     result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
@@ -93,6 +104,12 @@ def publish(
 @cli.command()
 @click.argument("ref")
 @click.option("--deep", is_flag=True, help="Download and hash every blob at every endpoint.")
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(dir_okay=False),
+    help="A PEM public key: the provenance at every endpoint must be signed by it (exit 7 if not).",
+)
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
 @click.option("--json", "as_json", is_flag=True)
 @with_login
@@ -101,6 +118,7 @@ def verify(
     state: State,
     ref: str,
     deep: bool,
+    key_file: str | None,
     record_file: str | None,
     as_json: bool,
     username: str | None,
@@ -122,7 +140,10 @@ def verify(
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
     attached = dict(record.attachments) if record and record.attachments else None
-    report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached,
+    from ..signing import load_verifier
+
+    key = load_verifier(key_file) if key_file else None
+    report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached, key=key,
                         on_line=(live := _line_sink()))  # fmt: skip
     live.close()
     if as_json:
@@ -133,8 +154,9 @@ def verify(
             if deep
             else "shallow: every blob present, sizes match"
         )
+        signed = f"; the provenance is signed by {key.keyid[:19]}" if key else ""
         click.echo(f"{spec.ref}: {report.endpoints} endpoints serve {report.digest}, "
-                   f"{report.blobs_checked} blobs checked ({level})")  # fmt: skip
+                   f"{report.blobs_checked} blobs checked ({level}){signed}")  # fmt: skip
     if not report.ok:
         lines = [f"{spec.ref}: {len(report.findings)} problems:"]
         lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
@@ -259,18 +281,21 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
 @click.option("--dry-run", is_flag=True, help="Show every stage's plan; change nothing.")
 @click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+@signing_key_option
 @with_login
 @pass_state
-def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool, username: str | None,
-            password_stdin: bool) -> None:  # fmt: skip
+def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool,
+            signing_key: str | None, username: str | None, password_stdin: bool) -> None:  # fmt: skip
     """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
     from ..manifest import parse_ref
     from ..publish import Options
     from ..release import Release, Reporter
+    from ..signing import load_signer
 
-    # A dry run reads the login too: its preflight checks those very credentials.
+    # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
-    options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)))
+    options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)),
+                      signer=load_signer(signing_key))  # fmt: skip
     run = Release(state.repo, ref, state.registries(), creds, options,
                   Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
     from ..errors import ReleaseError

@@ -1,0 +1,179 @@
+"""Signed provenance: a DSSE envelope (https://github.com/secure-systems-lab/dsse) around the
+in-toto statement, signed with a key the user gives.
+
+Keys are PEM files: a PKCS#8 private key (Ed25519 or ECDSA P-256; encrypted ones take their
+password from ``XPU_RELEASE_SIGNING_KEY_PASSWORD``) to sign, its public key (SubjectPublicKeyInfo)
+to verify. The key's path may be named on the command line or in ``XPU_RELEASE_SIGNING_KEY``;
+its bytes and its password never leave this module: not in argv, logs, errors or documents.
+Ed25519 signatures are deterministic, so the same statement and key give the same envelope (a
+rerun attaches nothing new); ECDSA ones are not, which is why a published envelope is reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, PublishError
+from .secrets import register
+
+ENVELOPE_TYPE = "application/vnd.dsse.envelope.v1+json"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+KEY_ENV = "XPU_RELEASE_SIGNING_KEY"
+PASSWORD_ENV = "XPU_RELEASE_SIGNING_KEY_PASSWORD"
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE's pre-authentication encoding: what is signed, never the bare payload."""
+    t = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+def _keyid(public: Any) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(der).hexdigest()
+
+
+@dataclass(frozen=True)
+class Signer:
+    key: Any  # an Ed25519 or ECDSA P-256 private key (cryptography)
+    keyid: str
+
+    def sign(self, message: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        if isinstance(self.key, ec.EllipticCurvePrivateKey):
+            return bytes(self.key.sign(message, ec.ECDSA(hashes.SHA256())))
+        return bytes(self.key.sign(message))
+
+
+@dataclass(frozen=True)
+class Verifier:
+    key: Any  # the matching public key
+    keyid: str
+
+    def verify(self, message: bytes, signature: bytes) -> bool:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        try:
+            if isinstance(self.key, ec.EllipticCurvePublicKey):
+                self.key.verify(signature, message, ec.ECDSA(hashes.SHA256()))
+            else:
+                self.key.verify(signature, message)
+        except InvalidSignature:
+            return False
+        return True
+
+
+def _supported(key: Any, path: Path, what: str) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    ok = isinstance(key, (ed25519.Ed25519PrivateKey, ed25519.Ed25519PublicKey)) or (
+        isinstance(key, (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey))
+        and isinstance(key.curve, ec.SECP256R1)
+    )
+    if not ok:
+        msg = f"{path}: the {what} must be Ed25519 or ECDSA P-256"
+        raise ConfigError(msg)
+
+
+def load_signer(path: str | None) -> Signer | None:
+    """The signing key at ``path`` (or ``$XPU_RELEASE_SIGNING_KEY``); None when neither is set."""
+    from cryptography.hazmat.primitives import serialization
+
+    where = path or os.environ.get(KEY_ENV)
+    if not where:
+        return None
+    file = Path(where)
+    password = register(os.environ.get(PASSWORD_ENV) or None)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        msg = f"{file}: cannot read the signing key ({exc.strerror})"
+        raise ConfigError(msg) from None
+    try:
+        key = serialization.load_pem_private_key(data, password.encode() if password else None)
+    except (ValueError, TypeError) as exc:
+        # The library's message says what is wrong with the file, never what is in it.
+        hint = f"; set {PASSWORD_ENV} for an encrypted key" if "encrypted" in str(exc).lower() else ""
+        msg = f"{file}: not a PEM private key xpu-release can use ({type(exc).__name__}){hint}"
+        raise ConfigError(msg) from None
+    _supported(key, file, "signing key")
+    return Signer(key=key, keyid=_keyid(key.public_key()))
+
+
+def load_verifier(path: str) -> Verifier:
+    from cryptography.hazmat.primitives import serialization
+
+    file = Path(path)
+    try:
+        key = serialization.load_pem_public_key(file.read_bytes())
+    except OSError as exc:
+        msg = f"{file}: cannot read the public key ({exc.strerror})"
+        raise ConfigError(msg) from None
+    except (ValueError, TypeError):
+        msg = f"{file}: not a PEM public key (SubjectPublicKeyInfo)"
+        raise ConfigError(msg) from None
+    _supported(key, file, "public key")
+    return Verifier(key=key, keyid=_keyid(key))
+
+
+def envelope(statement: bytes, signer: Signer) -> bytes:
+    sig = signer.sign(pae(PAYLOAD_TYPE, statement))
+    doc = {
+        "payloadType": PAYLOAD_TYPE,
+        "payload": base64.b64encode(statement).decode(),
+        "signatures": [{"keyid": signer.keyid, "sig": base64.b64encode(sig).decode()}],
+    }
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def is_envelope(document: bytes) -> bool:
+    try:
+        data = json.loads(document)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "payloadType" in data and "signatures" in data
+
+
+def statement_of(document: bytes) -> bytes:
+    """The in-toto statement of a provenance document, signed (an envelope) or not."""
+    if not is_envelope(document):
+        return document
+    return base64.b64decode(json.loads(document)["payload"])
+
+
+def signed_by(document: bytes, verifier: Verifier) -> bool:
+    """``document`` is an envelope of an in-toto statement with a valid signature by the key."""
+    if not is_envelope(document):
+        return False
+    data = json.loads(document)
+    if data.get("payloadType") != PAYLOAD_TYPE:
+        return False
+    try:
+        payload = base64.b64decode(data["payload"], validate=True)
+        sigs = [base64.b64decode(s["sig"], validate=True) for s in data["signatures"]]
+    except (KeyError, TypeError, ValueError):
+        return False
+    return any(verifier.verify(pae(PAYLOAD_TYPE, payload), s) for s in sigs)
+
+
+def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, Any]:
+    """The verified statement of a signed provenance, or a PublishError saying why not."""
+    if not is_envelope(document):
+        msg = f"{where}: the provenance is not signed (no DSSE envelope)"
+        raise PublishError(msg)
+    if not signed_by(document, verifier):
+        msg = f"{where}: the provenance's signature does not verify with key {verifier.keyid[:19]}"
+        raise PublishError(msg)
+    return json.loads(statement_of(document))  # type: ignore[no-any-return]

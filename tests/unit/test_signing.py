@@ -1,0 +1,152 @@
+"""Signed provenance: DSSE envelopes made and checked with the user's key, which stays out of
+every output."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+from xpu_release.attest import Attachment, Documents
+from xpu_release.errors import ConfigError, PublishError
+from xpu_release.signing import (
+    ENVELOPE_TYPE,
+    envelope,
+    load_signer,
+    load_verifier,
+    open_envelope,
+    pae,
+    signed_by,
+    statement_of,
+)
+
+STATEMENT = b'{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"ab"}}]}'
+
+
+def write_key(folder: Path, key: object, password: bytes | None = None) -> tuple[Path, Path]:
+    enc = serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
+    private = folder / "key.pem"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM,  # type: ignore[attr-defined]
+                                          serialization.PrivateFormat.PKCS8, enc))  # fmt: skip
+    public = folder / "key.pub"
+    public.write_bytes(key.public_key().public_bytes(  # type: ignore[attr-defined]
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
+    return private, public
+
+
+def test_pae_is_the_dsse_pre_authentication_encoding() -> None:
+    # The DSSE specification's own example.
+    assert pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+
+
+@pytest.mark.parametrize(
+    "make", [ed25519.Ed25519PrivateKey.generate, lambda: ec.generate_private_key(ec.SECP256R1())]
+)
+def test_an_envelope_verifies_with_the_public_key_and_with_no_other(make: object, tmp_path: Path) -> None:
+    private, public = write_key(tmp_path, make())  # type: ignore[operator]
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    _, other = write_key(other_dir, ed25519.Ed25519PrivateKey.generate())
+    signer = load_signer(str(private))
+    assert signer is not None
+
+    doc = envelope(STATEMENT, signer)
+
+    assert json.loads(doc)["payloadType"] == "application/vnd.in-toto+json"
+    assert statement_of(doc) == STATEMENT
+    assert signed_by(doc, load_verifier(str(public)))
+    assert not signed_by(doc, load_verifier(str(other)))
+    assert open_envelope(doc, load_verifier(str(public)), "here") == json.loads(STATEMENT)
+
+
+def test_a_changed_payload_no_longer_verifies(tmp_path: Path) -> None:
+    private, public = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
+    doc = json.loads(envelope(STATEMENT, load_signer(str(private))))  # type: ignore[arg-type]
+    doc["payload"] = base64.b64encode(STATEMENT.replace(b"ab", b"cd")).decode()
+
+    with pytest.raises(PublishError, match="does not verify"):
+        open_envelope(json.dumps(doc).encode(), load_verifier(str(public)), "vpc/cn-beijing")
+
+
+def test_an_unsigned_provenance_is_named_as_such(tmp_path: Path) -> None:
+    _, public = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
+
+    with pytest.raises(PublishError, match="not signed"):
+        open_envelope(STATEMENT, load_verifier(str(public)), "public")
+
+
+def test_ed25519_envelopes_are_deterministic(tmp_path: Path) -> None:
+    private, _ = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
+    signer = load_signer(str(private))
+    assert signer is not None
+
+    assert envelope(STATEMENT, signer) == envelope(STATEMENT, signer)  # a rerun attaches nothing new
+
+
+def test_an_encrypted_key_takes_its_password_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    private, _ = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate(), password=b"correct horse")
+    monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", raising=False)
+
+    with pytest.raises(ConfigError, match="XPU_RELEASE_SIGNING_KEY_PASSWORD") as missing:
+        load_signer(str(private))
+    monkeypatch.setenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", "correct horse")
+
+    assert load_signer(str(private)) is not None
+    assert "correct horse" not in str(missing.value)
+
+
+def test_a_key_of_another_kind_is_refused_without_showing_it(tmp_path: Path) -> None:
+    private, _ = write_key(tmp_path, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWJ5dGVz\n-----END PRIVATE KEY-----\n")
+
+    with pytest.raises(ConfigError, match="Ed25519 or ECDSA P-256"):
+        load_signer(str(private))
+    with pytest.raises(ConfigError, match="not a PEM private key") as bad:
+        load_signer(str(garbage))
+    assert "c2VjcmV0" not in str(bad.value)
+
+
+def test_no_key_means_no_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY", raising=False)
+
+    assert load_signer(None) is None
+
+
+def test_a_published_statement_is_signed_again_as_it_is(tmp_path: Path) -> None:
+    # An unsigned provenance published earlier keeps its statement (build times and all); the
+    # release's key signs it, and a provenance it already signed is kept byte for byte.
+    private, public = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
+    docs = Documents(repo=None, spec=None, engine=None, signer=load_signer(str(private)))  # type: ignore[arg-type]
+    earlier = Attachment(kind="provenance", payload=STATEMENT)
+
+    signed = docs.signed(earlier)
+
+    assert signed.media_type == ENVELOPE_TYPE
+    assert statement_of(signed.payload) == STATEMENT
+    assert signed_by(signed.payload, load_verifier(str(public)))
+    assert docs.signed(signed) == signed
+    assert docs.signed(Attachment(kind="sbom", payload=b"{}")) == Attachment(kind="sbom", payload=b"{}")
+
+
+def test_the_readme_openssl_commands_make_a_key_pair_that_works(tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["openssl", "genpkey", "-algorithm", "ed25519", "-out", "key.pem"], cwd=tmp_path, check=True
+    )
+    subprocess.run(
+        ["openssl", "pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"], cwd=tmp_path, check=True
+    )
+    signer = load_signer(str(tmp_path / "key.pem"))
+    assert signer is not None
+
+    assert signed_by(envelope(STATEMENT, signer), load_verifier(str(tmp_path / "key.pub")))
