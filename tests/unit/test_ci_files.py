@@ -72,3 +72,15 @@ def test_the_ci_entry_point_runs_the_readme_test_command() -> None:
     assert "ci/test.sh" in (ROOT / ".ci" / "run").read_text()
     assert "ci/test.sh" in (ROOT / "README.md").read_text()
     assert "ci/release-local.sh" in (ROOT / "README.md").read_text()
+
+
+def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() -> None:
+    from xpu_release.manifest import Repo
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    build = workflow["jobs"]["build"]
+    waves = Repo(ROOT).build_order(Repo(ROOT).refs())
+
+    assert build["strategy"]["max-parallel"] == 1  # wave after wave
+    assert len(waves) <= len(build["strategy"]["matrix"]["wave"])
+    assert "--waves" in workflow["jobs"]["matrix"]["steps"][-1]["run"]
