@@ -201,6 +201,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--payload-mb", type=int, default=200)
     parser.add_argument("--sweep", action="store_true", help=f"also {', '.join(map(str, SWEEP))} regions")
+    parser.add_argument(
+        "--regions-ratio",
+        action="store_true",
+        help="only ours, at 3 and at 12 regions, --repeat times each, interleaved (the 12/3 goal); "
+        "writes bench/results/publish-regions.json",
+    )
     args = parser.parse_args()
     make_image(args.payload_mb)
     import docker
@@ -218,6 +224,27 @@ def main() -> None:
                 methods[name](*args)  # type: ignore[operator]
                 return time.monotonic() - started
 
+        if args.regions_ratio:
+            by_n: dict[int, list[float]] = {3: [], 12: []}
+            for _ in range(args.repeat):
+                for n in by_n:
+                    by_n[n].append(measure("ours", n))
+                    print(f"ours, {n} regions: {by_n[n][-1]:.1f} s", flush=True)
+            three, twelve = (statistics.median(by_n[n]) for n in (3, 12))
+            ratio = twelve / three
+            print(f"ours: 3 regions {three:.1f} s, 12 regions {twelve:.1f} s (medians of {args.repeat}); "
+                  f"12/3 = {ratio:.2f} (goal ≤ {GOALS['twelve_vs_three_regions']})")  # fmt: skip
+            out = ROOT / "bench" / "results" / "publish-regions.json"
+            report = {
+                "image_bytes": size,
+                "runs_s": by_n,
+                "median_s": {3: three, 12: twelve},
+                "twelve_vs_three_regions": ratio,
+                "goal_met": ratio <= GOALS["twelve_vs_three_regions"],
+            }
+            out.write_text(json.dumps(report, indent=2) + "\n")
+            print(f"wrote {out.relative_to(ROOT)}")
+            return
         runs: dict[str, list[float]] = {name: [] for name in methods}
         for _ in range(args.repeat):
             for name in methods:  # side by side, interleaved, each into empty registries

@@ -51,7 +51,9 @@ class Options:
     allow_overwrite: bool = False
     chunk_size: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    parallel: int = 8
+    # Endpoints worked on at once; None: all of them (at most 32), so twelve regions are not
+    # copied in two rounds behind a worker limit.
+    parallel: int | None = None
     # The first push through the engine's `docker push` instead of our own client (for the
     # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
     engine_push: bool = False
@@ -103,6 +105,7 @@ class Publisher:
         self.documents = documents
         self.attachments: tuple[Attachment, ...] = ()
         self.plan: Plan = make_plan(spec, registries)
+        self.workers = options.parallel or min(32, len(self.plan.targets))
         self.engine = engine
         self.credentials = credentials
         self.options = options
@@ -132,7 +135,7 @@ class Publisher:
             except ReleaseError:
                 return t, None  # a region that is down fails later, on its own
 
-        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
             found = list(pool.map(look, self.plan.targets))
         for t, m in found:
             why = self._not_ours(t, m, image_id) if m is not None else None
@@ -378,7 +381,7 @@ class Publisher:
         base = replace(base, attachments=tuple(
             (a.kind, artifact_manifest(a, source, created).digest) for a in self.attachments
         ))  # fmt: skip
-        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
             # Not every endpoint holds the release: no version tag is written anywhere, so no
@@ -386,7 +389,7 @@ class Publisher:
             waiting = "staged by digest; no tag is written until every endpoint is staged"
             staged = [replace(e, error=waiting) if e.status == "staged" else e for e in staged]
             return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
-        with ThreadPoolExecutor(max_workers=self.options.parallel) as pool:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
             pairs = zip(self.plan.targets, staged, strict=True)
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)

@@ -87,8 +87,8 @@ def test_what_a_later_pin_shares_with_an_earlier_one_stays_in_the_earlier_layer(
 
     assert [(layer.component, [p.name for p in layer.packages]) for layer in layers] == [
         ("transformers", ["transformers", "filelock", "tokenizers"]),
-        ("accelerate", ["accelerate", "psutil"]),  # torch is the base's: not in any layer
         ("ray", ["ray", "msgpack"]),
+        ("accelerate", ["accelerate", "psutil"]),  # torch is the base's: not in any layer
     ]
 
 
@@ -99,7 +99,7 @@ def test_the_committed_lock_parses_and_renders_back_byte_for_byte() -> None:
     lock = Lock.parse(path.read_text(), "requirements.lock")
 
     assert lock.render(spec) == path.read_text()
-    assert [layer.component for layer in lock.layers] == ["transformers", "accelerate", "ray"]
+    assert [layer.component for layer in lock.layers] == ["transformers", "ray", "accelerate"]
     assert ("torch", "2.13.0+cpu") in lock.provided
     assert all(len(p.sha256) == 64 for layer in lock.layers for p in layer.packages)
 

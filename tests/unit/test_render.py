@@ -113,7 +113,7 @@ def test_bumping_one_pin_changes_only_its_own_lines(repo: Path) -> None:
         "# Regenerate with: xpu-release render training-cpu-pytorch:25.04",
         "# pip: accelerate==1.6.0 and what no earlier layer installs",
         '      org.opencontainers.image.version="25.04" \\',
-        '      io.xpu-release.component.accelerate="1.6.0" \\',
+        '      io.xpu-release.component.accelerate="1.6.0"',  # the last label: least-bumped first
     ]
 
 
