@@ -1,8 +1,9 @@
 """A small fault-injecting HTTP proxy in front of a real registry (loopback only).
 
 Faults are switched on per test: 429 with Retry-After, bursts of 503, a connection reset in
-the middle of a blob upload, a slow endpoint, an endpoint down for good, and a bearer-token
-challenge with its own token service. Everything else is forwarded byte for byte.
+the middle of a blob upload, a slow endpoint, an endpoint down for good, a bearer-token
+challenge with its own token service, and PUTs refused for a path (a manifest it will not
+take). Everything else is forwarded byte for byte.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Faults:
     delay: float = 0.0  # seconds added to every request
     down: bool = False  # every request 503, for good
     bearer: tuple[str, str] | None = None  # (user, password) the token service accepts
+    refuse_put: str | None = None  # answer 400 to every PUT whose path contains this
     seen: list[str] = field(default_factory=list)
     uploads_completed: int = 0
     tokens_issued: int = 0
@@ -106,6 +108,10 @@ class FaultProxy:
                 'scope="repository:any:pull,push"'
             )
             self._reply(h, 401, {"WWW-Authenticate": challenge})
+            return
+        if f.refuse_put and h.command == "PUT" and f.refuse_put in h.path:
+            h.rfile.read(length)
+            self._reply(h, 400, {"Content-Type": "application/json"}, b'{"errors":[{"code":"DENIED"}]}')
             return
         is_upload = h.command in ("PUT", "PATCH") and "/blobs/uploads/" in h.path and length > 0
         if is_upload and self._take("reset_uploads"):

@@ -195,3 +195,27 @@ def test_a_signed_provenance_verifies_with_its_public_key_only(tested: Cli, tmp_
     assert all(
         key_text not in out for out in (published.stdout, published.stderr, mine.stderr, theirs.stderr)
     )
+
+
+def test_a_region_that_refuses_the_attachments_gets_no_tag_and_neither_does_any_other(
+    tested: Cli, tmp_path: Path
+) -> None:
+    from .faultproxy import FaultProxy
+    from .test_publish import REGIONS, record_of, served
+
+    proxy = FaultProxy(REGIONS["cn-shanghai"])
+    proxy.faults.refuse_put = "/manifests/sha256-"  # the referrers index of the image
+    try:
+        regs = registries_file(tmp_path / "regs.yaml", "r" + uuid.uuid4().hex[:10],
+                               {**REGIONS, "cn-shanghai": proxy.host})  # fmt: skip
+        result = publish(tested, regs)
+        version, latest = served(tested, regs, "1.0"), served(tested, regs, "latest")
+    finally:
+        proxy.close()
+
+    assert result.returncode == 7, result.stderr
+    shanghai = next(e for e in record_of(regs)["endpoints"] if e["endpoint"] == "vpc/cn-shanghai")  # type: ignore[attr-defined]
+    assert shanghai["status"] == "failed"
+    assert "400" in shanghai["error"]
+    assert set(version.values()) == {None}  # no version tag anywhere: the release is not half-visible
+    assert set(latest.values()) == {None}
