@@ -18,7 +18,7 @@ Both are documents *about* an image, attached to it by digest in every region
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import subprocess
 import uuid
@@ -30,17 +30,20 @@ from typing import Literal
 from .build import BuildRun, builder_id, known_build, source_date_epoch
 from .engine import Engine
 from .errors import ConfigError
+from .fetch import sha256_file
 from .lock import Lock, load_lock, lock_path
 from .manifest import ImageSpec, Repo
 from .manifest.model import canonical_name
 from .normalize import iso
 from .registry import sha256_digest
-from .signing import ENVELOPE_TYPE, Signer, Verifier, envelope, signed_by, statement_of
+from .signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
+from .store import canonical_json
 
 Kind = Literal["sbom", "provenance"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"
 PROVENANCE_TYPE = "application/vnd.in-toto+json"
 ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE}
+KINDS: tuple[Kind, ...] = ("sbom", "provenance")  # what every release carries, in this order
 SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
 BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is registered for it
@@ -114,9 +117,9 @@ def python_distributions(repo: Repo, spec: ImageSpec, lock: Lock) -> tuple[Distr
     parent = spec.base.release_ref
     if parent:
         base_spec = repo.load_ref(parent)
-        base_lock_file = lock_path(repo.root, base_spec)
-        if base_lock_file.is_file():
-            for layer in load_lock(repo.root, base_spec).layers:
+        if lock_path(repo.root, base_spec).is_file():
+            # As it is: the lock the base release was built from.
+            for layer in load_lock(repo.root, base_spec, current=False).layers:
                 known.update((f"{canonical_name(p.name)}=={p.version}", p.sha256) for p in layer.packages)
     out = [
         Distribution(name=n, version=v, sha256=known.get(f"{canonical_name(n)}=={v}"), provided=True)
@@ -223,11 +226,7 @@ def sbom(
     if error is not None:  # a defect of ours, never of the user's input
         msg = f"the SBOM of {spec.ref} does not validate against CycloneDX 1.6: {error}"
         raise ConfigError(msg)
-    return _canonical(json.loads(text))
-
-
-def _canonical(data: object) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_json(json.loads(text))
 
 
 # --- the provenance ---------------------------------------------------------------------------
@@ -245,7 +244,7 @@ def git_revision(root: Path) -> str:
 
 
 def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return sha256_file(path) if path.is_file() else ""
 
 
 def provenance(
@@ -258,9 +257,11 @@ def provenance(
     manifest_file = root / spec.manifest_path
     dockerfile = root / "images" / spec.image / spec.version / "Dockerfile"
     lock_file = lock_path(root, spec)
+    manifest_sha256 = _file_sha256(manifest_file)
+    epoch = source_date_epoch(spec)
     revision = git_revision(root)
     dependencies: list[dict[str, object]] = [
-        {"name": "manifest", "uri": spec.manifest_path, "digest": {"sha256": _file_sha256(manifest_file)}},
+        {"name": "manifest", "uri": spec.manifest_path, "digest": {"sha256": manifest_sha256}},
         {"name": "lock", "uri": repo.rel(lock_file), "digest": {"sha256": _file_sha256(lock_file)}},
         {"name": "dockerfile", "uri": repo.rel(dockerfile), "digest": {"sha256": _file_sha256(dockerfile)}},
         {"name": "base", "uri": lock.base, "digest": {"sha256": lock.base_digest.removeprefix("sha256:")}},
@@ -281,13 +282,13 @@ def provenance(
                 "externalParameters": {
                     "ref": spec.ref,
                     "manifest": spec.manifest_path,
-                    "manifestSha256": _file_sha256(manifest_file),
+                    "manifestSha256": manifest_sha256,
                     "resolvedManifestSha256": spec.content_hash,
                 },
                 "internalParameters": {
                     "imageId": image_id,
-                    "sourceDateEpoch": source_date_epoch(spec),
-                    "created": iso(source_date_epoch(spec)),
+                    "sourceDateEpoch": epoch,
+                    "created": iso(epoch),
                 },
                 "resolvedDependencies": dependencies,
             },
@@ -297,7 +298,7 @@ def provenance(
             },
         },
     }
-    return _canonical(statement)
+    return canonical_json(statement)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,25 +308,27 @@ class Documents:
     repo: Repo
     spec: ImageSpec
     engine: Engine
-    signer: Signer | None = None  # signs the provenance (a DSSE envelope)
+
+    @functools.cached_property
+    def lock(self) -> Lock:
+        return load_lock(self.repo.root, self.spec)
 
     def make(self, kind: Kind, image_id: str, subject: str) -> Attachment:
-        lock = load_lock(self.repo.root, self.spec)
         if kind == "sbom":
             debs = debian_packages(self.engine, image_id)
-            return Attachment(kind=kind, payload=sbom(self.repo, self.spec, lock, image_id, debs))
+            return Attachment(kind=kind, payload=sbom(self.repo, self.spec, self.lock, image_id, debs))
         run = known_build(image_id)
-        made = Attachment(kind=kind, payload=provenance(self.repo, self.spec, lock, image_id, subject, run))
-        return self.signed(made)
+        return Attachment(
+            kind=kind, payload=provenance(self.repo, self.spec, self.lock, image_id, subject, run)
+        )
 
-    def signed(self, att: Attachment) -> Attachment:
-        """``att`` as this release wants it: a provenance signed by its key when it has one (an
-        earlier one's statement is kept, build times and all, and signed again if another key
-        or none signed it); anything else as it is."""
-        if att.kind != "provenance" or self.signer is None:
-            return att
-        verifier = Verifier(key=self.signer.key.public_key(), keyid=self.signer.keyid)
-        if signed_by(att.payload, verifier):
-            return att
-        payload = envelope(statement_of(att.payload), self.signer)
-        return Attachment(kind=att.kind, payload=payload, media_type=ENVELOPE_TYPE)
+
+def signed(att: Attachment, signer: Signer | None) -> Attachment:
+    """``att`` as the release wants it: a provenance signed by ``signer`` when there is one (an
+    earlier one's statement is kept, build times and all, and signed again if another key or
+    none signed it); anything else as it is."""
+    if att.kind != "provenance" or signer is None or signed_by(att.payload, signer.verifier()):
+        return att
+    return Attachment(
+        kind=att.kind, payload=envelope(statement_of(att.payload), signer), media_type=ENVELOPE_TYPE
+    )

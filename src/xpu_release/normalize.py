@@ -35,7 +35,7 @@ from . import layers
 from .engine import Engine, LineSink
 from .errors import BuildFailed
 from .fetch import cache_dir
-from .store import DigestMap, known_config, remember_config
+from .store import DigestMap, canonical_json, known_config, remember_config
 
 _COPY_HASH = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}")
 # The config keys an image keeps; the rest (container, container_config, docker_version, ...)
@@ -88,7 +88,7 @@ def normalized_config(raw: dict[str, Any], diff_ids: list[str], epoch: int) -> d
 
 
 def config_bytes(config: dict[str, Any]) -> bytes:
-    return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(config)
 
 
 def _layer_map() -> DigestMap:

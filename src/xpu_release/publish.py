@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from .attest import Attachment, Documents, Kind
+from .attest import KINDS, Attachment, Documents, signed
 from .build import INPUTS_LABEL, source_date_epoch
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
@@ -104,6 +104,7 @@ class Publisher:
         self.spec = spec
         self.documents = documents
         self.attachments: tuple[Attachment, ...] = ()
+        self.created = iso(source_date_epoch(spec))  # the documents' created annotation
         self.plan: Plan = make_plan(spec, registries)
         self.workers = options.parallel or min(32, len(self.plan.targets))
         self.engine = engine
@@ -225,19 +226,18 @@ class Publisher:
         client, repo = self.client(first), self.repo(first)
         found = list_referrers(client, repo, source.digest)
         out: list[Attachment] = []
-        kinds: tuple[Kind, ...] = ("sbom", "provenance")
-        for kind in kinds:
+        for kind in KINDS:
             earlier = found.ours(kind)
             if earlier:
                 try:
-                    out.append(self.documents.signed(fetch_attachment(client, repo, earlier[0], kind)))
+                    out.append(signed(fetch_attachment(client, repo, earlier[0], kind), self.options.signer))
                     continue
                 except ReleaseError as exc:
                     self.on_line(
                         f"{first.name}: the attached {kind} is unusable ({exc.message}); making it again"
                     )
             self.on_line(f"making the {kind} of {source.digest[:19]}")
-            out.append(self.documents.make(kind, image_id, source.digest))
+            out.append(signed(self.documents.make(kind, image_id, source.digest), self.options.signer))
         return tuple(out)
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
@@ -245,7 +245,7 @@ class Publisher:
             return
         first = self.plan.targets[0].endpoint
         same = target is not self.plan.targets[0] and target.endpoint.host == first.host
-        attach(client, repo, source, self.attachments, created=iso(source_date_epoch(self.spec)),
+        attach(client, repo, source, self.attachments, created=self.created,
                spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
 
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
@@ -377,10 +377,10 @@ class Publisher:
             )
             return replace(base, endpoints=failed)
         self.attachments = self.documents_for(source, image_id)
-        created = iso(source_date_epoch(self.spec))
-        base = replace(base, attachments=tuple(
-            (a.kind, artifact_manifest(a, source, created).digest) for a in self.attachments
-        ))  # fmt: skip
+        attached: dict[str, str] = {
+            a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
+        }
+        base = replace(base, attachments=attached)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):

@@ -49,22 +49,18 @@ class ReleaseRecord:
     endpoints: tuple[EndpointRecord, ...] = field(default_factory=tuple)
     # Documents attached to the image by digest at every endpoint (attest.py, referrers.py):
     # kind ("sbom", "provenance") → the digest of the artifact manifest that carries it.
-    attachments: tuple[tuple[str, str], ...] = ()
-
-    def attachment(self, kind: str) -> str | None:
-        return dict(self.attachments).get(kind)
+    attachments: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "attachments": dict(self.attachments)}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReleaseRecord:
         eps = tuple(
             EndpointRecord(**{**e, "floating_refs": tuple(e["floating_refs"])}) for e in data["endpoints"]
         )
-        attached = tuple(sorted((str(k), str(v)) for k, v in (data.get("attachments") or {}).items()))
         return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
-                      "attachments": attached})  # fmt: skip
+                      "attachments": dict(data.get("attachments") or {})})  # fmt: skip
 
 
 def default_path(root: Path, image: str, version: str) -> Path:

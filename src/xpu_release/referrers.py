@@ -16,7 +16,7 @@ is dropped from the index. Descriptors that are not ours stay.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 from .attest import ARTIFACT_TYPES, Attachment, Kind
 from .errors import PublishError
 from .registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
-from .store import atomic_write, holds
+from .store import atomic_write, canonical_json, holds
 
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
@@ -37,8 +37,21 @@ def referrers_tag(subject: str) -> str:
     return subject.replace(":", "-")
 
 
+_REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}")
+
+
+def is_referrers_tag(tag: str) -> bool:
+    """A tag of the referrers tag schema (an index of documents), not a release's tag."""
+    return bool(_REFERRERS_TAG.fullmatch(tag))
+
+
+def _manifest(data: dict[str, Any], media_type: str) -> Manifest:
+    body = canonical_json(data)
+    return Manifest(digest=sha256_digest(body), media_type=media_type, body=body)
+
+
 def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manifest:
-    body = json.dumps(
+    return _manifest(
         {
             "schemaVersion": 2,
             "mediaType": OCI_MANIFEST,
@@ -48,10 +61,8 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
             "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
             "annotations": {CREATED_ANNOTATION: created, KIND_ANNOTATION: att.kind},
         },
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode()
-    return Manifest(digest=sha256_digest(body), media_type=OCI_MANIFEST, body=body)
+        OCI_MANIFEST,
+    )
 
 
 def descriptor(manifest: Manifest) -> dict[str, Any]:
@@ -100,6 +111,11 @@ def fetch_attachment(client: RegistryClient, repo: str, desc: dict[str, Any], ki
     if manifest is None:
         msg = f"{client.endpoint.name}: the {kind} {desc['digest']} is listed but not served"
         raise PublishError(msg)
+    return attachment_of(client, repo, manifest, kind)
+
+
+def attachment_of(client: RegistryClient, repo: str, manifest: Manifest, kind: Kind) -> Attachment:
+    """The document an artifact manifest carries as its one layer, checked against its digest."""
     layers = manifest.data.get("layers") or []
     if len(layers) != 1:
         msg = f"{client.endpoint.name}: the {kind} {manifest.digest} has {len(layers)} layers, not 1"
@@ -149,34 +165,38 @@ def attach(
     found = list_referrers(client, repo, subject.digest)
     if found.via == "api" and {m.digest for m in pushed} <= {d.get("digest") for d in found.descriptors}:
         return tuple(pushed)
-    _merge_tag_index(client, repo, subject.digest, pushed)
+    _merge_tag_index(client, repo, subject.digest, pushed, found)
     return tuple(pushed)
 
 
-def _merge_tag_index(client: RegistryClient, repo: str, subject: str, pushed: list[Manifest]) -> None:
+def _merge_tag_index(
+    client: RegistryClient, repo: str, subject: str, pushed: list[Manifest], found: Referrers
+) -> None:
     """The referrers tag schema: ``sha256-<hex>`` holds an index of every referrer; ours are
     added, a stale one of ours of the same kind is dropped, anything else is kept. Written, then
-    read back (two runs at once: the later write wins, and a missing entry is written again)."""
+    read back (two runs at once: the later write wins, and a missing entry is written again).
+    ``found`` is the index as just read; only a retry reads it again."""
     tag = referrers_tag(subject)
-    ours = {descriptor(m)["digest"]: descriptor(m) for m in pushed}
+    ours = {m.digest: descriptor(m) for m in pushed}
     kinds = {(d["annotations"] or {}).get(KIND_ANNOTATION) for d in ours.values()}
-    for _attempt in range(3):
+    entries, exists = list(found.descriptors), found.via == "tag"
+    if found.via == "api":  # the API did not list them yet: the tag's index is read as it is
         current = client.get_manifest(repo, tag)
-        entries = list((current.data.get("manifests") or []) if current else [])
+        entries, exists = list((current.data.get("manifests") or []) if current else []), current is not None
+    for _attempt in range(3):
         keep = [
             e for e in entries
             if e.get("digest") not in ours
             and (e.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds
         ]  # fmt: skip
         merged = sorted([*keep, *ours.values()], key=lambda e: str(e["digest"]))
-        if current is not None and merged == entries:
+        if exists and merged == entries:
             return
-        body = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": merged},
-                          sort_keys=True, separators=(",", ":")).encode()  # fmt: skip
-        client.put_manifest(repo, tag, Manifest(digest=sha256_digest(body), media_type=OCI_INDEX, body=body))
+        index = _manifest({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": merged}, OCI_INDEX)
+        client.put_manifest(repo, tag, index)
         back = client.get_manifest(repo, tag)
-        listed = {e.get("digest") for e in (back.data.get("manifests") or [])} if back else set()
-        if set(ours) <= listed:
+        entries, exists = list((back.data.get("manifests") or []) if back else []), back is not None
+        if set(ours) <= {e.get("digest") for e in entries}:
             return
     msg = (
         f"{client.endpoint.name}: the referrers index {repo}:{tag} keeps losing entries (concurrent writers?)"

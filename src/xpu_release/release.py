@@ -221,7 +221,7 @@ class Release:
         return "done", f"{result.passed} checks passed", None
 
     def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
-        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, signer=self.options.signer)
+        documents = Documents(repo=self.repo, spec=spec, engine=self.engine)
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )
@@ -247,12 +247,12 @@ class Release:
         # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
         # hashes them too).
         blobs = verify(spec, self.registries, self.credentials, record.digest, deep=False,
-                       attachments=dict(record.attachments))  # fmt: skip
+                       attachments=record.attachments)  # fmt: skip
         if not blobs.ok:
             listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
             msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
             raise PublishError(msg)
-        kinds = " and ".join(k for k, _ in record.attachments) or "nothing"
+        kinds = " and ".join(record.attachments) or "nothing"
         detail = f"{len(rows)} refs serve {record.digest}; {kinds} attached; {blobs.blobs_checked} blobs"
         return "done", detail, None
 

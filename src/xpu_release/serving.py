@@ -9,11 +9,11 @@ answer is reported as such, never as a tag), and ``find_published`` (build avoid
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .attest import KINDS
 from .build import INPUTS_LABEL
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
@@ -21,7 +21,7 @@ from .errors import RegistryAuthError, ReleaseError
 from .manifest import ImageSpec
 from .plan import Plan, make_plan
 from .record import ReleaseRecord
-from .referrers import list_referrers
+from .referrers import is_referrers_tag, list_referrers
 from .registry import RegistryClient, RetryPolicy
 from .store import remember_config
 
@@ -114,7 +114,7 @@ def status(
                 attached: tuple[str, ...] = ()
                 if served is not None and tag == spec.version:
                     found = list_referrers(client, pool.repo(t.endpoint), served)
-                    attached = tuple(k for k in ("sbom", "provenance") if found.ours(k))
+                    attached = tuple(k for k in KINDS if found.ours(k))
             except ReleaseError as exc:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
                                 error=exc.message, error_kind=_kind(exc))  # fmt: skip
@@ -136,11 +136,6 @@ class CatalogEntry:
     error_kind: ErrorKind | None = None
 
 
-# The referrers tag schema's indexes (``sha256-<hex>``, referrers.py) are not release tags:
-# ``status`` says what is attached.
-REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}")
-
-
 def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> list[CatalogEntry]:
     pool = _reader(spec, registries, credentials)
     out: list[CatalogEntry] = []
@@ -148,7 +143,8 @@ def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStor
         client = pool.client(t.endpoint)
         repo = pool.repo(t.endpoint)
         try:
-            names = sorted(t for t in client.tags(repo) if not REFERRERS_TAG.fullmatch(t))
+            # The referrers tag schema's indexes are not release tags: `status` says what is attached.
+            names = sorted(t for t in client.tags(repo) if not is_referrers_tag(t))
             tags = tuple((tag, client.head_manifest(repo, tag)) for tag in names)
         except ReleaseError as exc:
             out.append(CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc)))

@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import ConfigError, PublishError
 from .secrets import register
+from .store import canonical_json
 
 ENVELOPE_TYPE = "application/vnd.dsse.envelope.v1+json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -53,6 +54,9 @@ class Signer:
         if isinstance(self.key, ec.EllipticCurvePrivateKey):
             return bytes(self.key.sign(message, ec.ECDSA(hashes.SHA256())))
         return bytes(self.key.sign(message))
+
+    def verifier(self) -> Verifier:
+        return Verifier(key=self.key.public_key(), keyid=self.keyid)
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ def envelope(statement: bytes, signer: Signer) -> bytes:
         "payload": base64.b64encode(statement).decode(),
         "signatures": [{"keyid": signer.keyid, "sig": base64.b64encode(sig).decode()}],
     }
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(doc)
 
 
 def is_envelope(document: bytes) -> bool:

@@ -10,10 +10,17 @@ so it never goes stale and any run (or two at once) may write it.
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from pathlib import Path
 
 from .fetch import cache_dir, sha256_file
+
+
+def canonical_json(data: object) -> bytes:
+    """JSON with sorted keys and no spaces: the same data always gives the same bytes (image
+    configs, artifact manifests, referrers indexes, SBOMs, provenance, DSSE envelopes)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
 def atomic_write(path: Path, data: bytes) -> None:

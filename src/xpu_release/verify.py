@@ -23,12 +23,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from .attest import KINDS
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .errors import ReleaseError
 from .manifest import ImageSpec
 from .plan import make_plan
-from .referrers import Referrers, list_referrers
+from .referrers import Referrers, attachment_of, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
 from .signing import Verifier, open_envelope
 
@@ -95,7 +96,7 @@ def _attachments(
         return [("attachments", "no SBOM and no provenance are attached to the image")], []
     problems: list[tuple[str, str]] = []
     blobs: list[tuple[str, int]] = []
-    for kind in ("sbom", "provenance"):
+    for kind in KINDS:
         want = expected.get(kind)
         listed = [str(d.get("digest")) for d in found.ours(kind)]
         if want is None:
@@ -116,10 +117,9 @@ def _attachments(
 
 def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verifier) -> list[tuple[str, str]]:
     subject = str((manifest.data.get("subject") or {}).get("digest") or "")
-    (layer,) = manifest.data["layers"]
     try:
         statement = open_envelope(
-            client.blob_bytes(repo, layer["digest"], limit=64 << 20), key, manifest.digest
+            attachment_of(client, repo, manifest, "provenance").payload, key, manifest.digest
         )
     except ReleaseError as exc:
         return [("provenance", exc.message)]
@@ -172,7 +172,7 @@ def verify(
         try:
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
-                attached = {k: d[0]["digest"] for k in ("sbom", "provenance") if (d := found.ours(k))}
+                attached = {k: d[0]["digest"] for k in KINDS if (d := found.ours(k))}
             problems, blobs = _attachments(client, repo, found, attached, key)
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))

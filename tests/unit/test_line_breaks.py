@@ -124,3 +124,40 @@ def test_rendering_never_splits_at_a_unicode_line_separator(repo: Path) -> None:
 
     # The character stays inside its line: no new line, so no new instruction.
     assert text.split("\n") == ["FROM scratch", "LABEL a=x\u2028RUN id", ""]
+
+
+# The SDK shape: pip installs into the base interpreter (`pip.install: system`, where the
+# Dockerfile runs `<base.python> -m pip … --root /out`), and a base that is another family's
+# release (`base.image` + `base.version`, which become the default BASE_IMAGE).
+SDK_BASE = {"image": "pytorch-cpu-sdk", "version": "2.13.0", "python": "/usr/bin/python3", "component": "sdk"}
+SDK_FIELDS = {
+    "system-mode base python": "python",
+    "family base image": "image",
+    "family base version": "version",
+}
+
+
+def _render_sdk_shape(repo: Path, **base: str) -> Any:
+    data = yaml.safe_load(FULL)
+    data["pip"] = {**(data.get("pip") or {}), "install": "system"}
+    data["base"] = {**SDK_BASE, **base}
+    write_manifest(repo, "demo", "1.0", json.dumps(data))
+    return run(repo, "render", "demo:1.0", "--stdout")
+
+
+@pytest.mark.parametrize("ch", BREAKERS.values(), ids=BREAKERS.keys())
+@pytest.mark.parametrize("field", SDK_FIELDS)
+def test_the_sdk_shapes_refuse_a_line_break_or_control_character(repo: Path, field: str, ch: str) -> None:
+    result = _render_sdk_shape(repo, **{SDK_FIELDS[field]: _payload(ch)})
+
+    assert result.exit_code == 2, (field, result.stdout)
+    assert "RUN touch" not in result.stdout
+    assert not (repo / "images" / "demo").exists()
+
+
+def test_the_sdk_shape_renders_when_its_values_are_plain_tokens(repo: Path) -> None:
+    # The control for the test above: the same manifest with plain values renders.
+    result = _render_sdk_shape(repo)
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "/usr/bin/python3 -m pip install" in result.stdout

@@ -87,7 +87,7 @@ def publish(
         signer=load_signer(signing_key),
     )
     engine = Engine.connect()
-    documents = Documents(repo=state.repo, spec=spec, engine=engine, signer=options.signer)
+    documents = Documents(repo=state.repo, spec=spec, engine=engine)
     result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
@@ -139,7 +139,7 @@ def verify(
     record = records.read(path) if path.is_file() else None
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
-    attached = dict(record.attachments) if record and record.attachments else None
+    attached = (record.attachments or None) if record else None
     from ..signing import load_verifier
 
     key = load_verifier(key_file) if key_file else None
@@ -220,8 +220,9 @@ def status(
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
                 mark = "AUTH" if r.error_kind == "auth" else "DOWN"
-            docs = "+".join(k[:4] for k in r.attached) if r.tag == spec.version and r.serves else ""
-            docs = docs or ("none" if r.tag == spec.version and r.serves else "")
+            docs = (
+                ("+".join(k[:4] for k in r.attached) or "none") if r.tag == spec.version and r.serves else ""
+            )
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
