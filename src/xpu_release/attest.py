@@ -25,9 +25,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from .build import BuildRun, builder_id, known_build, source_date_epoch
+from .attachment import Attachment, Kind
+from .build import BuildRun, known_build, source_date_epoch
 from .engine import Engine
 from .errors import ConfigError
 from .fetch import sha256_file
@@ -35,40 +35,12 @@ from .lock import Lock, load_lock, lock_path
 from .manifest import ImageSpec, Repo
 from .manifest.model import canonical_name
 from .normalize import iso
-from .registry import sha256_digest
 from .signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
 from .store import canonical_json
 
-Kind = Literal["sbom", "provenance"]
-SBOM_TYPE = "application/vnd.cyclonedx+json"
-PROVENANCE_TYPE = "application/vnd.in-toto+json"
-ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE}
-KINDS: tuple[Kind, ...] = ("sbom", "provenance")  # what every release carries, in this order
 SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
 BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is registered for it
-
-
-@dataclass(frozen=True, kw_only=True)
-class Attachment:
-    """One document about one image: what it is (``kind``), its exact bytes, and their media
-    type when it is not the artifact type (a signed provenance is a DSSE envelope)."""
-
-    kind: Kind
-    payload: bytes
-    media_type: str = ""
-
-    @property
-    def artifact_type(self) -> str:
-        return ARTIFACT_TYPES[self.kind]
-
-    @property
-    def layer_type(self) -> str:
-        return self.media_type or self.artifact_type
-
-    @property
-    def digest(self) -> str:
-        return sha256_digest(self.payload)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,11 +220,18 @@ def _file_sha256(path: Path) -> str:
 
 
 def provenance(
-    repo: Repo, spec: ImageSpec, lock: Lock, image_id: str, subject_digest: str, run: BuildRun | None
+    repo: Repo,
+    spec: ImageSpec,
+    lock: Lock,
+    image_id: str,
+    subject_digest: str,
+    run: BuildRun | None,
+    builder: str,
 ) -> bytes:
     """An in-toto v1 statement, SLSA provenance v1 predicate, about the image manifest
     ``subject_digest``. Without a known build (an image pulled by build avoidance, made
-    elsewhere), the run's times are left out rather than invented."""
+    elsewhere), the run's times are left out rather than invented, and the builder named is
+    ``builder``, who vouches for it by publishing."""
     root = repo.root
     manifest_file = root / spec.manifest_path
     dockerfile = root / "images" / spec.image / spec.version / "Dockerfile"
@@ -293,7 +272,7 @@ def provenance(
                 "resolvedDependencies": dependencies,
             },
             "runDetails": {
-                "builder": {"id": run.builder if run else builder_id()},
+                "builder": {"id": run.builder if run else builder},
                 "metadata": metadata,
             },
         },
@@ -308,6 +287,7 @@ class Documents:
     repo: Repo
     spec: ImageSpec
     engine: Engine
+    builder: str  # who builds (or, for a pulled image, publishes): the command read it once
 
     @functools.cached_property
     def lock(self) -> Lock:
@@ -319,7 +299,8 @@ class Documents:
             return Attachment(kind=kind, payload=sbom(self.repo, self.spec, self.lock, image_id, debs))
         run = known_build(image_id)
         return Attachment(
-            kind=kind, payload=provenance(self.repo, self.spec, self.lock, image_id, subject, run)
+            kind=kind,
+            payload=provenance(self.repo, self.spec, self.lock, image_id, subject, run, self.builder),
         )
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,10 +30,11 @@ from .manifest import ImageSpec
 from .normalize import Normalized, iso, normalize
 from .render import require_current
 from .secrets import artifact_token
-from .store import DigestMap
+from .store import ObservedMap
 
 INPUTS_LABEL = "io.xpu-release.inputs.sha256"
 MANIFEST_LABEL = "io.xpu-release.manifest.sha256"
+BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
 _CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
 
@@ -73,18 +74,19 @@ class BuildRun:
     finished: str
 
 
-def builder_id() -> str:
-    """``XPU_RELEASE_BUILDER_ID`` (a CI system sets its runner's URI), else this host."""
-    return os.environ.get("XPU_RELEASE_BUILDER_ID") or f"urn:xpu-release:host:{socket.gethostname()}"
+def builder_id(env: Mapping[str, str]) -> str:
+    """Who builds: ``XPU_RELEASE_BUILDER_ID`` (a CI system sets its runner's URI), else this
+    host. Read once by the command (``State.builder``) and handed to the stages."""
+    return env.get(BUILDER_ENV) or f"urn:xpu-release:host:{socket.gethostname()}"
 
 
-def remember_build(image_id: str, started: float, finished: float) -> None:
-    run = {"builder": builder_id(), "started": _utc(started), "finished": _utc(finished)}
-    DigestMap("builds").put(image_id, json.dumps(run, sort_keys=True))
+def remember_build(image_id: str, builder: str, started: float, finished: float) -> None:
+    run = {"builder": builder, "started": _utc(started), "finished": _utc(finished)}
+    ObservedMap("builds").put(image_id, json.dumps(run, sort_keys=True))
 
 
 def known_build(image_id: str) -> BuildRun | None:
-    text = DigestMap("builds").get(image_id)
+    text = ObservedMap("builds").get(image_id)
     if not text:
         return None
     try:
@@ -147,8 +149,11 @@ def build_image(
     rebuild: bool = False,
     no_cache: bool = False,
     keep_layers: Path | None = None,
+    builder: str,
     on_line: LineSink,
 ) -> BuiltImage:
+    """Build ``spec`` (skipped when an image of the same inputs exists, unless ``rebuild``);
+    ``builder`` is who builds, kept with the image id for its provenance."""
     started = time.monotonic()
     wall_started = time.time()
     unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
@@ -206,7 +211,7 @@ def build_image(
         keep_layers=keep_layers, rewrite_all=no_cache,
     )  # fmt: skip
     image_id = made.image_id
-    remember_build(image_id, wall_started, time.time())
+    remember_build(image_id, builder, wall_started, time.time())
     info = engine.require_image(image_id)
     return BuiltImage(
         ref=spec.ref,

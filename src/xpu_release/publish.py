@@ -2,10 +2,12 @@
 that each endpoint serves exactly that digest. (What endpoints serve now, asked read-only, is
 ``serving.py``: status, the catalog, build avoidance.)
 
-Push once through the engine to the first endpoint, then copy registry to registry by digest
-(blobs already present are skipped, blobs in the same registry are mounted, regions run in
-parallel, the manifest bytes are preserved). Version tags are immutable; floating tags move
-only after every endpoint is verified. Every run writes a release record.
+Push once with our own client to the first endpoint; every blob, as soon as it is compressed
+into the spool, also goes to the regions on other hosts while the next layer is compressed
+(``_EarlyCopies``); then every endpoint is staged by digest (blobs already present are skipped,
+blobs in the same registry are mounted, regions run in parallel, the manifest bytes are
+preserved). Version tags are immutable and written only once every endpoint is staged; floating
+tags move only after every endpoint is verified. Every run writes a release record.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from .attest import KINDS, Attachment, Documents, signed
+from .attachment import KINDS, Attachment
+from .attest import Documents, signed
 from .build import INPUTS_LABEL, source_date_epoch
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
@@ -29,7 +32,7 @@ from .fetch import cache_dir
 from .manifest import ImageSpec
 from .normalize import iso
 from .plan import Plan, Target, make_plan
-from .push import layer_mismatch, push_image
+from .push import Blob, layer_mismatch, push_image
 from .record import EndpointRecord, ReleaseRecord, Status
 from .referrers import artifact_manifest, attach, fetch_attachment, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
@@ -90,6 +93,61 @@ class _BlobSpool:
             return path
 
 
+class _EarlyCopies:
+    """Blobs sent to the other endpoints while the first push is still compressing the next
+    layer: each blob, once in the spool, goes to every endpoint on another host, by digest only
+    (nothing is served until ``stage`` writes the manifest and ``tag`` the tag). Endpoints on the
+    source's host are left to ``stage``, which mounts instead. An endpoint whose early copy fails
+    (after the client's retries) gets no more of them, and ``stage`` reports that failure."""
+
+    def __init__(self, publisher: Publisher, targets: list[Target]) -> None:
+        self.publisher = publisher
+        self.targets = targets
+        self._pool = ThreadPoolExecutor(max_workers=publisher.workers, thread_name_prefix="early-copy")
+        self._sent: dict[str, list[Future[None]]] = {t.endpoint.name: [] for t in targets}
+        self._failed: dict[str, BaseException] = {}
+        self._done: dict[str, set[str]] = {t.endpoint.name: set() for t in targets}  # digests
+        # An endpoint's client serves one thread at a time: its copies go one after another.
+        self._turn = {t.endpoint.name: threading.Lock() for t in targets}
+
+    def send(self, blob: Blob) -> None:
+        for t in self.targets:
+            self._sent[t.endpoint.name].append(self._pool.submit(self._copy, t, blob.digest))
+
+    def _copy(self, target: Target, digest: str) -> None:
+        name = target.endpoint.name
+        with self._turn[name]:
+            self._copy_one(target, digest)
+
+    def _copy_one(self, target: Target, digest: str) -> None:
+        name = target.endpoint.name
+        if name in self._failed:
+            return
+        client, repo = self.publisher.client(target.endpoint), self.publisher.repo(target.endpoint)
+        try:
+            if client.blob_exists(repo, digest):
+                client.stats["skipped_blobs"] += 1
+            else:
+                path = self.publisher.spool.folder / digest.replace(":", "-")
+                client.upload_blob(repo, digest, path, chunk_size=self.publisher.options.chunk_size)
+            self._done[name].add(digest)
+        except Exception as exc:  # handed to stage, which records it against this endpoint
+            self._failed.setdefault(name, exc)
+
+    def settle(self, target: Target) -> set[str]:
+        """Wait for ``target``'s early copies: the digests it now holds. A failed copy is raised
+        here, in ``stage``, which records it against the endpoint."""
+        for sent in self._sent.get(target.endpoint.name, ()):
+            sent.result()
+        failed = self._failed.get(target.endpoint.name)
+        if failed is not None:
+            raise failed
+        return self._done.get(target.endpoint.name, set())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 class Publisher:
     def __init__(
         self,
@@ -114,6 +172,7 @@ class Publisher:
         self.spool = _BlobSpool(on_line)
         self.pool = EndpointPool(spec, registries, credentials, options.retry, on_line)
         self._identity: dict[str, str | None] = {}  # manifest digest → why it is not ours
+        self.early: _EarlyCopies | None = None
         self._diff_ids: list[str] | None = None
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
@@ -204,10 +263,12 @@ class Publisher:
             manifest = client.get_manifest(repo, self.spec.version)
         else:
             earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
+            others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.endpoint.host]
+            self.early = _EarlyCopies(self, others) if others else None
             report = push_image(
                 self.engine, image_id, client, repo, None,
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
-                on_line=self.on_line,
+                on_line=self.on_line, on_spooled=self.early.send if self.early else None,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -258,6 +319,7 @@ class Publisher:
         repo = self.repo(ep)
         first = self.plan.targets[0].endpoint
         try:
+            sent_early = self.early.settle(target) if self.early is not None else set()
             current = self._current(target, image_id)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
@@ -267,6 +329,8 @@ class Publisher:
                 src_repo = self.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
                 for digest, _size in source.blobs():
+                    if digest in sent_early:
+                        continue
                     if client.blob_exists(repo, digest):
                         client.stats["skipped_blobs"] += 1
                         continue
@@ -345,6 +409,13 @@ class Publisher:
         return tuple(moved)
 
     def run(self, image_id: str, inputs: str) -> ReleaseRecord:
+        try:
+            return self._run(image_id, inputs)
+        finally:
+            if self.early is not None:  # no copy outlives the run (an interrupt, a failure)
+                self.early.close()
+
+    def _run(self, image_id: str, inputs: str) -> ReleaseRecord:
         self.check_tags(image_id)
         base = ReleaseRecord(
             ref=self.spec.ref,
@@ -371,7 +442,7 @@ class Publisher:
                     digest=None,
                     error=exc.message
                     if t is first
-                    else f"not attempted: {first.endpoint.name} (the source) failed",
+                    else f"not staged: {first.endpoint.name} (the source) failed",
                 )
                 for t in self.plan.targets
             )

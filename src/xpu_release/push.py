@@ -217,8 +217,11 @@ def push_image(
     earlier_tags: Iterable[str],
     chunk_size: int | None,
     on_line: Sink,
+    on_spooled: Callable[[Blob], None] | None = None,
 ) -> PushReport:
-    """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given)."""
+    """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
+    ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
+    endpoints can be sent it while the next layer is still being compressed."""
     diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
     local = CompressedMap()
     at_endpoint = published_layers(client, repo, earlier_tags)
@@ -241,6 +244,8 @@ def push_image(
     before = client.stats["uploaded_bytes"]
 
     def upload(blob: Blob) -> None:
+        if on_spooled is not None and (spool / blob.digest.replace(":", "-")).is_file():
+            on_spooled(blob)
         if client.blob_exists(repo, blob.digest):
             client.stats["skipped_blobs"] += 1
             return

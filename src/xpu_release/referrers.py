@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attest import ARTIFACT_TYPES, Attachment, Kind
+from .attachment import ARTIFACT_TYPES, Attachment, Kind
 from .errors import PublishError
 from .registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from .store import atomic_write, canonical_json, holds

@@ -97,8 +97,9 @@ class Reporter:
 
 class Release:
     def __init__(self, repo: Repo, ref: str, registries: Registries, credentials: CredentialStore,
-                 options: Options, reporter: Reporter, *, dry_run: bool) -> None:  # fmt: skip
+                 options: Options, reporter: Reporter, *, dry_run: bool, builder: str) -> None:  # fmt: skip
         self.repo = repo
+        self.builder = builder
         self.ref = ref
         self.registries = registries
         self.credentials = credentials
@@ -190,7 +191,8 @@ class Release:
         pulled = self._pull_published(spec, inputs_sha256(spec, dockerfile, lock))
         if pulled is not None:
             return "pulled", f"{pulled[:19]} from an endpoint that serves it (same inputs)", pulled
-        built = build_image(self.repo.root, spec, self.registries, self.engine, on_line=self.reporter.write)
+        built = build_image(self.repo.root, spec, self.registries, self.engine,
+                            builder=self.builder, on_line=self.reporter.write)  # fmt: skip
         state = "skipped" if built.skipped else "done"
         return state, f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", built.image_id
 
@@ -221,7 +223,7 @@ class Release:
         return "done", f"{result.passed} checks passed", None
 
     def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
-        documents = Documents(repo=self.repo, spec=spec, engine=self.engine)
+        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, builder=self.builder)
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )

@@ -58,7 +58,7 @@ def _config_diff(engine: Engine, a: str, b: str) -> tuple[str, ...]:
 
 
 def check(
-    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, on_line: LineSink
+    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, builder: str, on_line: LineSink
 ) -> ReproReport:
     with tempfile.TemporaryDirectory(prefix="xpu-repro-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
@@ -75,6 +75,7 @@ def check(
                 rebuild=True,
                 no_cache=True,
                 keep_layers=folder,
+                builder=builder,
                 on_line=on_line,
             )
             diffs = tuple((engine.inspect_raw(made.image_id).get("RootFS") or {}).get("Layers") or ())

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .attest import KINDS
+from .attachment import KINDS
 from .build import INPUTS_LABEL
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries

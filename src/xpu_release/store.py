@@ -5,6 +5,9 @@ so it never goes stale and any run (or two at once) may write it.
   blob → the diff_id it unpacks to), written atomically;
 - ``remember_config`` / ``known_config``: an image's config by its id (its sha256), for the
   steps that need its exact bytes (normalizing, pushing).
+
+One map here is not of that kind, and says so: ``ObservedMap`` keeps what was *seen* happen to
+a digest (when and by whom an image was built), which no digest determines.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class DigestMap:
 
     def put(self, key: str, value: str) -> None:
         atomic_write(self._path(key), value.encode())
+
+
+class ObservedMap(DigestMap):
+    """A digest → text map of observations, not functions of the digest: the last one wins (a
+    rebuild that gives the same image id records its own run). Whatever was published from an
+    observation (a provenance) is reused as published, never made again from a newer one."""
 
 
 def _config_path(image_id: str) -> Path:

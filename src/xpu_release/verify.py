@@ -23,14 +23,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .attest import KINDS
+from .attachment import KINDS
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .errors import ReleaseError
 from .manifest import ImageSpec
-from .plan import make_plan
 from .referrers import Referrers, attachment_of, list_referrers
 from .registry import Manifest, RegistryClient, RetryPolicy
+from .serving import EndpointPool
 from .signing import Verifier, open_envelope
 
 CHUNK = 1 << 20
@@ -146,15 +146,15 @@ def verify(
     """Check every endpoint against ``digest`` (None: against what the first endpoint serves),
     and its attachments against ``attachments`` (kind → artifact manifest digest; None: those
     of the first endpoint)."""
-    plan = make_plan(spec, registries)
+    endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
+    plan = endpoints.plan
     findings: list[Finding] = []
     jobs: list[tuple[Endpoint, RegistryClient, str, str, int]] = []
     expected = digest
     attached = dict(attachments) if attachments is not None else None
     for t in plan.targets:
         ep = t.endpoint
-        client = RegistryClient(ep, credentials.for_host(ep.host), RetryPolicy(attempts=3))
-        repo = ep.repository(spec.image)
+        client, repo = endpoints.client(ep), endpoints.repo(ep)
         try:
             manifest: Manifest | None = client.get_manifest(repo, spec.version)
         except ReleaseError as exc:

@@ -339,6 +339,44 @@ def test_interrupting_publish_then_rerunning_ends_verified(
     assert len(set(served(tested, regs, "1.0").values())) == 1
 
 
+def test_regions_get_each_blob_during_the_first_push_and_serve_nothing_if_it_fails(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    # The first endpoint takes every blob but refuses the manifest: the push fails at its very
+    # end. By then every region already holds every layer (sent as each was compressed, not
+    # after the first push), and no region serves a manifest or a tag.
+    source = FaultProxy("127.0.0.1:15000")  # the stack's hub registry, as a plain-HTTP source
+    try:
+        source.faults.refuse_put = "/manifests/"
+        regs = tmp_path / "regs.yaml"
+        regs.write_text(
+            "registries:\n"
+            f"  public: {{host: '{source.host}', namespace: {namespace}, insecure: true}}\n"
+            f"  vpc:\n    namespace: {namespace}\n    insecure: true\n"
+            f"    regions: [{', '.join(REGIONS)}]\n    hosts:\n"
+            + "".join(f"      {r}: '{h}'\n" for r, h in REGIONS.items())
+        )
+
+        result = publish(tested, regs, "--json")
+
+        assert result.returncode == 7, result.stderr
+        record = json.loads(result.stdout)
+        assert [e["status"] for e in record["endpoints"]] == ["failed", "planned", "planned", "planned"]
+        assert "not staged: public (the source) failed" in record["endpoints"][1]["error"]
+        image_id = record["tested_image_id"]
+        puts = [s for s in source.faults.seen if s.startswith("PUT ") and "digest=" in s]
+        sent = {s.split("digest=")[1].split("&")[0] for s in puts}
+        layers = sent - {image_id}
+        assert len(layers) >= 2, source.faults.seen
+        for region in REGIONS:
+            client, repo = endpoint_client(tested, regs, f"vpc/{region}")
+            assert all(client.blob_exists(repo, d) for d in layers), region
+            assert client.head_manifest(repo, "1.0") is None
+            assert client.head_manifest(repo, "latest") is None
+    finally:
+        source.close()
+
+
 def test_status_compares_every_endpoint_with_the_record(tested: Cli, tmp_path: Path, namespace: str) -> None:
     regs = registries_file(tmp_path / "regs.yaml", namespace)
     assert publish(tested, regs).returncode == 0

@@ -21,6 +21,7 @@ from xpu_release.manifest import Repo
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_ID = "sha256:" + "1" * 64
 SUBJECT = "sha256:" + "2" * 64
+BUILDER = "urn:test:publisher"  # who runs the command, as its State read it
 DPKG = "os=debian\nbash\t5.2.15-2+b7\tamd64\nlibc6\t2.36-9+deb12u9\tamd64\n"
 
 
@@ -38,7 +39,7 @@ class FakeEngine:
 
 def documents(ref: str = "training-cpu-pytorch:25.03", engine: FakeEngine | None = None) -> Documents:
     repo = Repo(ROOT)
-    return Documents(repo=repo, spec=repo.load_ref(ref), engine=engine or FakeEngine())  # type: ignore[arg-type]
+    return Documents(repo=repo, spec=repo.load_ref(ref), engine=engine or FakeEngine(), builder=BUILDER)  # type: ignore[arg-type]
 
 
 def components(payload: bytes) -> dict[str, dict[str, Any]]:
@@ -160,13 +161,13 @@ def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
 
 def test_a_provenance_without_a_known_build_invents_no_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: None)
+    monkeypatch.setenv("XPU_RELEASE_BUILDER_ID", "urn:read:by:a:stage")  # no stage reads it
 
-    metadata = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"][
-        "runDetails"
-    ]["metadata"]
+    details = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"]["runDetails"]
 
-    assert "startedOn" not in metadata
-    assert "finishedOn" not in metadata
+    assert "startedOn" not in details["metadata"]
+    assert "finishedOn" not in details["metadata"]
+    assert details["builder"] == {"id": BUILDER}  # who publishes it vouches for it
 
 
 def test_no_secret_reaches_a_document(monkeypatch: pytest.MonkeyPatch) -> None:

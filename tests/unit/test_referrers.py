@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.attest import Attachment
+from xpu_release.attachment import Attachment
 from xpu_release.referrers import (
     EMPTY,
     KIND_ANNOTATION,

@@ -11,7 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from xpu_release.attest import Attachment, signed
+from xpu_release.attachment import Attachment
+from xpu_release.attest import signed
 from xpu_release.errors import ConfigError, PublishError
 from xpu_release.signing import (
     ENVELOPE_TYPE,

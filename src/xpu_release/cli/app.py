@@ -7,6 +7,7 @@ Every stage lives in its own module; this file only wires them together and maps
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -53,6 +54,13 @@ class State:
     @property
     def root(self) -> Path:
         return self.repo.root  # type: ignore[no-any-return]
+
+    @functools.cached_property
+    def builder(self) -> str:
+        """Who builds (``XPU_RELEASE_BUILDER_ID``, else this host): read once per command."""
+        from ..build import builder_id
+
+        return builder_id(os.environ)
 
     def registries(self) -> Any:
         from ..endpoints import load_registries

@@ -78,6 +78,7 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
         rebuild=rebuild or no_cache,
         no_cache=no_cache,
         keep_layers=None,
+        builder=state.builder,
         on_line=(live := _line_sink()),
     )
     live.close()
@@ -121,7 +122,8 @@ def repro(state: State, ref: str, as_json: bool) -> None:
     from ..repro import check
 
     spec = state.repo.load_ref(ref)
-    report = check(state.root, spec, state.registries(), Engine.connect(), on_line=(live := _line_sink()))
+    engine, live = Engine.connect(), _line_sink()
+    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live)
     live.close()
     if as_json:
         _emit_json({**asdict(report), "same": report.same})
@@ -160,7 +162,9 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     spec = state.repo.load_ref(ref)
     engine = Engine.connect()
     image_id = engine.require_image(spec.ref).id
-    document = Documents(repo=state.repo, spec=spec, engine=engine).make("sbom", image_id, "")
+    document = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder).make(
+        "sbom", image_id, ""
+    )
     if output:
         Path(output).write_bytes(document.payload)
         click.echo(f"wrote {output} ({fmt}, {document.digest})", err=True)

@@ -87,7 +87,7 @@ def publish(
         signer=load_signer(signing_key),
     )
     engine = Engine.connect()
-    documents = Documents(repo=state.repo, spec=spec, engine=engine)
+    documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
     result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
@@ -298,7 +298,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
     options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)),
                       signer=load_signer(signing_key))  # fmt: skip
     run = Release(state.repo, ref, state.registries(), creds, options,
-                  Reporter(live := _line_sink()), dry_run=dry_run)  # fmt: skip
+                  Reporter(live := _line_sink()), dry_run=dry_run, builder=state.builder)  # fmt: skip
     from ..errors import ReleaseError
 
     try:
