@@ -109,6 +109,7 @@ class _EarlyCopies:
         self._done: dict[str, set[str]] = {t.endpoint.name: set() for t in targets}  # digests
         # An endpoint's client serves one thread at a time: its copies go one after another.
         self._turn = {t.endpoint.name: threading.Lock() for t in targets}
+        self._began: dict[str, float] = {}  # endpoint → when its first copy started (monotonic)
 
     def send(self, blob: Blob) -> None:
         for t in self.targets:
@@ -117,6 +118,7 @@ class _EarlyCopies:
     def _copy(self, target: Target, digest: str) -> None:
         name = target.endpoint.name
         with self._turn[name]:
+            self._began.setdefault(name, time.monotonic())
             self._copy_one(target, digest)
 
     def _copy_one(self, target: Target, digest: str) -> None:
@@ -143,6 +145,11 @@ class _EarlyCopies:
         if failed is not None:
             raise failed
         return self._done.get(target.endpoint.name, set())
+
+    def began(self, target: Target) -> float | None:
+        """When ``target``'s first early copy started (None: it had none), so that the time
+        its record states covers the copies made before its stage."""
+        return self._began.get(target.endpoint.name)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -320,6 +327,8 @@ class Publisher:
         first = self.plan.targets[0].endpoint
         try:
             sent_early = self.early.settle(target) if self.early is not None else set()
+            began = self.early.began(target) if self.early is not None else None
+            started = min(started, began) if began is not None else started
             current = self._current(target, image_id)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)

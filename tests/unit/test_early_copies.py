@@ -66,6 +66,7 @@ def test_every_blob_goes_to_every_endpoint_and_a_present_one_is_not_sent() -> No
 
     assert early.settle(ta) == {D1, D2}
     assert early.settle(tb) == {D1, D2}
+    assert early.began(ta) is not None  # the region's time starts with its first copy
     assert a.sent == [D1, D2]
     assert b.sent == [D2]
     assert b.stats["skipped_blobs"] == 1
@@ -83,6 +84,14 @@ def test_an_endpoint_whose_copy_fails_gets_no_more_and_its_stage_hears_why() -> 
     with pytest.raises(PublishError, match=r"vpc/bad: upload of sha256:1+ kept breaking"):
         early.settle(tb)
     assert bad.sent == [D1]  # the second blob was not tried after the first failed
+    early.close()
+
+
+def test_an_endpoint_sent_nothing_early_has_no_early_start() -> None:
+    early, (t,) = copies(Client("vpc/quiet"))
+
+    assert early.settle(t) == set()
+    assert early.began(t) is None
     early.close()
 
 
