@@ -25,6 +25,7 @@ from . import baseimage, fetch
 from .endpoints import Registries
 from .engine import Engine, LineSink
 from .errors import ManifestError
+from .labels import INPUTS_LABEL, MANIFEST_LABEL
 from .lock import Lock, load_lock
 from .manifest import ImageSpec
 from .normalize import Normalized, iso, normalize
@@ -32,8 +33,6 @@ from .render import require_current
 from .secrets import artifact_token
 from .store import ObservedMap
 
-INPUTS_LABEL = "io.xpu-release.inputs.sha256"
-MANIFEST_LABEL = "io.xpu-release.manifest.sha256"
 BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
 _CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")

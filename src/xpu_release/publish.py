@@ -23,12 +23,13 @@ from typing import cast
 
 from .attachment import KINDS, Attachment
 from .attest import Documents, signed
-from .build import INPUTS_LABEL, source_date_epoch
+from .build import source_date_epoch
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .engine import Engine
 from .errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from .fetch import cache_dir
+from .labels import INPUTS_LABEL
 from .manifest import ImageSpec
 from .normalize import iso
 from .plan import Plan, Target, make_plan

@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 
 from . import record as records
 from .attest import Documents
-from .build import INPUTS_LABEL, build_image, inputs_sha256
+from .build import build_image, inputs_sha256
 from .credentials import CredentialStore
 from .endpoints import Registries
 from .engine import Engine
 from .errors import PublishError, ReleaseError
+from .labels import INPUTS_LABEL
 from .lock import Lock, load_lock
 from .manifest import ImageSpec, Repo
 from .notes import notes_path, render_notes

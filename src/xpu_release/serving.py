@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .attachment import KINDS
-from .build import INPUTS_LABEL
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
 from .errors import RegistryAuthError, ReleaseError
+from .labels import INPUTS_LABEL
 from .manifest import ImageSpec
 from .plan import Plan, make_plan
 from .record import ReleaseRecord

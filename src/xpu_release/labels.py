@@ -1,0 +1,6 @@
+"""The labels a build writes on an image, which later stages read: what a published image was
+built from. Here, not in ``build.py``, so that the readers (``status``, build avoidance,
+``publish``) need not load the build stage and the engine client to know a label's name."""
+
+INPUTS_LABEL = "io.xpu-release.inputs.sha256"  # every input of the build, hashed together
+MANIFEST_LABEL = "io.xpu-release.manifest.sha256"  # the resolved manifest
