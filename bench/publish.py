@@ -182,7 +182,8 @@ def engine_first(public: str, regions: list[str], repo: Path) -> None:
 def compressed_blobs(repo: Path, storage: str) -> list[Path]:
     """The layer blobs ours pushes for the bench image (the config, a few KB, is left out), made by
     a publish to throwaway registries, and kept for the floor."""
-    keep = Path(tempfile.mkdtemp(prefix="bench-floor-blobs-"))
+    keep = repo.parent / "floor-blobs"  # beside the bench's repository copy, removed with it
+    keep.mkdir(exist_ok=True)
     with fresh_registries(2, storage) as hosts:
         ours(hosts[0], hosts[1:], repo, keep_blobs=keep)
     return sorted(keep.iterdir())
@@ -318,7 +319,6 @@ def main() -> None:
             added = {n: medians["ours"][n] - medians["floor"][n] for n in counts}
             print(f"ours - floor: {added[3]:.1f} s at 3 regions, {added[12]:.1f} s at 12; "
                   f"ours 12/3 = {ratio:.2f} (goal ≤ {GOALS['twelve_vs_three_regions']})")  # fmt: skip
-            shutil.rmtree(blobs[0].parent, ignore_errors=True)
             out = ROOT / "bench" / "results" / f"publish-regions-{storage}.json"
             report = {
                 "image_bytes": size,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .registry import sha256_digest
+from .store import sha256_digest
 
 Kind = Literal["sbom", "provenance"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"

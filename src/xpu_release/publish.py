@@ -12,6 +12,7 @@ tags move only after every endpoint is verified. Every run writes a release reco
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -119,23 +120,16 @@ class _EarlyCopies:
     def _copy(self, target: Target, digest: str) -> None:
         name = target.endpoint.name
         with self._turn[name]:
+            if name in self._failed:
+                return
             self._began.setdefault(name, time.monotonic())
-            self._copy_one(target, digest)
-
-    def _copy_one(self, target: Target, digest: str) -> None:
-        name = target.endpoint.name
-        if name in self._failed:
-            return
-        client, repo = self.publisher.client(target.endpoint), self.publisher.repo(target.endpoint)
-        try:
-            if client.blob_exists(repo, digest):
-                client.stats["skipped_blobs"] += 1
-            else:
-                path = self.publisher.spool.folder / digest.replace(":", "-")
-                client.upload_blob(repo, digest, path, chunk_size=self.publisher.options.chunk_size)
-            self._done[name].add(digest)
-        except Exception as exc:  # handed to stage, which records it against this endpoint
-            self._failed.setdefault(name, exc)
+            client, repo = self.publisher.client(target.endpoint), self.publisher.repo(target.endpoint)
+            path = self.publisher.spool.folder / digest.replace(":", "-")
+            try:
+                client.ensure_blob(repo, digest, lambda: path, chunk_size=self.publisher.options.chunk_size)
+                self._done[name].add(digest)
+            except Exception as exc:  # handed to stage, which records it against this endpoint
+                self._failed[name] = exc
 
     def settle(self, target: Target) -> set[str]:
         """Wait for ``target``'s early copies: the digests it now holds. A failed copy is raised
@@ -271,8 +265,6 @@ class Publisher:
             manifest = client.get_manifest(repo, self.spec.version)
         else:
             earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
-            others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.endpoint.host]
-            self.early = _EarlyCopies(self, others) if others else None
             report = push_image(
                 self.engine, image_id, client, repo, None,
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
@@ -327,9 +319,10 @@ class Publisher:
         repo = self.repo(ep)
         first = self.plan.targets[0].endpoint
         try:
-            sent_early = self.early.settle(target) if self.early is not None else set()
-            began = self.early.began(target) if self.early is not None else None
-            started = min(started, began) if began is not None else started
+            sent_early: set[str] = set()
+            if self.early is not None:
+                sent_early = self.early.settle(target)
+                started = min(started, self.early.began(target) or started)
             current = self._current(target, image_id)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
@@ -338,16 +331,13 @@ class Publisher:
                 src_client = self.client(first, fresh=True)
                 src_repo = self.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
+                mount_from = src_repo if ep.host == first.host else None
                 for digest, _size in source.blobs():
-                    if digest in sent_early:
-                        continue
-                    if client.blob_exists(repo, digest):
-                        client.stats["skipped_blobs"] += 1
-                        continue
-                    if ep.host == first.host and client.mount_blob(repo, digest, src_repo):
-                        continue
-                    path = self.spool.get(src_client, src_repo, digest)
-                    client.upload_blob(repo, digest, path, chunk_size=self.options.chunk_size)
+                    if digest not in sent_early:
+                        client.ensure_blob(
+                            repo, digest, functools.partial(self.spool.get, src_client, src_repo, digest),
+                            mount_from=mount_from, chunk_size=self.options.chunk_size,
+                        )  # fmt: skip
                 client.put_manifest(repo, source.digest, source)
             if client.head_manifest(repo, source.digest) != source.digest:
                 msg = f"{ep.name} does not serve {source.digest} after the copy"
@@ -419,6 +409,11 @@ class Publisher:
         return tuple(moved)
 
     def run(self, image_id: str, inputs: str) -> ReleaseRecord:
+        # Early copies need our own first push (it spools each blob as it compresses it), and go
+        # to the endpoints on other hosts than the source's (the same host mounts, in stage).
+        first = self.plan.targets[0].endpoint
+        others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
+        self.early = _EarlyCopies(self, others) if others and not self.options.engine_push else None
         try:
             return self._run(image_id, inputs)
         finally:

@@ -244,12 +244,10 @@ def push_image(
     before = client.stats["uploaded_bytes"]
 
     def upload(blob: Blob) -> None:
-        if on_spooled is not None and (spool / blob.digest.replace(":", "-")).is_file():
+        path = spool / blob.digest.replace(":", "-")
+        if on_spooled is not None and path.is_file():
             on_spooled(blob)
-        if client.blob_exists(repo, blob.digest):
-            client.stats["skipped_blobs"] += 1
-            return
-        client.upload_blob(repo, blob.digest, spool / blob.digest.replace(":", "-"), chunk_size=chunk_size)
+        client.ensure_blob(repo, blob.digest, lambda: path, chunk_size=chunk_size)
 
     with tempfile.TemporaryDirectory(prefix="xpu-push-", dir=cache_dir()) as tmp_name:
         if need or config is None:

@@ -22,6 +22,7 @@ import requests
 from .credentials import Credentials
 from .endpoints import Endpoint
 from .errors import PublishError
+from .store import sha256_digest
 from .transport import BrokenUpload, RetryPolicy, TokenRenewed, Transport
 
 __all__ = ["Manifest", "RegistryClient", "RetryPolicy", "sha256_digest"]
@@ -32,10 +33,6 @@ DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 MANIFEST_ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
 CHUNK = 8 << 20
-
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +152,26 @@ class RegistryClient:
                 "DELETE", resp.headers["Location"], scope=f"repository:{repo}:pull,push", ok=(204, 200)
             )
         return False
+
+    def ensure_blob(
+        self,
+        repo: str,
+        digest: str,
+        source: Callable[[], Path],
+        *,
+        mount_from: str | None = None,
+        chunk_size: int | None = None,
+    ) -> None:
+        """Make ``repo`` hold the blob ``digest``: left alone if it is there (counted as
+        skipped), mounted from ``mount_from`` (a repository of this registry) if that registry
+        will, else uploaded from the file ``source()`` names (asked only then: it may have to
+        fetch or write the file)."""
+        if self.blob_exists(repo, digest):
+            self.stats["skipped_blobs"] += 1
+            return
+        if mount_from is not None and self.mount_blob(repo, digest, mount_from):
+            return
+        self.upload_blob(repo, digest, source(), chunk_size=chunk_size)
 
     def blob_bytes(self, repo: str, digest: str, limit: int = 4 << 20) -> bytes:
         """A small blob (an image config) in memory, its digest checked."""

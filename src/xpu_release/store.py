@@ -20,6 +20,11 @@ from pathlib import Path
 from .fetch import cache_dir, sha256_file
 
 
+def sha256_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``: a blob's or a manifest's digest, an image's id."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
 def canonical_json(data: object) -> bytes:
     """JSON with sorted keys and no spaces: the same data always gives the same bytes (image
     configs, artifact manifests, referrers indexes, SBOMs, provenance, DSSE envelopes)."""
@@ -78,7 +83,7 @@ def _config_path(image_id: str) -> Path:
 
 def remember_config(config: bytes) -> str:
     """Keep an image's config; return its id (the sha256 of the bytes)."""
-    image_id = "sha256:" + hashlib.sha256(config).hexdigest()
+    image_id = sha256_digest(config)
     atomic_write(_config_path(image_id), config)
     return image_id
 

@@ -18,6 +18,8 @@ from xpu_release.build import BuildRun
 from xpu_release.lock import Lock, load_lock
 from xpu_release.manifest import Repo
 
+from .test_line_breaks import BREAKERS
+
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_ID = "sha256:" + "1" * 64
 SUBJECT = "sha256:" + "2" * 64
@@ -179,3 +181,23 @@ def test_no_secret_reaches_a_document(monkeypatch: pytest.MonkeyPatch) -> None:
     payloads = [docs.make(kind, IMAGE_ID, SUBJECT).payload for kind in ("sbom", "provenance")]
 
     assert all(secret.encode() not in p for p in payloads)
+
+
+HOSTILE = {**BREAKERS, "QUOTE": '"', "BACKSLASH": "\\", "NUL": "\x00"}
+
+
+@pytest.mark.parametrize("ch", HOSTILE.values(), ids=HOSTILE)
+def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
+    monkeypatch: pytest.MonkeyPatch, ch: str
+) -> None:
+    # XPU_RELEASE_BUILDER_ID is free text from the environment that reaches a registry inside
+    # the provenance: escaped as a JSON string, it can neither end the document nor add a key.
+    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: None)
+    hostile = f'urn:ci{ch}"}},"predicateType":"https://evil.invalid/","x":{{"y":"{ch}'
+    made = replace(documents(), builder=hostile).make("provenance", IMAGE_ID, SUBJECT)
+
+    statement = json.loads(made.payload)
+
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert set(statement) == {"_type", "subject", "predicateType", "predicate"}
+    assert statement["predicate"]["runDetails"]["builder"] == {"id": hostile}

@@ -13,6 +13,7 @@ import pytest
 from xpu_release.errors import PublishError
 from xpu_release.publish import _EarlyCopies
 from xpu_release.push import Blob
+from xpu_release.registry import RegistryClient
 
 D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 
@@ -26,6 +27,8 @@ class Client:
         self.stats = {"skipped_blobs": 0}
         self.busy = threading.Lock()
         self.overlapped = False
+
+    ensure_blob = RegistryClient.ensure_blob  # the real one, on this fake's HEAD and upload
 
     def blob_exists(self, repo: str, digest: str) -> bool:
         return digest in self.held
