@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import cast
 
 from .attachment import KINDS, Attachment
-from .attest import Documents, signed
+from .attest import Documents, choose
 from .build import source_date_epoch
 from .credentials import CredentialStore
 from .endpoints import Endpoint, Registries
@@ -278,27 +278,34 @@ class Publisher:
         return manifest
 
     def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
-        """The SBOM and the provenance to attach to ``source`` everywhere. One of each per
-        image: what the first endpoint already holds (an earlier or interrupted run) is reused
-        as it is; only a missing (or damaged) one is made."""
+        """The SBOM and the provenance to attach to ``source`` everywhere, one of each per image.
+        Both are made from this run's inputs; what the first endpoint already holds (an earlier
+        or interrupted run) is outside data, reused only where ``choose`` proves it the same, and
+        never signed as found."""
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
         client, repo = self.client(first), self.repo(first)
         found = list_referrers(client, repo, source.digest)
+        run_known = self.documents.run_known(image_id)
         out: list[Attachment] = []
         for kind in KINDS:
-            earlier = found.ours(kind)
-            if earlier:
+            earlier: Attachment | None = None
+            if found.ours(kind):
                 try:
-                    out.append(signed(fetch_attachment(client, repo, earlier[0], kind), self.options.signer))
-                    continue
+                    earlier = fetch_attachment(client, repo, found.ours(kind)[0], kind)
                 except ReleaseError as exc:
                     self.on_line(
                         f"{first.name}: the attached {kind} is unusable ({exc.message}); making it again"
                     )
-            self.on_line(f"making the {kind} of {source.digest[:19]}")
-            out.append(signed(self.documents.make(kind, image_id, source.digest), self.options.signer))
+            if earlier is None:
+                self.on_line(f"making the {kind} of {source.digest[:19]}")
+            ours = self.documents.make(kind, image_id, source.digest)
+            choice = choose(ours, earlier, self.options.signer, run_known=run_known)
+            if choice.replaced:
+                self.on_line(f"{first.name}: the attached {kind} is not reused: {choice.replaced}; "
+                             "attaching this run's")  # fmt: skip
+            out.append(choice.attachment)
         return tuple(out)
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:

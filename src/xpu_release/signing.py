@@ -150,11 +150,18 @@ def is_envelope(document: bytes) -> bool:
     return isinstance(data, dict) and "payloadType" in data and "signatures" in data
 
 
-def statement_of(document: bytes) -> bytes:
-    """The in-toto statement of a provenance document, signed (an envelope) or not."""
+def statement_of(document: bytes) -> bytes | None:
+    """The in-toto statement of a provenance document, signed (an envelope) or not; None for an
+    envelope without a readable payload."""
     if not is_envelope(document):
         return document
-    return base64.b64decode(json.loads(document)["payload"])
+    payload = json.loads(document).get("payload")
+    if not isinstance(payload, str):
+        return None
+    try:
+        return base64.b64decode(payload, validate=True)
+    except ValueError:
+        return None
 
 
 def signed_by(document: bytes, verifier: Verifier) -> bool:
@@ -180,4 +187,12 @@ def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, 
     if not signed_by(document, verifier):
         msg = f"{where}: the provenance's signature does not verify with key {verifier.keyid[:19]}"
         raise PublishError(msg)
-    return json.loads(statement_of(document))  # type: ignore[no-any-return]
+    statement = statement_of(document)
+    try:
+        data = json.loads(statement) if statement is not None else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        msg = f"{where}: the signed provenance's payload is not an in-toto statement"
+        raise PublishError(msg)
+    return data

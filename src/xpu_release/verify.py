@@ -123,8 +123,11 @@ def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verif
         )
     except ReleaseError as exc:
         return [("provenance", exc.message)]
+    subjects = statement.get("subject")
     about = [
-        "sha256:" + str((s.get("digest") or {}).get("sha256", "")) for s in statement.get("subject") or []
+        "sha256:" + str((s.get("digest") or {}).get("sha256", ""))
+        for s in (subjects if isinstance(subjects, list) else [])
+        if isinstance(s, dict) and isinstance(s.get("digest") or {}, dict)
     ]
     if subject not in about:
         return [("provenance", f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]

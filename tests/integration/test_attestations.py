@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import SDK, Cli
 from .test_publish import REF as FIXTURE_REF
-from .test_publish import publish, registries_file, stored_blob
+from .test_publish import publish, registries_file, skopeo_digest, stored_blob
 
 pytestmark = pytest.mark.integration
 
@@ -219,3 +219,68 @@ def test_a_region_that_refuses_the_attachments_gets_no_tag_and_neither_does_any_
     assert "400" in shanghai["error"]
     assert set(version.values()) == {None}  # no version tag anywhere: the release is not half-visible
     assert set(latest.values()) == {None}
+
+
+def test_publish_never_signs_a_forged_provenance_or_reuses_a_forged_sbom(tested: Cli, tmp_path: Path) -> None:
+    """An attacker with write access to the public endpoint replaces both documents there: a
+    provenance whose statement names another builder, signed by another key, and an edited SBOM.
+    A rerun with the release key attaches this run's own documents everywhere; the key's
+    signature never covers the forged statement (read back with skopeo, checked with
+    cryptography directly)."""
+    import base64
+
+    from cryptography.hazmat.primitives import serialization
+
+    from xpu_release.attachment import Attachment
+    from xpu_release.referrers import attach
+    from xpu_release.registry import Manifest
+    from xpu_release.signing import ENVELOPE_TYPE, envelope, load_signer, pae
+
+    from .test_publish import endpoint_client
+
+    namespace = "f" + uuid.uuid4().hex[:10]
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    private, public, _ = _keypair(tmp_path / "mine")
+    attacker_key, _, _ = _keypair(tmp_path / "attacker")
+    assert publish(tested, regs, "--signing-key", str(private)).returncode == 0
+    repo = f"{namespace}/xpu-fixture"
+    digest = skopeo_digest(f"127.0.0.1:15001/{repo}:1.0")
+
+    # The attack, at the public endpoint only.
+    genuine = document(
+        ENDPOINTS[0], repo, listed(ENDPOINTS[0], repo, digest, PROVENANCE_TYPE), tmp_path / "g"
+    )
+    statement = json.loads(base64.b64decode(genuine["payload"]))
+    statement["predicate"]["runDetails"]["builder"]["id"] = "urn:attacker"
+    forged_statement = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    attacker = load_signer(str(attacker_key))
+    assert attacker is not None
+    sbom = document(ENDPOINTS[0], repo, listed(ENDPOINTS[0], repo, digest, SBOM_TYPE), tmp_path / "s")
+    sbom["components"].append({"type": "library", "name": "backdoor", "version": "1", "bom-ref": "evil"})
+    client, client_repo = endpoint_client(tested, regs)
+    subject = client.get_manifest(client_repo, digest)
+    assert isinstance(subject, Manifest)
+    attach(client, client_repo, subject, [
+        Attachment(kind="provenance", payload=envelope(forged_statement, attacker), media_type=ENVELOPE_TYPE),
+        Attachment(kind="sbom", payload=json.dumps(sbom).encode()),
+    ], created="2026-01-01T00:00:00Z", spool=tmp_path)  # fmt: skip
+
+    again = publish(tested, regs, "--signing-key", str(private))
+    check = tested.run("--registries", str(regs), "verify", FIXTURE_REF, "--key", str(public),
+                       "--record", str(regs.with_suffix(".record.json")))  # fmt: skip
+
+    assert again.returncode == 0, again.stderr
+    assert "is not reused" in again.stdout + again.stderr
+    assert check.returncode == 0, check.stderr
+    ours = serialization.load_pem_public_key(public.read_bytes())
+    for n, host in enumerate(ENDPOINTS):
+        entries = referrers_index(host, repo, digest)
+        assert sorted(e["artifactType"] for e in entries) == [SBOM_TYPE, PROVENANCE_TYPE], host
+        env = document(host, repo, listed(host, repo, digest, PROVENANCE_TYPE), tmp_path / f"p{n}")
+        payload = base64.b64decode(env["payload"])
+        for sig in env["signatures"]:
+            ours.verify(base64.b64decode(sig["sig"]), pae(env["payloadType"], payload))  # type: ignore[union-attr,call-arg]
+        assert json.loads(payload)["predicate"]["runDetails"]["builder"]["id"] != "urn:attacker", host
+        assert payload != forged_statement
+        found_sbom = document(host, repo, listed(host, repo, digest, SBOM_TYPE), tmp_path / f"s{n}")
+        assert "backdoor" not in {c["name"] for c in found_sbom["components"]}, host

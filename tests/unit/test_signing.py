@@ -11,11 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from xpu_release.attachment import Attachment
-from xpu_release.attest import signed
 from xpu_release.errors import ConfigError, PublishError
 from xpu_release.signing import (
-    ENVELOPE_TYPE,
     envelope,
     load_signer,
     load_verifier,
@@ -120,22 +117,6 @@ def test_no_key_means_no_signature(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY", raising=False)
 
     assert load_signer(None) is None
-
-
-def test_a_published_statement_is_signed_again_as_it_is(tmp_path: Path) -> None:
-    # An unsigned provenance published earlier keeps its statement (build times and all); the
-    # release's key signs it, and a provenance it already signed is kept byte for byte.
-    private, public = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
-    signer = load_signer(str(private))
-    earlier = Attachment(kind="provenance", payload=STATEMENT)
-
-    again = signed(earlier, signer)
-
-    assert again.media_type == ENVELOPE_TYPE
-    assert statement_of(again.payload) == STATEMENT
-    assert signed_by(again.payload, load_verifier(str(public)))
-    assert signed(again, signer) == again
-    assert signed(Attachment(kind="sbom", payload=b"{}"), signer) == Attachment(kind="sbom", payload=b"{}")
 
 
 def test_the_readme_openssl_commands_make_a_key_pair_that_works(tmp_path: Path) -> None:
