@@ -35,17 +35,57 @@ def ref_from_tag(repo: Repo, tag: str) -> str:
     return spec.ref
 
 
-def _changed_files(root: Path, since: str) -> list[str]:
-    proc = subprocess.run(["git", "-C", str(root), "diff", "--name-only", f"{since}...HEAD"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if proc.returncode != 0:
-        msg = f"git cannot compare with {since!r}: {proc.stderr.strip()}"
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        msg = "git is not on PATH: `changed` compares commits with it; install git"
+        raise ConfigError(msg) from None
+
+
+def _first_line(text: str) -> str:
+    """git's one relevant line (its ``fatal:``/``error:`` line), never a page of usage."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    relevant = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (relevant or lines or ["(no message)"])[0][:300]
+
+
+def resolve_revision(root: Path, since: str) -> str:
+    """The commit ``since`` names, checked as a revision before it reaches any other git call:
+    user text is never read as an option (``--output=…``, ``-c…``)."""
+    shown = since if len(since) <= 80 else since[:77] + "..."
+    if not since.strip():
+        msg = "--since is empty: name a git revision (a branch, a tag or a commit), e.g. --since origin/main"
         raise ConfigError(msg)
-    dirty = subprocess.run(["git", "-C", str(root), "diff", "--name-only", "HEAD"],
-                           capture_output=True, text=True, check=False)  # fmt: skip
+    if since.startswith("-") or any(c in since for c in "\x00\n\r"):
+        msg = (
+            f"--since {shown!r} is not a git revision (it would be read as an option); "
+            "name a branch, tag or commit"
+        )
+        raise ConfigError(msg)
+    inside = _git(root, "rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0:
+        msg = f"{root} is not a git checkout: `changed` needs one ({_first_line(inside.stderr)})"
+        raise ConfigError(msg)
+    proc = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{since}^{{commit}}")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        msg = (
+            f"git cannot compare with {shown!r}: --since names no commit in {root}; "
+            "fetch it first or name a branch, tag or commit"
+        )
+        raise ConfigError(msg)
+    return proc.stdout.strip()
+
+
+def _changed_files(root: Path, since: str) -> list[str]:
+    commit = resolve_revision(root, since)
+    proc = _git(root, "diff", "--name-only", f"{commit}...HEAD", "--")
+    if proc.returncode != 0:
+        msg = f"git cannot compare with {since[:80]!r}: {_first_line(proc.stderr)}"
+        raise ConfigError(msg)
+    dirty = _git(root, "diff", "--name-only", "HEAD", "--")
     # A new manifest nobody has added yet counts too: it is a release someone is about to make.
-    untracked = subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard"],
-                               capture_output=True, text=True, check=False)  # fmt: skip
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
     return sorted(set(proc.stdout.split()) | set(dirty.stdout.split()) | set(untracked.stdout.split()))
 
 

@@ -120,3 +120,57 @@ def test_changed_since_an_unknown_ref_says_so(gitrepo: Path) -> None:
 
     assert result.exit_code == 3
     assert "git cannot compare with 'no-such-ref'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        "--output={out}",
+        "--output={out}/x",
+        "-c core.pager={out}",
+        "--exec={out}",
+        "-o{out}",
+        "--ext-diff",
+        "",
+        "   ",
+        "base\x00--output={out}",
+        "base\n--output={out}",
+    ],
+)
+def test_changed_since_is_a_revision_never_an_option(gitrepo: Path, tmp_path: Path, since: str) -> None:
+    out = tmp_path / "written-by-git"
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    result = run(gitrepo, "changed", "--since", since.format(out=out))
+
+    assert result.exit_code == 3, result.output
+    assert "--since" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # git wrote nothing anywhere
+    assert not list(tmp_path.glob("written-by-git*"))
+
+
+def test_changed_since_an_unknown_revision_names_it_in_one_line(gitrepo: Path) -> None:
+    result = run(gitrepo, "changed", "--since", "no-such-branch")
+
+    assert result.exit_code == 3
+    assert "'no-such-branch': --since names no commit" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_changed_outside_git_says_so_in_one_line(repo: Path) -> None:
+    result = run(repo, "changed", "--since", "HEAD")
+
+    assert result.exit_code == 3
+    assert "is not a git checkout" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_changed_without_git_on_path_is_a_configuration_error(
+    gitrepo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+
+    result = run(gitrepo, "changed", "--since", "base")
+
+    assert result.exit_code == 3
+    assert "git is not on PATH" in result.stderr
