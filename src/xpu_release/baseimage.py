@@ -9,7 +9,7 @@ from __future__ import annotations
 from .credentials import CredentialStore
 from .endpoints import Registries
 from .engine import Engine, LineSink
-from .errors import NotFoundError, ReleaseError
+from .errors import NotFoundError, PublishError, RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed
 from .lock import Lock
 from .manifest import ImageSpec
 from .registry import RegistryClient
@@ -19,7 +19,13 @@ def current_digest(spec: ImageSpec, registries: Registries, credentials: Credent
     """The digest the base's tag points at in its registry now (None: the tag is gone)."""
     hub = registries.endpoint(spec.base.registry)
     client = RegistryClient(hub, credentials.for_host(hub.host))
-    return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
+    try:
+        return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
+    except (RegistryAuthError, TLSVerifyFailed):
+        raise
+    except PublishError as exc:  # no answer at all: the registry, not the release, is the matter
+        msg = f"the base image's registry does not answer: {exc.message.splitlines()[0]}"
+        raise StackError(msg) from None
 
 
 def pull_auth(spec: ImageSpec, registries: Registries) -> dict[str, str] | None:
@@ -63,18 +69,32 @@ def provided(engine: Engine, ref: str, python: str) -> tuple[tuple[str, str], ..
     return tuple((str(n), str(v)) for n, v in pairs)
 
 
-def ensure(engine: Engine, ref: str, on_line: LineSink, auth: dict[str, str] | None = None) -> int:
-    """Pull the pinned base if the engine lacks it; return how many layers it has."""
+def ensure(
+    engine: Engine,
+    ref: str,
+    on_line: LineSink,
+    auth: dict[str, str] | None = None,
+    release: str | None = None,
+) -> int:
+    """Pull the pinned base if the engine lacks it; return how many layers it has. ``release``:
+    the release of ours the base is (a family's SDK), named in the message when it is missing."""
     info = engine.image(ref)
     if info is None:
         on_line(f"pulling base image {ref}")
         try:
             engine.pull(ref, auth)
         except ReleaseError as exc:
-            msg = (
-                f"the pinned base {ref} cannot be pulled ({exc.message.splitlines()[0]}). If its "
-                "tag moved and the old digest is gone, re-lock to take the new base"
-            )
+            why = exc.message.splitlines()[0]
+            if release:
+                msg = (
+                    f"the base release {release} is not published at {ref} ({why}); publish it "
+                    f"first: xpu-release release {release}"
+                )
+            else:
+                msg = (
+                    f"the pinned base {ref} cannot be pulled ({why}). If its tag moved and the "
+                    "old digest is gone, re-lock to take the new base"
+                )
             raise NotFoundError(msg) from None
     attrs = engine.inspect_raw(ref)
     return len((attrs.get("RootFS") or {}).get("Layers") or ())

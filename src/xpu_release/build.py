@@ -180,7 +180,9 @@ def build_image(
         )
 
     base_ref = baseimage.pinned_ref(spec, registries, lock)
-    base_layers = baseimage.ensure(engine, base_ref, on_line, baseimage.pull_auth(spec, registries))
+    base_layers = baseimage.ensure(
+        engine, base_ref, on_line, baseimage.pull_auth(spec, registries), release=spec.base.release_ref
+    )
     context = _assemble_context(root, spec, rendered.text, lock)
     epoch = source_date_epoch(spec)
     # Nothing of the build's time or place: no clock, no git revision or remote, no host name.

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, ManifestError
+from .errors import ConfigError
 from .manifest import ImageSpec, Repo
 from .manifest.schema import VERSION, Checker
 from .yamlsrc import Source
@@ -93,16 +93,25 @@ def new_version(
     repo: Repo, image: str, version: str, parent: str, bumps: tuple[Bump, ...]
 ) -> tuple[Path, ImageSpec]:
     """Write ``manifests/<image>/<version>.yaml``; validate it, and leave nothing if invalid."""
-    base = repo.load(image, parent)
+    from .files import describe, kind_of
+    from .manifest.loader import check_version
+
+    base = repo.load(image, check_version(parent, "--from"))
     check_bumps(base, bumps)
     path = repo.manifest_path(image, version)
-    if path.exists():
+    if kind_of(path) != "missing":
         msg = f"{repo.rel(path)} already exists; edit it instead"
         raise ConfigError(msg)
-    path.write_text(child_text(image, version, parent, bumps), encoding="utf-8")
+    try:
+        # "x": never through a link someone left there, never over a file made meanwhile.
+        with path.open("x", encoding="utf-8") as f:
+            f.write(child_text(image, version, parent, bumps))
+    except OSError as exc:
+        msg = f"{repo.rel(path)}: cannot write the new manifest ({describe(exc)})"
+        raise ConfigError(msg) from None
     try:
         spec = repo.load(image, version)
-    except ManifestError:
-        path.unlink()
+    except BaseException:
+        path.unlink(missing_ok=True)  # nothing half-made is left behind
         raise
     return path, spec

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BuildFailed, NotFoundError, PublishError, RegistryAuthError, StackError
+from .errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
 from .secrets import redact
 
 CONTAINER_LABEL = "io.xpu-release.container"
@@ -86,14 +86,24 @@ class Engine:
     def connect(cls) -> Engine:
         import docker
         from docker.errors import DockerException
+        from docker.utils import parse_host
 
-        where = os.environ.get("DOCKER_HOST", "the default socket")
+        given = os.environ.get("DOCKER_HOST")
+        where = given or "the default socket"
+        shown = where if len(where) <= 120 else where[:117] + "..."
+        if given:
+            try:
+                parse_host(given)
+            except (DockerException, ValueError) as exc:  # a malformed setting, not a down engine
+                said = f"{type(exc).__name__}: {str(exc)[:120]}"
+                msg = f"DOCKER_HOST {shown!r} is not an engine address ({said}); fix or unset it"
+                raise ConfigError(msg) from None
         try:
             client = docker.from_env(version="auto", timeout=600)
             client.ping()
-        except DockerException as exc:
+        except (DockerException, ValueError) as exc:
             msg = (
-                f"no Docker engine answers at {where} ({type(exc).__name__}); "
+                f"no Docker engine answers at {shown} ({type(exc).__name__}); "
                 'start one with: ci/local-stack.sh up && eval "$(ci/local-stack.sh env)"'
             )
             raise StackError(msg) from None
@@ -226,8 +236,18 @@ class Engine:
 
     def pull(self, ref: str, auth: dict[str, str] | None = None) -> None:
         # ``repo@sha256:…`` pulls by digest (the API takes a digest as the tag).
+        from docker.errors import APIError
+
         repo, _, tag = ref.partition("@") if "@" in ref else ref.rpartition(":")
-        stream = self.api.pull(repo, tag=tag, stream=True, decode=True, auth_config=auth)
+        try:
+            stream = self.api.pull(repo, tag=tag, stream=True, decode=True, auth_config=auth)
+        except APIError as exc:  # refused before any stream starts: unknown manifest, auth
+            said = redact(str(exc.explanation or exc))[:200]
+            if exc.status_code in (401, 403):
+                msg = f"pull of {ref} was refused: {said}"
+                raise RegistryAuthError(msg) from None
+            msg = f"pull of {ref} failed: {said}"
+            raise PublishError(msg) from None
         for _ in self._stream(stream, f"pull of {ref}"):
             pass
 

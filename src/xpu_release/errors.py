@@ -98,6 +98,11 @@ class RegistryAuthError(PublishError):
     exit_code = 8
 
 
+class TLSVerifyFailed(PublishError):
+    """An endpoint's TLS certificate does not verify against its ``ca_file`` (or the system's
+    CAs): the same exit code in a dry run's preflight as in the real run's publish."""
+
+
 class TagConflict(PublishError):
     """An immutable version tag already points at a different digest."""
 
@@ -121,6 +126,13 @@ class DamagedFileError(ReleaseError):
     edited by hand, or of another format. Nothing is guessed from it."""
 
     exit_code = 12
+
+
+class OutputError(ReleaseError):
+    """What the command produces cannot be written: stdout or stderr closed or full, an output
+    file or folder that cannot be made. Nothing it reports was wrong; its report is lost."""
+
+    exit_code = 13
 
 
 class PreflightFailed(ReleaseError):

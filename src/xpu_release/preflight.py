@@ -28,6 +28,7 @@ from .errors import (
     RegistryAuthError,
     ReleaseError,
     StackError,
+    TLSVerifyFailed,
 )
 from .fetch import cache_dir
 from .lock import Lock
@@ -183,8 +184,8 @@ def endpoint_check(spec: ImageSpec, ep: Endpoint, credentials: CredentialStore) 
             # The pull scope of the release's repository: a registry that checks credentials
             # per repository says here whether ours are good (a push is refused the same way).
             client.head_manifest(repo, spec.version)
-        except RegistryAuthError:
-            raise
+        except (RegistryAuthError, TLSVerifyFailed):
+            raise  # the real run's publish stops with the same code (8, 7)
         except PublishError as exc:
             raise StackError(redact(exc.message)) from None
         who = f"as {creds.username}" if creds else "anonymously"

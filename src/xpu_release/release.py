@@ -174,7 +174,7 @@ class Release:
         path = records.default_path(root, spec.image, spec.version)
 
         def write_record() -> tuple[str, str, None]:
-            records.write(record, path)
+            records.keep(record, path)
             return "done", self.repo.rel(path), None
 
         self.stage("record", write_record)
@@ -231,7 +231,7 @@ class Release:
         if not result.complete:
             # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
             # record is written by the last stage.
-            records.write(result, records.default_path(self.repo.root, spec.image, spec.version))
+            records.keep(result, records.default_path(self.repo.root, spec.image, spec.version))
             raise PublishError(failure_report(result))
         moved = sum(1 for e in result.endpoints if e.status == "verified")
         return "done", f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result

@@ -21,12 +21,17 @@ from .labels import INPUTS_LABEL
 from .manifest import ImageSpec
 from .plan import Plan, make_plan
 from .record import ReleaseRecord
-from .referrers import is_referrers_tag, list_referrers
+from .referrers import Referrers, is_referrers_tag, list_referrers
 from .registry import RegistryClient, RetryPolicy
+from .signing import ENVELOPE_TYPE
 from .store import remember_config
 
 Sink = Callable[[str], None]
 ErrorKind = Literal["auth", "unreachable"]
+# What one of our documents is at an endpoint: ok (the recorded one, or with no record one of
+# ours), unsigned (a provenance with no DSSE envelope), missing (the referrers list it, the
+# registry no longer serves it), foreign (not the digest the record names: someone else's).
+DocState = Literal["ok", "unsigned", "missing", "foreign"]
 
 
 class EndpointPool:
@@ -83,6 +88,8 @@ class StatusRow:
     # Which of our documents (sbom, provenance) the referrers of what it serves list; asked for
     # version tags only (a floating tag serves the same manifest).
     attached: tuple[str, ...] = ()
+    # Each document the referrers list, with what it is (``DocState``).
+    documents: tuple[tuple[str, DocState], ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -93,7 +100,32 @@ class StatusRow:
             "endpoint": self.endpoint, "ref": self.ref, "tag": self.tag, "serves": self.serves,
             "expected": self.expected, "matches": self.matches, "error": self.error,
             "error_kind": self.error_kind, "attached": list(self.attached),
+            "documents": dict(self.documents),
         }  # fmt: skip
+
+
+def _document_states(
+    client: RegistryClient, repo: str, found: Referrers, record: ReleaseRecord | None
+) -> tuple[tuple[str, DocState], ...]:
+    out: list[tuple[str, DocState]] = []
+    for kind in KINDS:
+        listed = found.ours(kind)
+        if not listed:
+            continue
+        digest = str(listed[0].get("digest") or "")
+        recorded = (record.attachments or {}).get(kind) if record else None
+        manifest = client.get_manifest(repo, digest) if digest else None
+        state: DocState = "ok"
+        if manifest is None:
+            state = "missing"
+        elif recorded and recorded != digest:
+            state = "foreign"
+        elif kind == "provenance":
+            layers = manifest.data.get("layers") or [{}]
+            first = layers[0] if isinstance(layers[0], dict) else {}
+            state = "ok" if first.get("mediaType") == ENVELOPE_TYPE else "unsigned"
+        out.append((kind, state))
+    return tuple(out)
 
 
 def status(
@@ -112,15 +144,17 @@ def status(
             try:
                 served = client.head_manifest(pool.repo(t.endpoint), tag)
                 attached: tuple[str, ...] = ()
+                documents: tuple[tuple[str, DocState], ...] = ()
                 if served is not None and tag == spec.version:
                     found = list_referrers(client, pool.repo(t.endpoint), served)
-                    attached = tuple(k for k in KINDS if found.ours(k))
+                    documents = _document_states(client, pool.repo(t.endpoint), found, record)
+                    attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
             except ReleaseError as exc:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
                                 error=exc.message, error_kind=_kind(exc))  # fmt: skip
             else:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
-                                attached=attached)  # fmt: skip
+                                attached=attached, documents=documents)  # fmt: skip
             rows.append(row)
     return rows
 

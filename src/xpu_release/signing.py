@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,39 +92,65 @@ def _supported(key: Any, path: Path, what: str) -> None:
         raise ConfigError(msg)
 
 
-def load_signer(path: str | None) -> Signer | None:
+def _key_bytes(file: Path, what: str) -> bytes:
+    """The bytes of a key file: a regular file only (a FIFO or a device would hang or never end)."""
+    import stat
+
+    try:
+        mode = file.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            msg = f"{file}: the {what} is {kind}; name a PEM file"
+            raise ConfigError(msg)
+        return file.read_bytes()
+    except OSError as exc:
+        msg = f"{file}: cannot read the {what} ({exc.strerror or type(exc).__name__})"
+        raise ConfigError(msg) from None
+
+
+def load_signer(path: str | None, env: Mapping[str, str] | None = None) -> Signer | None:
     """The signing key at ``path`` (or ``$XPU_RELEASE_SIGNING_KEY``); None when neither is set."""
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
 
-    where = path or os.environ.get(KEY_ENV)
+    environ = os.environ if env is None else env
+    where = path or environ.get(KEY_ENV)
     if not where:
         return None
     file = Path(where)
-    password = register(os.environ.get(PASSWORD_ENV) or None)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        msg = f"{file}: cannot read the signing key ({exc.strerror})"
-        raise ConfigError(msg) from None
+    password = register(environ.get(PASSWORD_ENV) or None)
+    data = _key_bytes(file, "signing key")
     try:
         key = serialization.load_pem_private_key(data, password.encode() if password else None)
+    except UnsupportedAlgorithm:
+        msg = f"{file}: the signing key is of a kind this tool cannot use; it must be Ed25519 or ECDSA P-256"
+        raise ConfigError(msg) from None
     except (ValueError, TypeError) as exc:
         # The library's message says what is wrong with the file, never what is in it.
-        hint = f"; set {PASSWORD_ENV} for an encrypted key" if "encrypted" in str(exc).lower() else ""
-        msg = f"{file}: not a PEM private key xpu-release can use ({type(exc).__name__}){hint}"
+        said = str(exc).lower()
+        if "incorrect password" in said or "could not decrypt" in said:
+            msg = f"{file}: the password in {PASSWORD_ENV} does not decrypt this signing key"
+        elif "key is not encrypted" in said:
+            msg = f"{file}: the signing key is not encrypted; unset {PASSWORD_ENV}"
+        elif "key is encrypted" in said:
+            msg = f"{file}: the signing key is encrypted; set its password in {PASSWORD_ENV}"
+        else:
+            msg = f"{file}: not a PEM private key xpu-release can use ({type(exc).__name__})"
         raise ConfigError(msg) from None
     _supported(key, file, "signing key")
     return Signer(key=key, keyid=_keyid(key.public_key()))
 
 
 def load_verifier(path: str) -> Verifier:
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
 
     file = Path(path)
+    data = _key_bytes(file, "public key")
     try:
-        key = serialization.load_pem_public_key(file.read_bytes())
-    except OSError as exc:
-        msg = f"{file}: cannot read the public key ({exc.strerror})"
+        key = serialization.load_pem_public_key(data)
+    except UnsupportedAlgorithm:
+        msg = f"{file}: the public key is of a kind this tool cannot use; it must be Ed25519 or ECDSA P-256"
         raise ConfigError(msg) from None
     except (ValueError, TypeError):
         msg = f"{file}: not a PEM public key (SubjectPublicKeyInfo)"

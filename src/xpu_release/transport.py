@@ -23,7 +23,7 @@ import requests
 
 from .credentials import Credentials
 from .endpoints import Endpoint
-from .errors import PublishError, RegistryAuthError
+from .errors import PublishError, RegistryAuthError, TLSVerifyFailed
 from .secrets import redact
 
 RETRYABLE = {429, 500, 502, 503, 504}
@@ -177,7 +177,7 @@ class Transport:
                 )
             except requests.exceptions.SSLError:
                 msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
-                raise PublishError(msg) from None
+                raise TLSVerifyFailed(msg) from None
             except (
                 requests.ConnectionError,
                 requests.Timeout,
@@ -190,6 +190,14 @@ class Transport:
                 self.backoff(attempt, None, f"{type(exc).__name__}")
                 attempt += 1
                 continue
+            except OSError:
+                # requests reads the CA bundle before it connects: a ca_file that is missing or
+                # unreadable is the registries file's mistake, told as a TLS failure (exit 7).
+                msg = (
+                    f"{self.endpoint.name} ({self.endpoint.host}): the ca_file {self.verify} cannot be "
+                    "read as a CA bundle; check ca_file in the registries file"
+                )
+                raise TLSVerifyFailed(msg) from None
             if resp.status_code in ok or resp.status_code == 404:
                 return resp
             if resp.status_code == 401 and not authed_once:

@@ -7,24 +7,26 @@ import subprocess
 from pathlib import Path
 
 from .errors import ConfigError, NotFoundError
+from .files import kind_of
 from .manifest import Repo
+from .manifest.loader import shown
 
 TAG_RX = re.compile(
-    r"(?:refs/tags/)?(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*?)[/\-](?P<version>[0-9][A-Za-z0-9_.\-]*)"
+    r"(?:refs/tags/)?(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*?)[/\-](?P<version>[0-9][A-Za-z0-9_.\-]{0,127})"
 )
 
 
 def ref_from_tag(repo: Repo, tag: str) -> str:
     """``training-xpu-pytorch/25.03`` or ``training-xpu-pytorch-25.03`` → ``training-xpu-pytorch:25.03``."""
-    m = TAG_RX.fullmatch(tag.strip())
+    m = TAG_RX.fullmatch(tag.strip()) if len(tag) <= 300 else None
     if not m:
-        msg = f"tag {tag!r} is not NAME/VERSION or NAME-VERSION (e.g. training-xpu-pytorch/25.03)"
+        msg = f"tag {shown(tag)} is not NAME/VERSION or NAME-VERSION (e.g. training-xpu-pytorch/25.03)"
         raise ConfigError(msg)
     image, version = m["image"], m["version"]
     if image not in repo.images():
         msg = f"tag {tag!r} names image {image!r}, which has no manifests (known: {', '.join(repo.images())})"
         raise NotFoundError(msg)
-    if not repo.manifest_path(image, version).is_file():
+    if kind_of(repo.manifest_path(image, version)) == "missing":
         known = ", ".join(repo.versions(image))
         msg = f"tag {tag!r}: no manifest manifests/{image}/{version}.yaml (versions: {known})"
         raise NotFoundError(msg)

@@ -20,7 +20,15 @@ MAX_BYTES = 256 * 1024
 MAX_NODES = 20_000
 
 KeyPath = tuple[str | int, ...]
-ALIASES_REFUSED = "anchors and aliases are not supported in manifests (use `extends:`)"
+ALIASES_REFUSED = "anchors and aliases are not supported"
+
+
+def aliases_refused(file: str) -> str:
+    """The refusal, in the words of the file it is about: a manifest has ``extends:`` instead."""
+    if "manifests" in Path(file).parts:
+        return f"{ALIASES_REFUSED} in manifests (use `extends:`)"
+    return f"{ALIASES_REFUSED} in {Path(file).name[:80]} (write each value out)"
+
 
 # Tags the safe resolver assigns to plain scalars; anything else was written by hand (`!!python/…`).
 _STANDARD_TAGS = {
@@ -104,7 +112,7 @@ class _Builder:
             raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
         self.marks[path] = self._mark(node)
         if id(node) in self.seen:  # an alias: stop here, before a recursive one loops
-            self._fail(node, path, f"invalid YAML: {ALIASES_REFUSED}")
+            self._fail(node, path, f"invalid YAML: {aliases_refused(self.file)}")
             raise YamlProblems(self.problems)
         self.seen.add(id(node))
         if node.tag not in _STANDARD_TAGS:
@@ -131,7 +139,19 @@ class _Builder:
             self.raw[path] = node.value
         constructor = yaml.SafeLoader.yaml_constructors[node.tag]
         # The safe constructors for scalars need no loader state.
-        return constructor(yaml.SafeLoader(""), node)
+        try:
+            return constructor(yaml.SafeLoader(""), node)
+        except ValueError:  # Python's int digit limit, a malformed timestamp
+            shown = (
+                node.value
+                if len(node.value) <= 40
+                else f"{node.value[:37]}... ({len(node.value)} characters)"
+            )
+            kind = {"int": "an integer", "float": "a number", "timestamp": "a date"}.get(
+                node.tag.rsplit(":", 1)[-1], "a value"
+            )
+            self._fail(node, path, f"{shown!r} cannot be read as {kind}; quote it")
+            return node.value
 
 
 class _NoAliasComposer(yaml.SafeLoader):
@@ -162,16 +182,22 @@ def _compose(text: str) -> yaml.Node | None:
 
 
 def load(path: Path, display: str) -> Source:
-    """Load one YAML file; raise ``YamlProblems`` with located messages on any defect."""
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        msg = f"file is {size} bytes; the limit is {MAX_BYTES} (is this really a manifest?)"
-        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)])
+    """Load one YAML file; raise ``YamlProblems`` with located messages on any defect, the file
+    itself included (a directory, a FIFO, a dangling link, unreadable)."""
+    from .files import FileProblem, read_regular
+
     try:
-        text = path.read_text(encoding="utf-8", errors="strict")
+        data = read_regular(path, limit=MAX_BYTES, what="YAML file")
+        text = data.decode("utf-8", errors="strict")
+    except FileProblem as exc:
+        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=exc.why)]) from None
     except UnicodeDecodeError as exc:
         msg = f"not UTF-8 text ({exc.reason})"
         raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)]) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        msg = "holds a NUL byte; a manifest is text"
+        raise YamlProblems([Problem(file=display, line=line, column=0, path="", message=msg)])
     return loads(text, display)
 
 
@@ -181,7 +207,8 @@ def loads(text: str, display: str) -> Source:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        message = f"invalid YAML: {exc.problem or exc}"
+        said = aliases_refused(display) if exc.problem == ALIASES_REFUSED else (exc.problem or exc)
+        message = f"invalid YAML: {said}"
         raise YamlProblems([Problem(file=display, line=line, column=col, path="", message=message)]) from None
     except yaml.YAMLError as exc:
         problem = Problem(file=display, line=0, column=0, path="", message=f"invalid YAML: {exc}")

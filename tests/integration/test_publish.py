@@ -590,3 +590,55 @@ def test_verify_deep_finds_a_flipped_byte_in_a_region_and_names_it(
     assert digest in deep.stderr
     assert "hash to" in deep.stderr
     assert record["digest"] in tested.run("--registries", str(regs), "verify", REF, "--deep").stdout
+
+
+def _wrong_ca(folder: Path) -> Path:
+    """A CA that did not sign the stack's public registry certificate."""
+    ca = folder / "wrong-ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", str(folder / "wrong-ca.key"), "-out", str(ca), "-days", "1",
+         "-subj", "/CN=not-the-stack"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return ca
+
+
+def test_a_failed_run_never_overwrites_a_complete_record(tested: Cli, tmp_path: Path, namespace: str) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    assert publish(tested, regs).returncode == 0
+    good = regs.with_suffix(".record.json").read_text()
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(
+        regs.read_text().replace(f"{os.environ['XPU_STACK_DIR']}/certs/ca.crt", str(_wrong_ca(tmp_path)))
+    )
+    record = regs.with_suffix(".record.json")
+
+    failed = tested.run("--registries", str(wrong), "publish", REF, "--record", str(record))
+    status = tested.run("--registries", str(regs), "status", REF, "--record", str(record))
+    checked = tested.run("--registries", str(regs), "verify", REF, "--record", str(record))
+
+    assert failed.returncode == 7, failed.stderr
+    assert "TLS verification failed" in failed.stdout + failed.stderr
+    assert record.read_text() == good  # the complete record is kept byte for byte
+    attempt = json.loads(record.with_name(record.stem + ".attempt.json").read_text())
+    assert attempt["complete"] is False
+    assert attempt["endpoints"][0]["status"] == "failed"
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_a_wrong_ca_file_is_exit_7_in_the_dry_run_as_in_the_real_run(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    regs.write_text(
+        regs.read_text().replace(f"{os.environ['XPU_STACK_DIR']}/certs/ca.crt", str(_wrong_ca(tmp_path)))
+    )
+
+    dry = tested.run("--registries", str(regs), "release", REF, "--dry-run", "--json")
+    real = publish(tested, regs)
+
+    assert real.returncode == 7, real.stderr
+    assert dry.returncode == 7, dry.stderr
+    assert "TLS verification failed" in json.loads(dry.stdout)["failed"]["error"]

@@ -354,7 +354,7 @@ def test_status_json_rows_are_typed_and_name_their_tag(repo: Path, tmp_path: Pat
     [
         ('{"ref": "training-cpu-pytorch:25.03", ', "is not JSON (line 1"),
         ("[]", "is not a release record"),
-        ('{"ref": "training-cpu-pytorch:25.03"}', "has no 'endpoints'"),
+        ('{"ref": "training-cpu-pytorch:25.03"}', "has no 'manifest', "),
         (b"\xff\xfe{}", "is not UTF-8 text"),
     ],
 )

@@ -148,3 +148,35 @@ def test_a_damaged_attachment_is_named(registry: tuple[RegistryClient, State], t
 
     with pytest.raises(PublishError, match="is not what its digest says"):
         fetch_attachment(client, REPO, desc, "sbom")
+
+
+def test_status_says_what_each_listed_document_is(
+    registry: tuple[RegistryClient, State], tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from xpu_release.record import ReleaseRecord
+    from xpu_release.serving import _document_states
+    from xpu_release.signing import ENVELOPE_TYPE
+
+    client, state = registry
+    subject = image()
+    client.put_manifest(REPO, subject.digest, subject)
+    signed = Attachment(kind="provenance", payload=b'{"payloadType":"x"}', media_type=ENVELOPE_TYPE)
+    sbom_m, prov_m = attach(client, REPO, subject, [SBOM, signed], created=CREATED, spool=tmp_path)
+    record = ReleaseRecord(
+        ref="x:1", manifest="m", manifest_sha256="m", inputs_sha256="i", tested_image_id="sha256:" + "c" * 64,
+        digest=subject.digest, published_at="t", complete=True, floating_moved=(),
+        attachments={"sbom": sbom_m.digest, "provenance": prov_m.digest},
+    )  # fmt: skip
+
+    def states(rec: ReleaseRecord | None) -> dict[str, str]:
+        return dict(_document_states(client, REPO, list_referrers(client, REPO, subject.digest), rec))
+
+    assert states(record) == {"sbom": "ok", "provenance": "ok"}
+    other = replace(record, attachments={**record.attachments, "provenance": "sha256:" + "9" * 64})
+    assert states(other) == {"sbom": "ok", "provenance": "foreign"}
+    attach(client, REPO, subject, [PROVENANCE], created=CREATED, spool=tmp_path)  # unsigned, not recorded
+    assert states(None) == {"sbom": "ok", "provenance": "unsigned"}
+    del state.manifests[(REPO, sbom_m.digest)]  # listed by the index, no longer served
+    assert states(record)["sbom"] == "missing"

@@ -113,6 +113,47 @@ def test_a_key_of_another_kind_is_refused_without_showing_it(tmp_path: Path) -> 
     assert "c2VjcmV0" not in str(bad.value)
 
 
+def test_an_sm2_key_is_refused_as_a_kind_we_cannot_use(tmp_path: Path) -> None:
+    import subprocess
+
+    key = tmp_path / "sm2.pem"
+    subprocess.run(
+        ["openssl", "genpkey", "-algorithm", "SM2", "-out", str(key)], check=True, capture_output=True
+    )
+
+    with pytest.raises(ConfigError, match="Ed25519 or ECDSA P-256"):
+        load_signer(str(key))
+
+
+def test_a_wrong_password_and_a_needless_one_are_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encrypted, _ = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate(), password=b"correct horse")
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain, _ = write_key(plain_dir, ed25519.Ed25519PrivateKey.generate())
+    monkeypatch.setenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", "battery staple")
+
+    with pytest.raises(ConfigError, match="does not decrypt this signing key") as wrong:
+        load_signer(str(encrypted))
+    with pytest.raises(ConfigError, match="is not encrypted; unset XPU_RELEASE_SIGNING_KEY_PASSWORD"):
+        load_signer(str(plain))
+    assert "battery" not in str(wrong.value)
+
+
+@pytest.mark.parametrize("loader", [load_signer, load_verifier])
+def test_a_key_path_that_is_a_fifo_or_a_directory_is_refused_at_once(tmp_path: Path, loader: object) -> None:
+    import os
+
+    fifo = tmp_path / "key.fifo"
+    os.mkfifo(fifo)
+
+    with pytest.raises(ConfigError, match="not a regular file"):
+        loader(str(fifo))  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="is a directory"):
+        loader(str(tmp_path))  # type: ignore[operator]
+
+
 def test_no_key_means_no_signature(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY", raising=False)
 

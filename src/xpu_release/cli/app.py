@@ -7,6 +7,8 @@ Every stage lives in its own module; this file only wires them together and maps
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import functools
 import json
 import os
@@ -21,7 +23,7 @@ import click
 
 from .. import __version__
 from ..credentials import CredentialStore
-from ..errors import ReleaseError
+from ..errors import OutputError, ReleaseError
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70
@@ -75,6 +77,93 @@ def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
+    """Write a command's data to ``output`` (``-`` or None: stdout). A file's folder is made
+    when missing; the file appears whole (a temporary file renamed over it). Returns True when
+    a file was written (the caller says so on stderr)."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            click.echo(data.decode(), nl=False)
+        else:
+            click.echo(data, nl=False)
+        return False
+    from ..files import describe, kind_of
+
+    path = Path(output)
+    raw = data.encode() if isinstance(data, str) else data
+    kind = kind_of(path)
+    if kind == "directory":
+        msg = f"{_cut(str(path))}: is a directory; name a file to write the {what} to"
+        raise OutputError(msg)
+    if kind == "file" and path.is_symlink():
+        path = Path(os.path.realpath(path))  # the file the link names, not the link
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if kind == "special":  # /dev/stdout, a FIFO, a device: written as any tool would
+            with path.open("wb") as f:
+                f.write(raw)
+            return True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(raw)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        msg = f"{_cut(str(path))}: cannot write the {what} ({describe(exc)})"
+        raise OutputError(msg) from None
+    return True
+
+
+LINE_LIMIT = 400  # characters of one error line: echoed input is cut, never a 100 KB line
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
+
+
+def _bounded(message: str) -> str:
+    return "\n".join(_cut(line, LINE_LIMIT) for line in message.splitlines())
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS}
+
+
+def as_user_error(exc: BaseException) -> ReleaseError | None:
+    """The one rule, applied here and nowhere else: a path the user gave or the repository holds
+    that cannot be used, output that cannot be written, a missing external program and a
+    malformed setting are the user's situation, each with its exit code (3 configuration, 11 not
+    found, 13 output). Anything else escaping a command is a bug of ours (exit 70)."""
+    from ..errors import ConfigError, NotFoundError, StackError
+    from ..files import describe
+
+    if isinstance(exc, OSError):
+        why = describe(exc)
+        if exc.filename is None:
+            if exc.errno in _OUTPUT_ERRNOS:
+                return OutputError(f"cannot write the output ({why})")
+            return None
+        where = _cut(str(exc.filename))
+        if exc.errno in _OUTPUT_ERRNOS:
+            return OutputError(f"{where}: cannot write ({why})")
+        if isinstance(exc, FileNotFoundError) and "/" not in str(exc.filename):
+            return ConfigError(f"{where}: the program is not on PATH; install it")
+        if exc.errno == errno.ENOENT:
+            return NotFoundError(f"{where}: {why}")
+        return ConfigError(f"{where}: {why}")
+    docker = sys.modules.get("docker.errors")
+    if docker is not None and isinstance(exc, docker.DockerException):
+        # A malformed DOCKER_HOST, an engine that speaks something else: the engine setting.
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
+    return None
+
+
+def _say_error(exc: ReleaseError) -> None:
+    # stderr itself may not be writable: the exit code is then all that is left.
+    with contextlib.suppress(OSError):
+        click.echo(f"error: {_bounded(exc.render())}", err=True)
+
+
 class ReleaseGroup(click.Group):
     """Maps ``ReleaseError`` to a message on stderr and its exit code; no traceback."""
 
@@ -83,7 +172,7 @@ class ReleaseGroup(click.Group):
             return super().invoke(ctx)
         except ReleaseError as exc:
             LiveLine.close_all()
-            click.echo(f"error: {exc.render()}", err=True)
+            _say_error(exc)
             raise click.exceptions.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
             LiveLine.close_all()
@@ -95,11 +184,19 @@ class ReleaseGroup(click.Group):
 
             click.echo(f"interrupted by {signal.Signals(signum).name}", err=True)
             raise click.exceptions.Exit(128 + signum) from None
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
-            raise  # Click's own: usage errors, exits, and a reader that closed the pipe (quiet)
+        except click.ClickException as exc:
+            exc.message = _bounded(exc.message)  # type: ignore[misc]  # Click echoes the value it refused
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # Click's own exits, and a reader that closed the pipe (quiet)
         except Exception as exc:
             if isinstance(ctx.obj, State) and ctx.obj.debug:
                 raise
+            LiveLine.close_all()
+            user = as_user_error(exc)
+            if user is not None:
+                _say_error(user)
+                raise click.exceptions.Exit(user.exit_code) from None
             click.echo(
                 f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
                 err=True,
@@ -265,11 +362,34 @@ def main() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
+    if sys.stdout is None:  # started with stdout closed (`xpu-release list >&-`)
+        if sys.stderr is not None:
+            sys.stderr.write("error: standard output is closed; redirect it (to /dev/null to discard it)\n")
+        sys.exit(OutputError.exit_code)
     try:
-        cli(prog_name="xpu-release")
+        try:
+            # Not standalone: Click returns an exit's code instead of leaving, so that the last
+            # flush of stdout below happens here, where its failure is handled.
+            code = cli(prog_name="xpu-release", standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # a full device fails here, not in the interpreter's last flush
+        sys.exit(code if isinstance(code, int) else 0)
+    except click.ClickException as exc:
+        exc.message = _bounded(exc.message)  # type: ignore[misc]
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
     except BrokenPipeError:
         # `xpu-release list | head -1`: the reader left. Quietly, as cat would; stdout is pointed
         # at /dev/null so the interpreter's final flush cannot fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)
+    except OSError as exc:  # the last flush of stdout (a full device, a closed descriptor)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        error = as_user_error(exc) or OutputError(f"cannot write the output ({exc})")
+        _say_error(error)
+        sys.exit(error.exit_code)

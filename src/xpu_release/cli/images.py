@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .app import State, _emit_json, _line_sink, cli, pass_state
+from .app import State, _emit_json, _line_sink, cli, pass_state, write_output
 
 # --- build and test ------------------------------------------------------------------------
 
@@ -45,7 +45,7 @@ def lock(state: State, ref: str, check: bool) -> None:
 
     engine = Engine.connect()
     ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
-    ensure(engine, ref_by_digest, _line_sink(), pull_auth(spec, registries))
+    ensure(engine, ref_by_digest, _line_sink(), pull_auth(spec, registries), release=spec.base.release_ref)
     result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
@@ -154,7 +154,6 @@ def repro(state: State, ref: str, as_json: bool) -> None:
 def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     """The SBOM of the built NAME:VERSION: every Python distribution (the base's too), Debian
     package and artifact, and the base by digest. The very bytes publish attaches to the image."""
-    from pathlib import Path
 
     from ..attest import Documents
     from ..engine import Engine
@@ -165,8 +164,6 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     document = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder).make(
         "sbom", image_id, ""
     )
-    if output:
-        Path(output).write_bytes(document.payload)
+    if write_output(output, document.payload + b"\n" if output in (None, "-") else document.payload,
+                    what="SBOM"):  # fmt: skip
         click.echo(f"wrote {output} ({fmt}, {document.digest})", err=True)
-    else:
-        click.echo(document.payload.decode())

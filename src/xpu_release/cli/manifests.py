@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
 from ..errors import StaleError
-from .app import State, _emit_json, cli, newer_version, pass_state, print_plan
+from .app import State, _emit_json, cli, newer_version, pass_state, print_plan, write_output
 
 # --- manifests -------------------------------------------------------------------------------
 
@@ -71,10 +70,8 @@ def schema(output: str | None) -> None:
     from ..manifest.schema import json_schema
 
     text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    if write_output(output, text, what="schema"):
+        click.echo(f"wrote {output}", err=True)
 
 
 @cli.command()

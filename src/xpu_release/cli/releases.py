@@ -18,6 +18,7 @@ from .app import (
     pass_state,
     print_plan,
     with_login,
+    write_output,
 )
 
 # --- publish -----------------------------------------------------------------------------
@@ -91,12 +92,14 @@ def publish(
     result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    records.write(result, path)
+    written = records.keep(result, path)
     if as_json:
         _emit_json(result.to_json())
     else:
         _print_record(result)
-        click.echo(f"record: {path}")
+        click.echo(f"record: {written}")
+        if written != path:
+            click.echo(f"(the record at {path} says more is done and is kept as it was)", err=True)
     if not result.complete:
         raise PublishError(failure_report(result))
 
@@ -136,7 +139,7 @@ def verify(
 
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read(path) if path.is_file() else None
+    record = records.read_optional(path)
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
     attached = (record.attachments or None) if record else None
@@ -210,7 +213,7 @@ def status(
         _raise_for_errors([(e.endpoint, e.error, e.error_kind) for e in entries])
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read(path) if path.is_file() else None
+    record = records.read_optional(path)
     rows = endpoint_status(spec, state.registries(), creds, record)
     if as_json:
         _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
@@ -221,7 +224,9 @@ def status(
             if r.error:
                 mark = "AUTH" if r.error_kind == "auth" else "DOWN"
             docs = (
-                ("+".join(k[:4] for k in r.attached) or "none") if r.tag == spec.version and r.serves else ""
+                ("+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in r.documents) or "none")
+                if r.tag == spec.version and r.serves
+                else ""
             )
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
@@ -266,12 +271,8 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     spec = state.repo.load_ref(ref)
     record = records.read(Path(record_file)) if record_file else None
     result = render_notes(state.repo, spec, state.registries(), lang, record)
-    if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(result.text, encoding="utf-8")
-        click.echo(f"wrote {output}")
-    else:
-        click.echo(result.text, nl=False)
+    if write_output(output, result.text, what="notes"):
+        click.echo(f"wrote {output}", err=True)
 
 
 # --- release ------------------------------------------------------------------------------

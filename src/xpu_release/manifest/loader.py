@@ -17,18 +17,35 @@ from . import inherit, schema
 from .model import ImageSpec, canonical_name
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
-REF_RX = re.compile(
-    r"(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*):(?P<version>[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})"
-)
+IMAGE_PATTERN = r"[a-z0-9]+(?:[._\-][a-z0-9]+)*"
+VERSION_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}"
+REF_RX = re.compile(rf"(?P<image>{IMAGE_PATTERN}):(?P<version>{VERSION_PATTERN})")
+VERSION_RX = re.compile(VERSION_PATTERN)
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """User text as echoed in a message: quoted, and cut when long."""
+    return repr(text) if len(text) <= limit else repr(text[: limit - 3]) + f"... ({len(text)} characters)"
 
 
 def parse_ref(ref: str) -> tuple[str, str]:
     """``NAME:VERSION`` → (name, version), with a clear message for anything else."""
     m = REF_RX.fullmatch(ref.strip())
-    if not m:
-        msg = f"{ref!r} is not NAME:VERSION (e.g. training-xpu-pytorch:25.03)"
+    if not m or len(m["image"]) > 128:
+        msg = f"{shown(ref)} is not NAME:VERSION (e.g. training-xpu-pytorch:25.03)"
         raise ConfigError(msg)
     return m["image"], m["version"]
+
+
+def check_version(version: str, what: str) -> str:
+    """``version`` as a version (``25.03``): never a path (``../x``), an option, or empty."""
+    if not VERSION_RX.fullmatch(version):
+        msg = (
+            f"{what} {shown(version)} is not a version: letters, digits, '.', '_' and '-', "
+            "at most 128 characters, starting with a letter or digit (e.g. 25.03)"
+        )
+        raise ConfigError(msg)
+    return version
 
 
 def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
@@ -83,16 +100,30 @@ class Repo:
     def manifest_path(self, image: str, version: str) -> Path:
         return self.manifests_dir / image / f"{version}.yaml"
 
+    def _entries(self, folder: Path) -> list[Path]:
+        """What ``folder`` holds; a folder that cannot be listed is an error naming it, never
+        an image or a version silently left out."""
+        try:
+            return list(folder.iterdir())
+        except OSError as exc:
+            from ..files import describe
+
+            problem = Problem(file=self.rel(folder), line=0, column=0, path="",
+                              message=f"cannot read this folder ({describe(exc)})")  # fmt: skip
+            raise ManifestError([problem]) from None
+
     def images(self) -> list[str]:
-        return sorted(p.name for p in self.manifests_dir.iterdir() if p.is_dir())
+        return sorted(p.name for p in self._entries(self.manifests_dir) if p.is_dir())
 
     def versions(self, image: str) -> list[str]:
         folder = self.manifests_dir / image
         if not folder.is_dir():
             known = ", ".join(self.images()) or "none"
-            msg = f"no image {image!r} under {self.rel(self.manifests_dir)} (known: {known})"
+            msg = f"no image {shown(image)} under {self.rel(self.manifests_dir)} (known: {known})"
             raise NotFoundError(msg)
-        return sorted((p.stem for p in folder.glob("*.yaml")), key=version_key)
+        names = (p.name for p in self._entries(folder))
+        found = (n[: -len(".yaml")] for n in names if n.endswith(".yaml") and n != ".yaml")
+        return sorted(found, key=version_key)
 
     def is_latest(self, image: str, version: str) -> bool:
         """True if no later version of ``image`` has a manifest (floating tags may move to it)."""
@@ -105,11 +136,16 @@ class Repo:
     # --- loading -----------------------------------------------------------------------
 
     def _source(self, image: str, version: str) -> Source:
+        from ..files import kind_of
+
         path = self.manifest_path(image, version)
-        if not path.is_file():
+        if kind_of(path) == "missing":
             known = ", ".join(self.versions(image)) or "none"
-            msg = f"no manifest {self.rel(path)} for {image}:{version} (versions: {known})"
+            msg = f"no manifest {self.rel(path)[:200]} for {image}:{version[:80]} (versions: {known})"
             raise NotFoundError(msg)
+        if not VERSION_RX.fullmatch(version):
+            why = "its file name is not a version (letters, digits, '.', '_', '-'; at most 128); rename it"
+            raise ManifestError([Problem(file=self.rel(path)[:200], line=0, column=0, path="", message=why)])
         try:
             return load(path, self.rel(path))
         except YamlProblems as exc:
@@ -141,14 +177,17 @@ class Repo:
             if problems:
                 raise ManifestError(problems)
             return src
-        if not isinstance(parent, str):
-            problems.append(src.problem(("extends",), "must be a version string, e.g. '25.03'"))
+        if not isinstance(parent, str) or not VERSION_RX.fullmatch(parent):
+            why = "must be a version of the same image, e.g. '25.03'"
+            problems.append(src.problem(("extends",), why))
             raise ManifestError(problems)
         if parent == version or parent in chain:
             loop = " → ".join((*chain, version, parent))
             problems.append(src.problem(("extends",), f"inheritance cycle: {loop}"))
             raise ManifestError(problems)
-        if not self.manifest_path(image, parent).is_file():
+        from ..files import kind_of
+
+        if kind_of(self.manifest_path(image, parent)) == "missing":
             problems.append(
                 src.problem(
                     ("extends",),
@@ -280,12 +319,14 @@ class Repo:
         return specs, problems
 
 
-def version_key(v: str) -> tuple[int, ...] | tuple[int, str]:
-    """Sort key for versions: numeric dotted versions (25.03 < 25.10) before anything else."""
+def version_key(v: str) -> tuple[int, tuple[tuple[int, str], ...], str]:
+    """Sort key for versions: numeric dotted versions (25.03 < 25.10) before anything else.
+    Numbers compare by their digits (length, then text), never through ``int()``: a version of
+    5,000 digits is a user's mistake to report, not Python's int limit to trip over."""
     parts = v.split(".")
-    if all(p.isdigit() for p in parts):
-        return tuple(int(p) for p in parts)
-    return (1 << 30, v)
+    if all(p.isascii() and p.isdigit() for p in parts):
+        return (0, tuple((len(p.lstrip("0")), p.lstrip("0")) for p in parts), "")
+    return (1, (), v)
 
 
 def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[str] | None) -> None:

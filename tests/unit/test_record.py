@@ -1,0 +1,166 @@
+"""The release record: a failed run never damages a better record, two runs never share a
+temporary file, and a record that is not what xpu-release wrote is exit 12 naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from xpu_release import record as records
+from xpu_release.errors import DamagedFileError
+from xpu_release.record import EndpointRecord, ReleaseRecord
+
+from .helpers import run
+
+DIGEST = "sha256:" + "d" * 64
+IMAGE = "sha256:" + "c" * 64
+
+
+def endpoint(name: str, status: str, digest: str | None = DIGEST) -> EndpointRecord:
+    return EndpointRecord(endpoint=name, host="127.0.0.1:1", version_ref=f"h/{name}/x:1",
+                          floating_refs=(), status=status, digest=digest)  # type: ignore[arg-type]  # fmt: skip
+
+
+COMPLETE = ReleaseRecord(
+    ref="training-cpu-pytorch:25.03", manifest="manifests/training-cpu-pytorch/25.03.yaml",
+    manifest_sha256="m", inputs_sha256="i", tested_image_id=IMAGE, digest=DIGEST,
+    published_at="2026-12-01T00:00:00Z", complete=True, floating_moved=(),
+    endpoints=(endpoint("public", "verified"), endpoint("vpc/cn-beijing", "verified")),
+    attachments={"sbom": "sha256:" + "5" * 64, "provenance": "sha256:" + "6" * 64},
+)  # fmt: skip
+# A later run with a wrong ca_file for the public endpoint: nothing done anywhere.
+FAILED = replace(
+    COMPLETE, digest=None, complete=False, attachments={},
+    endpoints=(endpoint("public", "failed", None), endpoint("vpc/cn-beijing", "planned", None)),
+)  # fmt: skip
+
+
+def test_a_failed_run_writes_beside_a_complete_record_never_over_it(tmp_path: Path) -> None:
+    path = tmp_path / "25.03.json"
+    records.keep(COMPLETE, path)
+
+    written = records.keep(FAILED, path)
+
+    assert records.read(path) == COMPLETE
+    assert written == records.attempt_path(path)
+    assert records.read(written) == FAILED
+
+
+def test_a_record_at_least_as_complete_replaces_it_and_the_attempt_goes(tmp_path: Path) -> None:
+    path = tmp_path / "25.03.json"
+    records.keep(FAILED, path)
+    staged = replace(FAILED, digest=DIGEST, endpoints=(endpoint("public", "staged"), endpoint("b", "failed")))
+    records.keep(staged, path)
+    assert records.keep(FAILED, path) == records.attempt_path(path)  # less done: beside
+
+    assert records.keep(COMPLETE, path) == path
+    assert records.read(path) == COMPLETE
+    assert not records.attempt_path(path).exists()
+
+
+def test_a_damaged_record_is_replaced_by_any_run(tmp_path: Path) -> None:
+    path = tmp_path / "25.03.json"
+    path.write_text("{ truncated")
+
+    assert records.keep(FAILED, path) == path
+    assert records.read(path) == FAILED
+
+
+def test_runs_writing_one_record_at_once_never_lose_a_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "25.03.json"
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(50):
+                records.write(COMPLETE, path)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert records.read(path) == COMPLETE
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["25.03.json"]  # no temporary left
+
+
+def _edit(change: str) -> str:
+    data = json.loads(json.dumps(COMPLETE.to_json()))
+    exec(change, {"d": data})
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (_edit("d['attachments'] = 'sbom'"), "attachments: 'sbom' is not of type 'object'"),
+        (_edit("d['endpoints'][0]['version_ref'] = None"), "endpoints.0.version_ref: None is not of type"),
+        (_edit("d['digest'] = 'sha256:abc'"), "digest: 'sha256:abc' is not valid"),
+        (_edit("d['endpoints'][1]['digest'] = 'sha256:' + 'D' * 64"), "endpoints.1.digest:"),
+        (_edit("d['endpoints'] = {}"), "endpoints: {} is not of type 'array'"),
+        (_edit("d['complete'] = 'yes'"), "complete: 'yes' is not of type 'boolean'"),
+        (_edit("d['endpoints'][0]['status'] = 'done'"), "endpoints.0.status: 'done' is not one of"),
+        (_edit("d['attachments']['vex'] = d['digest']"), "attachments: 'vex' is not one of"),
+        (_edit("d['surprise'] = 1"), "Additional properties are not allowed ('surprise'"),
+        (_edit("d['endpoints'][0]['seconds'] = -1"), "endpoints.0.seconds: -1 is less than the minimum"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_every_shape_of_damage_is_exit_12_naming_the_file_and_the_field(
+    repo: Path, tmp_path: Path, content: str, why: str
+) -> None:
+    path = tmp_path / "record.json"
+    path.write_text(content)
+
+    with pytest.raises(DamagedFileError) as damaged:
+        records.read(path)
+    result = run(repo, "notes", "training-cpu-pytorch:25.03", "--record", str(path))
+
+    assert str(path) in damaged.value.message
+    assert why in damaged.value.message
+    assert result.exit_code == 12
+    assert "Traceback" not in result.output
+    assert len(result.stderr) < 1000
+
+
+@pytest.mark.parametrize("shape", ["directory", "fifo", "dangling-link"])
+@pytest.mark.parametrize("command", ["status", "verify"])
+def test_a_record_path_that_is_no_file_is_exit_12_not_silently_ignored(
+    repo: Path, tmp_path: Path, shape: str, command: str
+) -> None:
+    path = records.default_path(repo, "training-cpu-pytorch", "25.03")
+    path.parent.mkdir(parents=True)
+    if shape == "directory":
+        path.mkdir()
+    elif shape == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(tmp_path / "gone.json")
+
+    closed = tmp_path / "nowhere.yaml"  # never asked: the record is read first
+    closed.write_text(
+        "registries:\n  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {regions: [cn-beijing], hosts: {cn-beijing: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(closed), command, "training-cpu-pytorch:25.03")
+
+    assert result.exit_code == 12, result.output
+    assert str(path) in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_the_record_written_by_this_version_passes_its_own_schema(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    records.write(COMPLETE, path)
+
+    assert records._shape_problem(json.loads(path.read_text())) is None
