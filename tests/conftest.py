@@ -6,6 +6,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property-based tests: CI runs `ci` (a fixed seed, a budget under a minute); a deeper search is
+# `pytest tests/unit/test_no_internal_error.py --hypothesis-profile=long`.
+_SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=120, derandomize=True, deadline=None, database=None,
+                          suppress_health_check=_SLOW)  # fmt: skip
+settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=_SLOW)
+settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT.parent / "shared" / "seed"

@@ -246,7 +246,8 @@ def test_cli_finds_the_root_from_a_subfolder(repo: Path) -> None:
     )
 
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "3 manifests valid\n"
+    assert proc.stderr == "3 manifests valid\n"
+    assert proc.stdout == ""  # messages on stderr: stdout carries only data
 
 
 def test_outside_a_repository_the_error_says_what_to_do(tmp_path: Path) -> None:

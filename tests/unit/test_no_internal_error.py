@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from xpu_release.cli import cli
@@ -30,17 +30,7 @@ DOCUMENTED = set(range(14)) | {130}  # README's exit codes; 70 is not among them
 MAX_ERROR_LINES = 25
 MAX_LINE = 500
 
-settings.register_profile(
-    "ci", max_examples=120, derandomize=True, deadline=None, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)  # fmt: skip
-settings.register_profile(
-    "long",
-    max_examples=3000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# Profiles (ci: the default, fixed seed; long: a deeper search) are registered in tests/conftest.py.
 
 IMAGES = ["training-cpu-pytorch", "training-xpu-pytorch", "pytorch-cpu-sdk"]
 VERSIONS = ["25.03", "2.13.0", "25.04", "99.0"]

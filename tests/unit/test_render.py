@@ -151,7 +151,7 @@ def test_render_check_passes_on_the_committed_tree(repo: Path) -> None:
     result = run(repo, "render", "--all", "--check")
 
     assert result.exit_code == 0, result.output
-    assert "3 Dockerfiles current" in result.stdout
+    assert "3 Dockerfiles current" in result.stderr
 
 
 def test_render_check_exits_1_with_a_diff_when_a_dockerfile_is_stale(repo: Path) -> None:
@@ -173,8 +173,8 @@ def test_render_writes_then_reports_current(repo: Path) -> None:
     first = run(repo, "render", "demo:1.0")
     second = run(repo, "render", "demo:1.0")
 
-    assert first.stdout == "wrote images/demo/1.0/Dockerfile\n"
-    assert second.stdout == "images/demo/1.0/Dockerfile is current\n"
+    assert first.stderr == "wrote images/demo/1.0/Dockerfile\n"
+    assert second.stderr == "images/demo/1.0/Dockerfile is current\n"
 
 
 def test_templates_fail_loudly_on_undefined_values(repo: Path) -> None:

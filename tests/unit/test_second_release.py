@@ -201,7 +201,7 @@ def test_validate_notices_inherited_prose_that_names_a_version_the_release_no_lo
         "but 25.04 has 0.8.0" in result.stderr
     )
     assert f"manifests/{XPU}/25.03.yaml:" in result.stderr  # where the prose is written
-    assert "notices to check" in result.stdout
+    assert "notices to check" in result.stderr
 
 
 def test_prose_marked_only_in_a_release_is_not_inherited_and_the_child_is_told(repo: Path) -> None:

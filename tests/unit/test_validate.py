@@ -218,7 +218,7 @@ def test_the_repository_manifests_are_valid(repo: Path) -> None:
     result = run(repo, "validate")
 
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "3 manifests valid"
+    assert result.stderr.strip() == "3 manifests valid"
 
 
 def test_a_bad_ref_is_a_usage_error_not_a_traceback(repo: Path) -> None:

@@ -24,6 +24,7 @@ import click
 from .. import __version__
 from ..credentials import CredentialStore
 from ..errors import OutputError, ReleaseError
+from .output import Verbosity, error_prefix, verbosity
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70
@@ -35,6 +36,7 @@ class State:
     root_option: str | None
     registries_option: str | None
     debug: bool
+    verbosity: Verbosity = field(default_factory=Verbosity)
     _repo: Any = field(default=None, init=False)
 
     @property
@@ -161,7 +163,9 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
 def _say_error(exc: ReleaseError) -> None:
     # stderr itself may not be writable: the exit code is then all that is left.
     with contextlib.suppress(OSError):
-        click.echo(f"error: {_bounded(exc.render())}", err=True)
+        click.echo(f"{error_prefix()} {_bounded(exc.render())}", err=True)
+        if verbosity().verbose and exc.details:
+            click.echo(exc.details, err=True)
 
 
 class ReleaseGroup(click.Group):
@@ -209,6 +213,7 @@ class ReleaseGroup(click.Group):
 @click.option(
     "--root",
     envvar="XPU_RELEASE_ROOT",
+    show_envvar=True,
     type=click.Path(file_okay=False),
     help="Repository root (default: found upwards from the current folder).",
 )
@@ -216,14 +221,57 @@ class ReleaseGroup(click.Group):
     "--registries",
     "registries",
     envvar="XPU_RELEASE_REGISTRIES",
+    show_envvar=True,
     type=click.Path(dir_okay=False),
     help="A registries file that overrides registries.yaml (e.g. local endpoints).",
 )
+@click.option("-q", "--quiet", is_flag=True, help="Errors only: no progress, notices or 'wrote …' lines.")
+@click.option("-v", "--verbose", is_flag=True, help="On failure, also the full log the error keeps.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.pass_context
-def cli(ctx: click.Context, root: str | None, registries: str | None, debug: bool) -> None:
-    """Release pipeline for accelerator container images."""
-    ctx.obj = State(root_option=root, registries_option=registries, debug=debug)
+def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: bool, verbose: bool,
+        debug: bool) -> None:  # fmt: skip
+    """Release pipeline for accelerator container images.
+
+    Data goes to stdout, messages to stderr. Shell completion (bash):
+    eval "$(_XPU_RELEASE_COMPLETE=bash_source xpu-release)"
+
+    \b
+    Examples:
+      xpu-release validate
+      xpu-release release training-cpu-pytorch:25.03 --dry-run
+      xpu-release -q notes training-cpu-pytorch:25.03 --lang en > notes.md
+    """
+    ctx.obj = State(root_option=root, registries_option=registries, debug=debug,
+                    verbosity=Verbosity(quiet=quiet, verbose=verbose))  # fmt: skip
+
+
+def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of NAME:VERSION from the repository's manifests (nothing on error)."""
+    from click.shell_completion import CompletionItem
+
+    from ..manifest import Repo
+
+    root = ctx.find_root().params.get("root") if ctx is not None else None
+    try:
+        refs = Repo.discover(root).refs()
+    except Exception:  # completion must never print an error into the user's shell
+        return []
+    return [CompletionItem(r) for r in refs if r.startswith(incomplete)]
+
+
+def ref_argument(name: str = "ref", **kwargs: Any) -> Callable[[F], F]:
+    """A NAME:VERSION argument: named so in the usage line, completed from the manifests."""
+    nargs = kwargs.get("nargs", 1)
+    metavar = "NAME:VERSION" if nargs == 1 else "[NAME:VERSION]..."
+    if kwargs.get("required") and nargs != 1:
+        metavar = "NAME:VERSION..."
+    metavar = kwargs.pop("metavar", metavar)
+    return click.argument(name, metavar=metavar, shell_complete=complete_refs, **kwargs)
+
+
+def json_option(what: str = "The result as JSON on stdout.") -> Callable[[F], F]:
+    return click.option("--json", "as_json", is_flag=True, help=what)
 
 
 class LiveLine:
@@ -253,6 +301,8 @@ class LiveLine:
             self.dirty = False
 
     def __call__(self, line: str) -> None:
+        if verbosity().quiet:
+            return
         if not self.tty:
             click.echo(line, err=True)
             return
@@ -332,7 +382,12 @@ def _print_record(record: Any) -> None:
 
 
 login_options = [
-    click.option("--username", envvar="XPU_RELEASE_USERNAME", help="Registry user (with --password-stdin)."),
+    click.option(
+        "--username",
+        envvar="XPU_RELEASE_USERNAME",
+        show_envvar=True,
+        help="Registry user (with --password-stdin).",
+    ),
     click.option("--password-stdin", is_flag=True, help="Read the registry password from stdin."),
 ]
 

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import click
 
-from .app import State, _emit_json, _line_sink, cli, pass_state, write_output
+from .app import State, _emit_json, _line_sink, cli, json_option, pass_state, ref_argument, write_output
+from .output import info
 
 # --- build and test ------------------------------------------------------------------------
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option(
     "--check",
     is_flag=True,
     help="Resolve no pins; exit 4 if the committed lock is stale or the base tag has moved.",
 )
+@json_option("With --check: whether the lock is current, and its base digest, as JSON on stdout.")
 @pass_state
-def lock(state: State, ref: str, check: bool) -> None:
+def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
     """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed),
-    and pin the base image's tag to the digest it points at now."""
+    and pin the base image's tag to the digest it points at now.
+
+    \b
+    Examples:
+      xpu-release lock training-cpu-pytorch:25.03
+      xpu-release lock training-cpu-pytorch:25.03 --check --json
+    """
     from ..baseimage import current_digest, ensure, provided, pull_auth
     from ..credentials import CredentialStore
     from ..errors import LockError
@@ -28,10 +36,22 @@ def lock(state: State, ref: str, check: bool) -> None:
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
     if check:
-        committed = load_lock(state.root, spec)
-        current = current_digest(spec, state.registries(), CredentialStore())
-        check_base(committed, spec, current, state.repo.rel(path))
-        click.echo(f"{state.repo.rel(path)} is current (base {committed.base_digest[:19]})")
+        from ..errors import ReleaseError
+
+        try:
+            committed = load_lock(state.root, spec)
+            current = current_digest(spec, state.registries(), CredentialStore())
+            check_base(committed, spec, current, state.repo.rel(path))
+        except ReleaseError as exc:
+            if as_json:
+                said = exc.message.splitlines()[0]
+                _emit_json({"lock": state.repo.rel(path), "current": False, "error": said,
+                            "exit_code": exc.exit_code})  # fmt: skip
+            raise
+        if as_json:
+            _emit_json({"lock": state.repo.rel(path), "current": True, "base_digest": committed.base_digest})
+        else:
+            info(f"{state.repo.rel(path)} is current (base {committed.base_digest[:19]})")
         return
     check_index(spec)  # an unreachable index is the first thing to say
     registries = state.registries()
@@ -50,20 +70,26 @@ def lock(state: State, ref: str, check: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
     count = sum(len(layer.packages) for layer in result.layers)
-    click.echo(
+    info(
         f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
         f"the base provides {len(result.provided)})"
     )
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
 @click.option("--no-cache", is_flag=True, help="Rebuild every step and layer (implies --rebuild).")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_state
 def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) -> None:
-    """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged)."""
+    """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged).
+
+    \b
+    Examples:
+      xpu-release build training-cpu-pytorch:25.03
+      xpu-release build training-cpu-pytorch:25.03 --rebuild --json
+    """
     from dataclasses import asdict
 
     from ..build import build_image
@@ -90,11 +116,16 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
 
 
 @cli.command("test")
-@click.argument("ref")
-@click.option("--json", "as_json", is_flag=True)
+@ref_argument()
+@json_option()
 @pass_state
 def test_(state: State, ref: str, as_json: bool) -> None:
-    """Smoke-test the built NAME:VERSION inside a throwaway container (testinfra)."""
+    """Smoke-test the built NAME:VERSION inside a throwaway container (testinfra).
+
+    \b
+    Examples:
+      xpu-release test training-cpu-pytorch:25.03
+    """
     from dataclasses import asdict
 
     from ..engine import Engine
@@ -110,11 +141,16 @@ def test_(state: State, ref: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("ref")
-@click.option("--json", "as_json", is_flag=True)
+@ref_argument()
+@json_option()
 @pass_state
 def repro(state: State, ref: str, as_json: bool) -> None:
-    """Build NAME:VERSION twice from scratch; exit 5 naming the layers and files that differ."""
+    """Build NAME:VERSION twice from scratch; exit 5 naming the layers and files that differ.
+
+    \b
+    Examples:
+      xpu-release repro training-cpu-pytorch:25.03
+    """
     from dataclasses import asdict
 
     from ..engine import Engine
@@ -140,7 +176,7 @@ def repro(state: State, ref: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option(
     "--format",
     "fmt",
@@ -149,11 +185,16 @@ def repro(state: State, ref: str, as_json: bool) -> None:
     show_default=True,
     help="CycloneDX 1.6 JSON (SPDX is not written).",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE ('-': stdout).")
 @pass_state
 def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     """The SBOM of the built NAME:VERSION: every Python distribution (the base's too), Debian
-    package and artifact, and the base by digest. The very bytes publish attaches to the image."""
+    package and artifact, and the base by digest. The very bytes publish attaches to the image.
+
+    \b
+    Examples:
+      xpu-release sbom training-cpu-pytorch:25.03 -o sbom.cdx.json
+    """
 
     from ..attest import Documents
     from ..engine import Engine
@@ -166,4 +207,4 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     )
     if write_output(output, document.payload + b"\n" if output in (None, "-") else document.payload,
                     what="SBOM"):  # fmt: skip
-        click.echo(f"wrote {output} ({fmt}, {document.digest})", err=True)
+        info(f"wrote {output} ({fmt}, {document.digest})")

@@ -7,16 +7,34 @@ import json
 import click
 
 from ..errors import StaleError
-from .app import State, _emit_json, cli, newer_version, pass_state, print_plan, write_output
+from .app import (
+    State,
+    _emit_json,
+    cli,
+    json_option,
+    newer_version,
+    pass_state,
+    print_plan,
+    ref_argument,
+    write_output,
+)
+from .output import info, notice
 
 # --- manifests -------------------------------------------------------------------------------
 
 
 @cli.command()
-@click.argument("refs", nargs=-1)
+@ref_argument("refs", nargs=-1)
+@json_option("The manifests checked, their problems and notices as JSON on stdout.")
 @pass_state
-def validate(state: State, refs: tuple[str, ...]) -> None:
-    """Validate every manifest (or the NAME:VERSIONs given); exit 2 listing every problem."""
+def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
+    """Validate every manifest (or the NAME:VERSIONs given); exit 2 listing every problem.
+
+    \b
+    Examples:
+      xpu-release validate
+      xpu-release validate training-xpu-pytorch:25.03 --json
+    """
     from ..errors import ManifestError, Problem
     from ..manifest import parse_ref
 
@@ -34,23 +52,36 @@ def validate(state: State, refs: tuple[str, ...]) -> None:
     else:
         specs, problems = repo.load_all()
         count = len(specs) + len({p.file for p in problems})
+    notices = []
+    if not problems:
+        targets = (
+            [parse_ref(r) for r in refs]
+            if refs
+            else [(i, v) for i in repo.images() for v in repo.versions(i)]
+        )
+        notices = [n for image, version in targets for n in repo.notices(image, version)]
+    if as_json:
+        _emit_json({"checked": count, "valid": not problems, "problems": [str(p) for p in problems],
+                    "notices": [str(n) for n in notices]})  # fmt: skip
     if problems:
         raise ManifestError(problems)
-    targets = (
-        [parse_ref(r) for r in refs] if refs else [(i, v) for i in repo.images() for v in repo.versions(i)]
-    )
-    notices = [n for image, version in targets for n in repo.notices(image, version)]
     for n in notices:
-        click.echo(f"notice: {n}", err=True)
+        notice(str(n))
     tail = f" ({len(notices)} notice{'s' if len(notices) != 1 else ''} to check)" if notices else ""
-    click.echo(f"{count} manifest{'s' if count != 1 else ''} valid{tail}")
+    info(f"{count} manifest{'s' if count != 1 else ''} valid{tail}")
 
 
 @cli.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @pass_state
 def list_(state: State, as_json: bool) -> None:
-    """List every NAME:VERSION with the version it extends."""
+    """List every NAME:VERSION with the version it extends.
+
+    \b
+    Examples:
+      xpu-release list
+      xpu-release list --json
+    """
     repo = state.repo
     rows = []
     for ref in repo.refs():
@@ -64,24 +95,37 @@ def list_(state: State, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE ('-': stdout).")
 def schema(output: str | None) -> None:
-    """Print the JSON Schema of the manifest format."""
+    """Print the JSON Schema of the manifest format.
+
+    \b
+    Examples:
+      xpu-release schema > manifest.schema.json
+      xpu-release schema -o schema/manifest.schema.json
+    """
     from ..manifest.schema import json_schema
 
     text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
     if write_output(output, text, what="schema"):
-        click.echo(f"wrote {output}", err=True)
+        info(f"wrote {output}")
 
 
 @cli.command()
-@click.argument("refs", nargs=-1)
+@ref_argument("refs", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every manifest in the repository.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff if any is stale.")
 @click.option("--stdout", is_flag=True, help="Print the Dockerfile instead of writing it.")
+@json_option("With --check: the stale and current files as JSON on stdout.")
 @pass_state
-def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout: bool) -> None:
-    """Render manifests into their committed Dockerfiles (images/<name>/<version>/Dockerfile)."""
+def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout: bool, as_json: bool) -> None:
+    """Render manifests into their committed Dockerfiles (images/<name>/<version>/Dockerfile).
+
+    \b
+    Examples:
+      xpu-release render training-xpu-pytorch:25.04
+      xpu-release render --all --check
+    """
     from .. import render as rendering
     from ..errors import ConfigError, ManifestError
     from ..manifest.schema import json_schema
@@ -106,11 +150,12 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
             d = rendering.stale_diff(out, repo.root)
             if d:
                 stale.append(rel)
-                click.echo(d, nl=False)
+                if not as_json:
+                    click.echo(d, nl=False)
         elif rendering.write(out):
-            click.echo(f"wrote {rel}")
+            info(f"wrote {rel}")
         else:
-            click.echo(f"{rel} is current")
+            info(f"{rel} is current")
     if all_:
         schema_path = repo.root / "schema" / "manifest.schema.json"
         text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
@@ -121,20 +166,28 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
             elif not stdout:
                 schema_path.parent.mkdir(exist_ok=True)
                 schema_path.write_text(text, encoding="utf-8")
-                click.echo(f"wrote {repo.rel(schema_path)}")
+                info(f"wrote {repo.rel(schema_path)}")
+    if as_json and check:
+        _emit_json({"stale": stale, "checked": len(specs) + (1 if all_ else 0), "current": not stale})
     if stale:
         msg = f"{len(stale)} generated file(s) are stale: {', '.join(stale)}\nrun: xpu-release render --all"
         raise StaleError(msg)
     if check:
-        click.echo(f"{len(specs)} Dockerfile{'s' if len(specs) != 1 else ''} current")
+        info(f"{len(specs)} Dockerfile{'s' if len(specs) != 1 else ''} current")
 
 
 @cli.command()
-@click.argument("ref")
-@click.option("--json", "as_json", is_flag=True)
+@ref_argument()
+@json_option()
 @pass_state
 def plan(state: State, ref: str, as_json: bool) -> None:
-    """Every ref a publish of NAME:VERSION would push, per registry and region."""
+    """Every ref a publish of NAME:VERSION would push, per registry and region.
+
+    \b
+    Examples:
+      xpu-release plan training-xpu-pytorch:25.03
+      xpu-release plan training-xpu-pytorch:25.03 --json
+    """
     from ..plan import make_plan
 
     spec = state.repo.load_ref(ref)
@@ -146,12 +199,17 @@ def plan(state: State, ref: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("old")
-@click.argument("new")
-@click.option("--json", "as_json", is_flag=True)
+@ref_argument("old", metavar="OLD")
+@ref_argument("new", metavar="NEW")
+@json_option()
 @pass_state
 def diff(state: State, old: str, new: str, as_json: bool) -> None:
-    """What changed from OLD to NEW (both NAME:VERSION)."""
+    """What changed from OLD to NEW (both NAME:VERSION).
+
+    \b
+    Examples:
+      xpu-release diff training-xpu-pytorch:25.03 training-xpu-pytorch:25.04
+    """
     from dataclasses import asdict
 
     from ..diff import diff as compute
@@ -168,12 +226,17 @@ def diff(state: State, old: str, new: str, as_json: bool) -> None:
 
 
 @cli.command("new-version")
-@click.argument("ref")
+@ref_argument()
 @click.option("--from", "parent", required=True, help="The version it extends, e.g. 25.03.")
 @click.option("--set", "sets", multiple=True, metavar="COMPONENT=VERSION", help="A pin to change.")
 @pass_state
 def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> None:
-    """Start NAME:VERSION as --from plus the --set pins, and render its Dockerfile."""
+    """Start NAME:VERSION as --from plus the --set pins, and render its Dockerfile.
+
+    \b
+    Examples:
+      xpu-release new-version training-xpu-pytorch:25.04 --from 25.03 --set vllm=0.8.0
+    """
     from .. import render as rendering
     from ..bump import new_version as create
     from ..bump import parse_sets
@@ -182,9 +245,9 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     image, version = parse_ref(ref)
     repo = state.repo
     path, spec = create(repo, image, version, parent, parse_sets(sets))
-    click.echo(f"wrote {repo.rel(path)}")
+    info(f"wrote {repo.rel(path)}")
     for n in repo.notices(image, version):
-        click.echo(f"notice: {n}", err=True)
+        notice(str(n))
     out = rendering.render(repo.root, spec)
     rendering.write(out)
-    click.echo(f"wrote {repo.rel(out.path)}")
+    info(f"wrote {repo.rel(out.path)}")

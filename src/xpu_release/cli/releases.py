@@ -14,12 +14,16 @@ from .app import (
     _line_sink,
     _print_record,
     cli,
+    json_option,
     newer_version,
     pass_state,
     print_plan,
+    ref_argument,
     with_login,
     write_output,
 )
+from .output import info
+from .output import status as status_word
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -32,7 +36,7 @@ signing_key_option = click.option(
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--dry-run", is_flag=True, help="Print the plan; touch nothing.")
 @click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
@@ -42,7 +46,7 @@ signing_key_option = click.option(
     is_flag=True,
     help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @signing_key_option
 @with_login
 @pass_state
@@ -59,7 +63,13 @@ def publish(
     username: str | None,
     password_stdin: bool,
 ) -> None:
-    """Publish the tested NAME:VERSION to the public registry and every VPC region, verified."""
+    """Publish the tested NAME:VERSION to the public registry and every VPC region, verified.
+
+    \b
+    Examples:
+      xpu-release publish training-cpu-pytorch:25.03 --dry-run
+      xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
+    """
     from .. import record as records
     from ..errors import PublishError
     from ..plan import make_plan
@@ -97,15 +107,15 @@ def publish(
         _emit_json(result.to_json())
     else:
         _print_record(result)
-        click.echo(f"record: {written}")
+        info(f"record: {written}")
         if written != path:
-            click.echo(f"(the record at {path} says more is done and is kept as it was)", err=True)
+            info(f"(the record at {path} says more is done and is kept as it was)")
     if not result.complete:
         raise PublishError(failure_report(result))
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--deep", is_flag=True, help="Download and hash every blob at every endpoint.")
 @click.option(
     "--key",
@@ -114,7 +124,7 @@ def publish(
     help="A PEM public key: the provenance at every endpoint must be signed by it (exit 7 if not).",
 )
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @with_login
 @pass_state
 def verify(
@@ -130,7 +140,13 @@ def verify(
     """Check that every endpoint serves NAME:VERSION blob for blob (exit 7 naming what is wrong).
 
     Without --deep: the version tag names the recorded manifest and every blob exists with its
-    size. With --deep: every blob is downloaded and hashed, at every endpoint."""
+    size. With --deep: every blob is downloaded and hashed, at every endpoint.
+
+    \b
+    Examples:
+      xpu-release verify training-cpu-pytorch:25.03 --deep
+      xpu-release verify training-cpu-pytorch:25.03 --key key.pub
+    """
     from dataclasses import asdict
 
     from .. import record as records
@@ -167,10 +183,10 @@ def verify(
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
 @click.option("--catalog", is_flag=True, help="Every tag of the repository, per endpoint, with its digest.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @with_login
 @pass_state
 def status(
@@ -182,7 +198,13 @@ def status(
     username: str | None,
     password_stdin: bool,
 ) -> None:
-    """What every endpoint serves now for NAME:VERSION, against its release record."""
+    """What every endpoint serves now for NAME:VERSION, against its release record.
+
+    \b
+    Examples:
+      xpu-release status training-cpu-pytorch:25.03
+      xpu-release status training-cpu-pytorch:25.03 --catalog --json
+    """
     from .. import record as records
     from ..errors import PublishError
     from ..serving import catalog as tag_catalog
@@ -253,7 +275,7 @@ def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True)
 @click.option(
     "--record",
@@ -261,10 +283,16 @@ def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
     type=click.Path(dir_okay=False),
     help="A release record: adds the published refs and digests.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to a file.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE ('-': stdout).")
 @pass_state
 def notes(state: State, ref: str, lang: str, record_file: str | None, output: str | None) -> None:
-    """Release notes of NAME:VERSION in Markdown, from its manifest (and its release record)."""
+    """Release notes of NAME:VERSION in Markdown, from its manifest (and its release record).
+
+    \b
+    Examples:
+      xpu-release notes training-xpu-pytorch:25.03 --lang zh > notes.zh.md
+      xpu-release notes training-xpu-pytorch:25.03 --lang en -o out/notes.en.md
+    """
     from .. import record as records
     from ..notes import render_notes
 
@@ -272,23 +300,37 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     record = records.read(Path(record_file)) if record_file else None
     result = render_notes(state.repo, spec, state.registries(), lang, record)
     if write_output(output, result.text, what="notes"):
-        click.echo(f"wrote {output}", err=True)
+        info(f"wrote {output}")
 
 
 # --- release ------------------------------------------------------------------------------
 
 
 @cli.command()
-@click.argument("ref")
+@ref_argument()
 @click.option("--dry-run", is_flag=True, help="Show every stage's plan; change nothing.")
 @click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option(
+    "--with-bases",
+    is_flag=True,
+    help="First release every release of ours it builds on (its SDK base, parents first); a base "
+    "already published is verified, not published again.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 @signing_key_option
 @with_login
 @pass_state
-def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_json: bool,
+def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_bases: bool, as_json: bool,
             signing_key: str | None, username: str | None, password_stdin: bool) -> None:  # fmt: skip
-    """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record."""
+    """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record.
+
+    \b
+    Examples:
+      xpu-release release training-cpu-pytorch:25.03 --dry-run
+      xpu-release release training-cpu-pytorch:25.03 --with-bases
+      xpu-release release training-cpu-pytorch:25.03 --json > summary.json
+    """
+    from ..errors import ReleaseError
     from ..manifest import parse_ref
     from ..publish import Options
     from ..release import Release, Reporter
@@ -296,45 +338,68 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, as_jso
 
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
-    options = Options(allow_overwrite=allow_overwrite, move_floating=state.repo.is_latest(*parse_ref(ref)),
-                      signer=load_signer(signing_key))  # fmt: skip
-    run = Release(state.repo, ref, state.registries(), creds, options,
-                  Reporter(live := _line_sink()), dry_run=dry_run, builder=state.builder)  # fmt: skip
-    from ..errors import ReleaseError
-
-    try:
-        summary = run.run()
-    except ReleaseError:
+    signer = load_signer(signing_key)
+    chain = [ref]
+    if with_bases:
+        state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
+        while (parent := state.repo.base_release(chain[0])) is not None and parent not in chain:
+            chain.insert(0, parent)
+    summaries = []
+    for current in chain:
+        latest = state.repo.is_latest(*parse_ref(current))
+        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer)
+        run = Release(state.repo, current, state.registries(), creds, options,
+                      Reporter(live := _line_sink()), dry_run=dry_run, builder=state.builder)  # fmt: skip
+        try:
+            summary = run.run()
+        except ReleaseError:
+            live.close()
+            if as_json and run.failed is not None:
+                _emit_json(run.failure_summary())  # always a summary on stdout, also on failure
+            raise
         live.close()
-        if as_json and run.failed is not None:
-            _emit_json(run.failure_summary())  # always a summary on stdout, also on failure
-        raise
-    live.close()
+        summaries.append(summary)
     if as_json:
-        _emit_json(summary.to_json())
+        _emit_json(summaries[-1].to_json() if len(summaries) == 1 else [s.to_json() for s in summaries])
         return
-    click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
-    for s in summary.stages:
-        click.echo(f"  {s.name:<9} {s.status:<8} {s.seconds:7.1f} s  {s.detail}")
-    if summary.record:
-        for e in summary.record["endpoints"]:
-            click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
-    for path in summary.notes:
-        click.echo(f"  notes: {path}")
+    for summary in summaries:
+        click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
+        for s in summary.stages:
+            click.echo(f"  {s.name:<9} {status_word(s.status)} {s.seconds:7.1f} s  {s.detail}")
+        if summary.record:
+            for e in summary.record["endpoints"]:
+                click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
+        for path in summary.notes:
+            click.echo(f"  notes: {path}")
 
 
-cli.add_command(release, "build-release")
+def _alias(command: click.Command, of: str) -> click.Command:
+    import copy
+
+    alias = copy.copy(command)
+    alias.short_help = f"Alias of `{of}`."
+    alias.help = f"Alias of `{of}`: the same command, options and exit codes.\n\n{command.help or ''}"
+    return alias
+
+
+cli.add_command(_alias(release, "release"), "build-release")
 
 
 @cli.command()
-@click.argument("refs", nargs=-1)
+@ref_argument("refs", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Every check as JSON on stdout.")
 @with_login
 @pass_state
 def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | None,
            password_stdin: bool) -> None:  # fmt: skip
     """Check the whole setup read-only: manifests, locks, the engine, base images, the files
-    builds fetch, every endpoint and its credentials. Default: the newest release of each image."""
+    builds fetch, every endpoint and its credentials. Default: the newest release of each image.
+
+    \b
+    Examples:
+      xpu-release doctor
+      xpu-release doctor training-cpu-pytorch:25.03 --json
+    """
     from ..errors import PreflightFailed, ReleaseError
     from ..lock import load_lock
     from ..manifest import parse_ref
@@ -390,12 +455,25 @@ def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | N
 
 @cli.command("from-tag")
 @click.argument("tag")
+@json_option("The ref, image and version as JSON on stdout.")
 @pass_state
-def from_tag(state: State, tag: str) -> None:
-    """Map a pushed git tag (NAME/VERSION or NAME-VERSION) to NAME:VERSION."""
+def from_tag(state: State, tag: str, as_json: bool) -> None:
+    """Map a pushed git tag (NAME/VERSION or NAME-VERSION) to NAME:VERSION.
+
+    \b
+    Examples:
+      xpu-release from-tag training-xpu-pytorch/25.03
+      xpu-release from-tag refs/tags/training-xpu-pytorch-25.03 --json
+    """
+    from ..manifest import parse_ref
     from ..triggers import ref_from_tag
 
-    click.echo(ref_from_tag(state.repo, tag))
+    ref = ref_from_tag(state.repo, tag)
+    if as_json:
+        image, version = parse_ref(ref)
+        _emit_json({"tag": tag, "ref": ref, "image": image, "version": version})
+    else:
+        click.echo(ref)
 
 
 @cli.command()
@@ -407,7 +485,13 @@ def from_tag(state: State, tag: str) -> None:
 @pass_state
 def changed(state: State, since: str, as_json: bool, waves: bool) -> None:
     """NAME:VERSIONs whose manifest, template or image files changed since a git ref, and every
-    release that builds on one of them; parents first."""
+    release that builds on one of them; parents first.
+
+    \b
+    Examples:
+      xpu-release changed --since origin/main
+      xpu-release changed --since origin/main --json --waves
+    """
     from ..triggers import changed_refs
 
     refs = changed_refs(state.repo, since)
@@ -419,12 +503,17 @@ def changed(state: State, since: str, as_json: bool, waves: bool) -> None:
 
 
 @cli.command()
-@click.argument("refs", nargs=-1, required=True)
+@ref_argument("refs", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Waves as JSON: [[ref, …], …].")
 @pass_state
 def order(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     """REFs in build order: a release after the release it builds on (base.image). One per line;
-    with --json, waves whose releases may run in parallel."""
+    with --json, waves whose releases may run in parallel.
+
+    \b
+    Examples:
+      xpu-release order training-cpu-pytorch:25.03 pytorch-cpu-sdk:2.13.0
+    """
     from ..manifest import parse_ref
 
     for ref in refs:

@@ -272,6 +272,10 @@ class Repo:
                     changed = True
         return out
 
+    def base_release(self, ref: str) -> str | None:
+        """The release of ours ``ref`` is built on (its ``base.image``), if any."""
+        return self._base_release(ref)
+
     def _base_release(self, ref: str) -> str | None:
         try:
             base = self._resolved(*parse_ref(ref), ()).data.get("base") or {}
