@@ -215,3 +215,17 @@ def test_doctor_checks_the_whole_setup(fixture_cli: Cli, tmp_path: Path) -> None
     assert bad.returncode == 10
     failed = [c["what"] for c in json.loads(bad.stdout) if not c["ok"]]
     assert failed == ["endpoint vpc/cn-beijing"]
+
+
+def test_a_base_release_that_is_not_published_is_named_with_the_command_that_publishes_it(
+    fixture_cli: Cli, tmp_path: Path
+) -> None:
+    # A namespace where nothing was released: the SDK the CPU image builds on is not there.
+    regs = registries_file(tmp_path / "regs.yaml", "b" + uuid.uuid4().hex[:10])
+
+    result = fixture_cli.run("--registries", str(regs), "build", "training-cpu-pytorch:25.03", "--rebuild")
+
+    assert result.returncode == 11, result.stderr
+    assert "the base release pytorch-cpu-sdk:2.13.0 is not published at 127.0.0.1:15001/" in result.stderr
+    assert "xpu-release release pytorch-cpu-sdk:2.13.0" in result.stderr
+    assert "internal error" not in result.stderr
