@@ -79,14 +79,18 @@ def bench_registries(path: Path) -> Path:
 
 def public_layers(root: Path, regs: Path, tag: str) -> dict[str, int]:
     sys.path.insert(0, str(ROOT / "src"))
-    from xpu_release.credentials import CredentialStore
-    from xpu_release.endpoints import load_registries
-    from xpu_release.registry import RegistryClient
+    import os
+
+    from xpu_release.manifest.registries import load_registries
+    from xpu_release.oci.credentials import CredentialStore
+    from xpu_release.oci.registry import RegistryClient
+    from xpu_release.settings import Settings
 
     ep = load_registries(root, str(regs)).publish_endpoints()[0]
-    manifest = RegistryClient(
-        ep, CredentialStore(release_hosts=frozenset({ep.host})).for_host(ep.host)
-    ).get_manifest(ep.repository("training-cpu-pytorch"), tag)
+    store = CredentialStore.from_settings(Settings.from_env(os.environ), release_hosts=frozenset({ep.host}))
+    manifest = RegistryClient(ep, store.for_host(ep.host)).get_manifest(
+        ep.repository("training-cpu-pytorch"), tag
+    )
     assert manifest is not None
     return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
 

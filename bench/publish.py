@@ -141,11 +141,15 @@ def ours(
 ) -> None:
     """Publish with xpu-release's publisher, from an empty cache; ``keep_blobs``: copy the
     blobs it spooled there."""
-    from xpu_release.credentials import CredentialStore
-    from xpu_release.endpoints import load_registries
-    from xpu_release.engine import Engine
+    from dataclasses import replace
+
+    from xpu_release import settings as current
+    from xpu_release.image.engine import Engine
     from xpu_release.manifest import Repo
-    from xpu_release.publish import Options, Publisher
+    from xpu_release.manifest.registries import load_registries
+    from xpu_release.oci.credentials import CredentialStore
+    from xpu_release.release.publish import Options, Publisher
+    from xpu_release.settings import Settings
 
     regs = repo / "regs.yaml"
     regs.write_text(
@@ -156,22 +160,25 @@ def ours(
         "    hosts:\n" + "".join(f"      r{i}: '{h}'\n" for i, h in enumerate(regions))
     )
     spec = Repo(repo).load("bench-publish", "1.0")
+    base = Settings.from_env(os.environ)
+    current.use(base)
     engine = Engine.connect()
     image_id = engine.require_image(IMAGE).id
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as cache:
-        os.environ["XPU_RELEASE_CACHE"] = cache  # nothing compressed or spooled ahead
+        settings = current.use(replace(base, cache=Path(cache)))  # nothing compressed or spooled ahead
         try:
             # The same publisher `xpu-release publish` runs; only its "was it smoke-tested" gate
             # is skipped, since this synthetic image has no smoke tests.
             registries = load_registries(repo, str(regs))
             options = Options(engine_push=engine_push)
-            publisher = Publisher(spec, registries, engine, CredentialStore(), options, lambda _: None)
+            credentials = CredentialStore.from_settings(settings)
+            publisher = Publisher(spec, registries, engine, credentials, options, lambda _: None)
             record = publisher.run(image_id, "")
             if keep_blobs is not None:
                 for blob in (Path(cache) / "oci-blobs").glob("sha256-*"):
                     shutil.copy(blob, keep_blobs / blob.name)
         finally:
-            del os.environ["XPU_RELEASE_CACHE"]
+            current.use(base)
     assert record.complete, record
 
 

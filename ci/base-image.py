@@ -18,10 +18,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from xpu_release import layers
-from xpu_release.engine import Engine
-from xpu_release.normalize import config_bytes, iso, load_image
-from xpu_release.registry import sha256_digest
+from xpu_release.image import layers
+from xpu_release.image.engine import Engine
+from xpu_release.image.normalize import config_bytes, iso, load_image
+from xpu_release.oci.registry import sha256_digest
 
 # assumed: the base's SOURCE_DATE_EPOCH, 2025-03-01T00:00:00Z (the first release it serves).
 EPOCH = 1740787200

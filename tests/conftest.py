@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from xpu_release.settings import Settings, use
 
 # Property-based tests: CI runs `ci` (a fixed seed, a budget under a minute); a deeper search is
 # `pytest tests/unit/test_no_internal_error.py --hypothesis-profile=long`.
@@ -15,6 +18,10 @@ settings.register_profile("ci", max_examples=120, derandomize=True, deadline=Non
                           suppress_health_check=_SLOW)  # fmt: skip
 settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=_SLOW)
 settings.load_profile("ci")
+
+# Library code called in-process by the tests reads its settings (the engine's DOCKER_HOST, the
+# cache folder) as the CLI would have read them from this environment.
+use(Settings.from_env(os.environ))
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT.parent / "shared" / "seed"

@@ -5,6 +5,7 @@ symbolic link, unreadable, a name too long. A leaf module: it imports nothing of
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -78,3 +79,12 @@ def describe(exc: OSError) -> str:
     if exc.errno is not None:
         return os.strerror(exc.errno)
     return type(exc).__name__
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of the file at ``path``, read in blocks (never whole into memory)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

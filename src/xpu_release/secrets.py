@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 _SECRETS: set[str] = set()
-ARTIFACT_TOKEN_ENV = "XPU_RELEASE_ARTIFACT_TOKEN"
 
 
 def register(value: str | None) -> str | None:
@@ -22,5 +19,8 @@ def redact(text: str) -> str:
 
 
 def artifact_token() -> str | None:
-    """The bearer token for private artifact URLs, from the environment only (never argv)."""
-    return register(os.environ.get(ARTIFACT_TOKEN_ENV) or None)
+    """The bearer token for private artifact URLs (``XPU_RELEASE_ARTIFACT_TOKEN``, never argv),
+    as the command's settings read it."""
+    from .settings import current
+
+    return current().artifact_token

@@ -183,7 +183,7 @@ def tested(fixture_cli: Cli, built_fixture: object) -> Cli:
 
 @pytest.fixture(scope="session")
 def engine() -> object:
-    from xpu_release.engine import Engine
+    from xpu_release.image.engine import Engine
 
     return Engine.connect()
 
@@ -195,7 +195,7 @@ HUB_BASE = "127.0.0.1:15000/base/debian/bookworm-python:12"
 def hub_base() -> str:
     """The stack's base image by its tag, in the engine (builds pull it by digest, untagged):
     for the tests that make other images out of it."""
-    from xpu_release.engine import Engine
+    from xpu_release.image.engine import Engine
 
     Engine.connect().pull(HUB_BASE)
     return HUB_BASE

@@ -231,10 +231,10 @@ def test_publish_never_signs_a_forged_provenance_or_reuses_a_forged_sbom(tested:
 
     from cryptography.hazmat.primitives import serialization
 
-    from xpu_release.attachment import Attachment
-    from xpu_release.referrers import attach
-    from xpu_release.registry import Manifest
-    from xpu_release.signing import ENVELOPE_TYPE, envelope, load_signer, pae
+    from xpu_release.evidence.attachment import Attachment
+    from xpu_release.evidence.referrers import attach
+    from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope, load_signer, pae
+    from xpu_release.oci.registry import Manifest
 
     from .test_publish import endpoint_client
 

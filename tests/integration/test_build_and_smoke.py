@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from xpu_release.engine import Engine
 from xpu_release.errors import BuildFailed
+from xpu_release.image.engine import Engine
 
 from .conftest import ArtifactServer, Cli
 

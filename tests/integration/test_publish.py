@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.endpoints import load_registries
 from xpu_release.errors import PublishError
-from xpu_release.registry import RegistryClient, RetryPolicy
+from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.registry import RegistryClient, RetryPolicy
 
 from .conftest import Cli
 from .faultproxy import FaultProxy
@@ -82,13 +82,13 @@ def endpoint_client(
 ) -> tuple[RegistryClient, str]:
     """Our own client for one endpoint of ``regs`` (the first one by default) and the image's
     repository there; credentials from the docker config, as an outside user has them."""
-    from xpu_release.credentials import CredentialStore
+    from xpu_release.oci.credentials import CredentialStore
+    from xpu_release.settings import Settings
 
     endpoints = load_registries(cli.root, str(regs)).publish_endpoints()
     ep = next(e for e in endpoints if e.name == endpoint) if endpoint else endpoints[0]
-    return RegistryClient(ep, CredentialStore().for_host(ep.host), RetryPolicy(attempts=1)), ep.repository(
-        image
-    )
+    store = CredentialStore.from_settings(Settings.from_env(os.environ))
+    return RegistryClient(ep, store.for_host(ep.host), RetryPolicy(attempts=1)), ep.repository(image)
 
 
 def served(cli: Cli, regs: Path, tag: str, image: str = "xpu-fixture") -> dict[str, str | None]:
@@ -188,7 +188,7 @@ def test_dry_run_touches_nothing(tested: Cli, tmp_path: Path, namespace: str) ->
 def test_a_version_tag_with_other_content_is_refused_and_nothing_moves(
     tested: Cli, tmp_path: Path, namespace: str, hub_base: str
 ) -> None:
-    from xpu_release.engine import Engine
+    from xpu_release.image.engine import Engine
 
     engine = Engine.connect()
     other = f"127.0.0.1:15003/{namespace}/xpu-fixture:1.0"
@@ -439,7 +439,7 @@ def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, n
 def test_a_region_unreachable_during_the_check_is_still_held_to_immutability(
     tested: Cli, tmp_path: Path, namespace: str, proxy: FaultProxy, hub_base: str
 ) -> None:
-    from xpu_release.engine import Engine
+    from xpu_release.image.engine import Engine
 
     engine = Engine.connect()
     other = f"{REGIONS['cn-shanghai']}/{namespace}/xpu-fixture:1.0"
@@ -513,7 +513,7 @@ def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
     import io
     import tarfile
 
-    from xpu_release.registry import Manifest, sha256_digest
+    from xpu_release.oci.registry import Manifest, sha256_digest
 
     # The real release, published elsewhere, gives the tested config and layers.
     real = registries_file(tmp_path / "real.yaml", "r" + uuid.uuid4().hex[:10])

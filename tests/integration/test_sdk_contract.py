@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.engine import Engine
+from xpu_release.image.engine import Engine
 
 from .conftest import SDK, Cli
 from .test_publish import registries_file

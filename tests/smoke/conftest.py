@@ -1,13 +1,16 @@
 """Generated smoke checks, run by `xpu-release test` inside a container of the built image.
 
-Their parameters come from the manifest through the plugin `xpu_release.smoke_plugin`;
-outside such a run (a plain `pytest`) these files are not collected."""
+Their parameters come from the manifest through the plugin `xpu_release.image.smoke_plugin`
+(`--xpu-spec FILE`); outside such a run (a plain `pytest`) these files are not collected."""
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
-SPEC_ENV = "XPU_RELEASE_SMOKE_SPEC"
+import pytest
 
-if not os.environ.get(SPEC_ENV):
-    collect_ignore_glob = ["test_*.py"]
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.name.startswith("test_") and not config.getoption("xpu_spec", default=None):
+        return True
+    return None

@@ -13,9 +13,9 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from xpu_release.attest import Documents, debian_packages, sbom
-from xpu_release.build import BuildRun
-from xpu_release.lock import Lock, load_lock
+from xpu_release.evidence.attest import Documents, debian_packages, sbom
+from xpu_release.image.build import BuildRun
+from xpu_release.image.lock import Lock, load_lock
 from xpu_release.manifest import Repo
 
 from .test_line_breaks import BREAKERS
@@ -140,7 +140,7 @@ def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run = BuildRun(builder="urn:test:runner", started="2026-12-01T10:00:00Z", finished="2026-12-01T10:02:00Z")
-    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: run)
+    monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: run)
 
     statement = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)
     predicate = statement["predicate"]
@@ -162,7 +162,7 @@ def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
 
 
 def test_a_provenance_without_a_known_build_invents_no_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: None)
+    monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     monkeypatch.setenv("XPU_RELEASE_BUILDER_ID", "urn:read:by:a:stage")  # no stage reads it
 
     details = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"]["runDetails"]
@@ -192,7 +192,7 @@ def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
 ) -> None:
     # XPU_RELEASE_BUILDER_ID is free text from the environment that reaches a registry inside
     # the provenance: escaped as a JSON string, it can neither end the document nor add a key.
-    monkeypatch.setattr("xpu_release.attest.known_build", lambda image_id: None)
+    monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     hostile = f'urn:ci{ch}"}},"predicateType":"https://evil.invalid/","x":{{"y":"{ch}'
     made = replace(documents(), builder=hostile).make("provenance", IMAGE_ID, SUBJECT)
 

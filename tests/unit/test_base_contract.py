@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.lock import Layer, Lock, Locked
+from xpu_release.image.lock import Layer, Lock, Locked
 from xpu_release.manifest import Repo
 
 from .helpers import MINIMAL, run, write_manifest

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from xpu_release.errors import PublishError
-from xpu_release.publish import _EarlyCopies
-from xpu_release.push import Blob
-from xpu_release.registry import RegistryClient
+from xpu_release.oci.registry import RegistryClient
+from xpu_release.release.publish import _EarlyCopies
+from xpu_release.release.push import Blob
 
 D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 

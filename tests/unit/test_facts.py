@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.endpoints import load_registries
 from xpu_release.manifest import ImageSpec, Repo
+from xpu_release.manifest.registries import load_registries
 
 ROOT = Path(__file__).resolve().parents[2]
 

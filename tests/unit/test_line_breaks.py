@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from xpu_release.templating import render_template
+from xpu_release.image.templating import render_template
 
 from .helpers import run, write_manifest
 from .test_render import FULL

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from xpu_release.credentials import CredentialStore
-from xpu_release.lock import Lock, layers_from_report
+from xpu_release.image.lock import Lock, layers_from_report
 from xpu_release.manifest import Repo
-from xpu_release.record import EndpointRecord, ReleaseRecord
-from xpu_release.registry import RetryPolicy
+from xpu_release.oci.credentials import CredentialStore
+from xpu_release.oci.registry import RetryPolicy
+from xpu_release.release.record import EndpointRecord, ReleaseRecord
 from xpu_release.secrets import redact, register
+from xpu_release.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,16 +115,15 @@ def test_a_hand_edited_lock_is_refused() -> None:
 def test_credentials_come_from_the_docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     auth = base64.b64encode(b"robot:s3cret-value").decode()
     (tmp_path / "config.json").write_text(json.dumps({"auths": {"127.0.0.1:15001": {"auth": auth}}}))
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
-    monkeypatch.delenv("XPU_RELEASE_USERNAME", raising=False)
+    store = CredentialStore.from_settings(Settings.from_env({"DOCKER_CONFIG": str(tmp_path)}))
 
-    creds = CredentialStore().for_host("127.0.0.1:15001")
+    creds = store.for_host("127.0.0.1:15001")
 
     assert creds is not None
     assert (creds.username, creds.password) == ("robot", "s3cret-value")
     assert "s3cret-value" not in repr(creds)
     assert redact("login failed for s3cret-value") == "login failed for ***"
-    assert CredentialStore().for_host("elsewhere:5000") is None
+    assert store.for_host("elsewhere:5000") is None
 
 
 def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,11 +133,11 @@ def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: 
     )
     helper.chmod(helper.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "config.json").write_text(json.dumps({"credHelpers": {"reg.example": "fake"}}))
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    monkeypatch.delenv("XPU_RELEASE_USERNAME", raising=False)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # where the helper program is found
 
-    creds = CredentialStore().for_host("reg.example")
+    creds = CredentialStore.from_settings(Settings.from_env({"DOCKER_CONFIG": str(tmp_path)})).for_host(
+        "reg.example"
+    )
 
     assert creds is not None
     assert (creds.username, creds.password) == ("u-reg.example", "helper-pw")
@@ -147,10 +147,15 @@ def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: 
 def test_environment_credentials_win_over_the_docker_config_at_the_release_hosts_only(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("XPU_RELEASE_USERNAME", "ci")
-    monkeypatch.setenv("XPU_RELEASE_PASSWORD", "from-env-pw")
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))  # an empty docker config
-    store = CredentialStore(release_hosts=frozenset({"registry.example:443", "vpc.example"}))
+    env = {
+        "XPU_RELEASE_USERNAME": "ci",
+        "XPU_RELEASE_PASSWORD": "from-env-pw",
+        "DOCKER_CONFIG": str(tmp_path),
+    }
+    settings = Settings.from_env(env)  # an empty docker config
+    store = CredentialStore.from_settings(
+        settings, release_hosts=frozenset({"registry.example:443", "vpc.example"})
+    )
 
     creds = store.for_host("vpc.example")
 
@@ -159,7 +164,7 @@ def test_environment_credentials_win_over_the_docker_config_at_the_release_hosts
     assert redact("x from-env-pw y") == "x *** y"
     # Any other host that asks (a hub, a token realm, an attacker's redirect) gets nothing.
     assert store.for_host("evil.example") is None
-    assert CredentialStore().for_host("vpc.example") is None
+    assert CredentialStore.from_settings(settings).for_host("vpc.example") is None
 
 
 def _challenge(header: str) -> requests.Response:
@@ -187,10 +192,10 @@ def _challenge(header: str) -> requests.Response:
 def test_credentials_never_travel_in_cleartext(
     host: str, insecure: bool, challenge: str, refused: str
 ) -> None:
-    from xpu_release.credentials import Credentials
-    from xpu_release.endpoints import Endpoint
     from xpu_release.errors import RegistryAuthError
-    from xpu_release.registry import RegistryClient
+    from xpu_release.manifest.registries import Endpoint
+    from xpu_release.oci.credentials import Credentials
+    from xpu_release.oci.registry import RegistryClient
 
     ep = Endpoint(registry="public", role="public", region=None, host=host, namespace="ns", insecure=insecure)
     client = RegistryClient(ep, Credentials(username="u", password="never-sent-pw"))
@@ -238,7 +243,7 @@ def test_both_yaml_composers_refuse_the_same_things(
 ) -> None:
     import yaml
 
-    from xpu_release.yamlsrc import YamlProblems, loads
+    from xpu_release.manifest.yamlsrc import YamlProblems, loads
 
     if libyaml and not getattr(yaml, "__with_libyaml__", False):
         pytest.skip("PyYAML was built without libyaml here")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release import record as records
 from xpu_release.errors import DamagedFileError
-from xpu_release.record import EndpointRecord, ReleaseRecord
+from xpu_release.release import record as records
+from xpu_release.release.record import EndpointRecord, ReleaseRecord
 
 from .helpers import run
 

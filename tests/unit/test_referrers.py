@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.attachment import Attachment
-from xpu_release.referrers import (
+from xpu_release.evidence.attachment import Attachment
+from xpu_release.evidence.referrers import (
     EMPTY,
     KIND_ANNOTATION,
     artifact_manifest,
@@ -20,7 +20,7 @@ from xpu_release.referrers import (
     list_referrers,
     referrers_tag,
 )
-from xpu_release.registry import OCI_INDEX, Manifest, RegistryClient, sha256_digest
+from xpu_release.oci.registry import OCI_INDEX, Manifest, RegistryClient, sha256_digest
 
 from .fake_registry import State, fake_registry
 from .test_registry_client import REPO, client_for
@@ -155,9 +155,9 @@ def test_status_says_what_each_listed_document_is(
 ) -> None:
     from dataclasses import replace
 
-    from xpu_release.record import ReleaseRecord
-    from xpu_release.serving import _document_states
-    from xpu_release.signing import ENVELOPE_TYPE
+    from xpu_release.evidence.signing import ENVELOPE_TYPE
+    from xpu_release.release.record import ReleaseRecord
+    from xpu_release.release.serving import _document_states
 
     client, state = registry
     subject = image()

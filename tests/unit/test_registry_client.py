@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.credentials import Credentials
-from xpu_release.endpoints import Endpoint
 from xpu_release.errors import PublishError, RegistryAuthError
-from xpu_release.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
+from xpu_release.manifest.registries import Endpoint
+from xpu_release.oci.credentials import Credentials
+from xpu_release.oci.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
 
 from .fake_registry import Faults, State, digest_of, fake_registry
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from xpu_release.errors import BuildFailed
-from xpu_release.release import Reporter, StageResult
+from xpu_release.release.pipeline import Reporter, StageResult
+from xpu_release.settings import Settings
 
 from .helpers import run
 
@@ -80,15 +81,9 @@ def test_build_release_is_an_alias(repo: Path) -> None:
         ({}, "==> build", "    build: done"),
     ],
 )
-def test_stages_become_ci_log_groups(
-    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], start: str, end: str
-) -> None:
-    for name in ("GITHUB_ACTIONS", "GITLAB_CI"):
-        monkeypatch.delenv(name, raising=False)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+def test_stages_become_ci_log_groups(env: dict[str, str], start: str, end: str) -> None:
     lines: list[str] = []
-    reporter = Reporter(lines.append)
+    reporter = Reporter(lines.append, ci=Settings.from_env(env).ci)
 
     reporter.start("build")
     reporter.end(StageResult(name="build", status="done", seconds=1.0, detail="x"))
@@ -97,11 +92,10 @@ def test_stages_become_ci_log_groups(
     assert any(end in line for line in lines[1:])
 
 
-def test_a_failed_stage_is_an_annotation_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+def test_a_failed_stage_is_an_annotation_on_github() -> None:
     lines: list[str] = []
 
-    Reporter(lines.append).fail("build", BuildFailed("build of x:1 failed: boom\nmore"))
+    Reporter(lines.append, ci="github").fail("build", BuildFailed("build of x:1 failed: boom\nmore"))
 
     assert "::error title=xpu-release build failed::build of x:1 failed: boom" in lines
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from xpu_release.image.render import render
 from xpu_release.manifest import Repo
-from xpu_release.render import render
 
 from .helpers import MINIMAL, run, write_manifest
 

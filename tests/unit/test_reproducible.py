@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release import layers
-from xpu_release.build import source_date_epoch
 from xpu_release.errors import LockError
-from xpu_release.lock import Lock, check_base
+from xpu_release.image import layers
+from xpu_release.image.build import source_date_epoch
+from xpu_release.image.lock import Lock, check_base
+from xpu_release.image.normalize import chain_ids, config_bytes, normalized_config
 from xpu_release.manifest import Repo
-from xpu_release.normalize import chain_ids, config_bytes, normalized_config
 
 EPOCH = 1740787200  # 2025-03-01T00:00:00Z
 DIGEST = "sha256:" + "ab" * 32

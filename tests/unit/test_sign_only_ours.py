@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from xpu_release.attachment import Attachment
-from xpu_release.attest import Choice, choose
-from xpu_release.signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
+from xpu_release.evidence.attachment import Attachment
+from xpu_release.evidence.attest import Choice, choose
+from xpu_release.evidence.signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
 
 SUBJECT = "2" * 64
 
@@ -32,7 +32,7 @@ def statement(**run: Any) -> bytes:
 
 
 def key(kind: str = "ed25519") -> Signer:
-    from xpu_release.signing import _keyid
+    from xpu_release.evidence.signing import _keyid
 
     private: Any = ec.generate_private_key(ec.SECP256R1())
     if kind == "ed25519":

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from xpu_release.errors import ConfigError, PublishError
-from xpu_release.signing import (
+from xpu_release.evidence.signing import (
     envelope,
     load_signer,
     load_verifier,
@@ -21,6 +21,7 @@ from xpu_release.signing import (
     signed_by,
     statement_of,
 )
+from xpu_release.settings import Settings
 
 STATEMENT = b'{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":"ab"}}]}'
 
@@ -88,16 +89,15 @@ def test_ed25519_envelopes_are_deterministic(tmp_path: Path) -> None:
 
 
 def test_an_encrypted_key_takes_its_password_from_the_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     private, _ = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate(), password=b"correct horse")
-    monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", raising=False)
+    settings = Settings.from_env({"XPU_RELEASE_SIGNING_KEY_PASSWORD": "correct horse"})
 
     with pytest.raises(ConfigError, match="XPU_RELEASE_SIGNING_KEY_PASSWORD") as missing:
         load_signer(str(private))
-    monkeypatch.setenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", "correct horse")
 
-    assert load_signer(str(private)) is not None
+    assert load_signer(str(private), settings.signing_key_password) is not None
     assert "correct horse" not in str(missing.value)
 
 
@@ -126,18 +126,18 @@ def test_an_sm2_key_is_refused_as_a_kind_we_cannot_use(tmp_path: Path) -> None:
 
 
 def test_a_wrong_password_and_a_needless_one_are_named_as_such(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     encrypted, _ = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate(), password=b"correct horse")
     plain_dir = tmp_path / "plain"
     plain_dir.mkdir()
     plain, _ = write_key(plain_dir, ed25519.Ed25519PrivateKey.generate())
-    monkeypatch.setenv("XPU_RELEASE_SIGNING_KEY_PASSWORD", "battery staple")
+    password = "battery staple"
 
     with pytest.raises(ConfigError, match="does not decrypt this signing key") as wrong:
-        load_signer(str(encrypted))
+        load_signer(str(encrypted), password)
     with pytest.raises(ConfigError, match="is not encrypted; unset XPU_RELEASE_SIGNING_KEY_PASSWORD"):
-        load_signer(str(plain))
+        load_signer(str(plain), password)
     assert "battery" not in str(wrong.value)
 
 
@@ -154,10 +154,9 @@ def test_a_key_path_that_is_a_fifo_or_a_directory_is_refused_at_once(tmp_path: P
         loader(str(tmp_path))  # type: ignore[operator]
 
 
-def test_no_key_means_no_signature(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("XPU_RELEASE_SIGNING_KEY", raising=False)
-
+def test_no_key_means_no_signature() -> None:
     assert load_signer(None) is None
+    assert Settings.from_env({}).signing_key is None
 
 
 def test_the_readme_openssl_commands_make_a_key_pair_that_works(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import functools
 import json
 import os
 import shutil
@@ -22,8 +21,9 @@ from typing import Any, ClassVar, TypeVar
 import click
 
 from .. import __version__
-from ..credentials import CredentialStore
 from ..errors import OutputError, ReleaseError
+from ..oci.credentials import CredentialStore
+from ..settings import Settings
 from .output import Verbosity, error_prefix, verbosity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,14 +37,15 @@ class State:
     registries_option: str | None
     debug: bool
     verbosity: Verbosity = field(default_factory=Verbosity)
+    settings: Settings = field(default_factory=Settings)  # read once, from the environment
     _repo: Any = field(default=None, init=False)
 
     @property
     def repo(self) -> Any:
         from dataclasses import replace
 
-        from ..endpoints import load_registries
         from ..manifest import Repo
+        from ..manifest.registries import load_registries
 
         if self._repo is None:
             repo = Repo.discover(self.root_option)
@@ -59,15 +60,23 @@ class State:
     def root(self) -> Path:
         return self.repo.root  # type: ignore[no-any-return]
 
-    @functools.cached_property
+    @property
     def builder(self) -> str:
         """Who builds (``XPU_RELEASE_BUILDER_ID``, else this host): read once per command."""
-        from ..build import builder_id
+        return self.settings.builder_id
 
-        return builder_id(os.environ)
+    def signer(self, signing_key: str | None) -> Any:
+        """The signing key named by ``--signing-key`` or the settings (None: unsigned)."""
+        from ..evidence.signing import load_signer
+
+        return load_signer(signing_key or self.settings.signing_key, self.settings.signing_key_password)
+
+    def credentials(self) -> CredentialStore:
+        """Credentials for hosts outside a release (a base image's hub): the docker config's."""
+        return CredentialStore.from_settings(self.settings)
 
     def registries(self) -> Any:
-        from ..endpoints import load_registries
+        from ..manifest.registries import load_registries
 
         return load_registries(self.root, self.registries_option)
 
@@ -242,8 +251,19 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: boo
       xpu-release release training-cpu-pytorch:25.03 --dry-run
       xpu-release -q notes training-cpu-pytorch:25.03 --lang en > notes.md
     """
-    ctx.obj = State(root_option=root, registries_option=registries, debug=debug,
-                    verbosity=Verbosity(quiet=quiet, verbose=verbose))  # fmt: skip
+    from dataclasses import replace
+
+    from .. import settings as current
+
+    # The environment, read once here; Click read --root, --registries and --username from it.
+    read = replace(Settings.from_env(os.environ), root=root, registries=registries)
+    ctx.obj = State(
+        root_option=root,
+        registries_option=registries,
+        debug=debug,
+        verbosity=Verbosity(quiet=quiet, verbose=verbose),
+        settings=current.use(read),
+    )
 
 
 def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -332,14 +352,16 @@ def _line_sink() -> LiveLine:
 def _credentials(username: str | None, password_stdin: bool, registries: Any) -> Any:
     """The credential store of a command: a login or the environment's credentials go only to
     the public and VPC endpoints of the registries in use."""
-    from ..credentials import USER_ENV, Credentials
     from ..errors import ConfigError
+    from ..oci.credentials import Credentials
     from ..secrets import register
+    from ..settings import USER_ENV, current
 
+    settings = current()
     hosts = frozenset(ep.host for ep in registries.publish_endpoints())
     if not password_stdin:
-        return CredentialStore(release_hosts=hosts)
-    user = username or os.environ.get(USER_ENV)
+        return CredentialStore.from_settings(settings, release_hosts=hosts)
+    user = username or settings.username
     if not user:
         msg = f"--password-stdin needs --username (or {USER_ENV})"
         raise ConfigError(msg)
@@ -348,7 +370,8 @@ def _credentials(username: str | None, password_stdin: bool, registries: Any) ->
         msg = "--password-stdin: no password on standard input"
         raise ConfigError(msg)
     register(password)
-    return CredentialStore(explicit=Credentials(username=user, password=password), release_hosts=hosts)
+    login = Credentials(username=user, password=password)
+    return CredentialStore.from_settings(settings, release_hosts=hosts, explicit=login)
 
 
 def newer_version(repo: Any, image: str, version: str) -> str | None:

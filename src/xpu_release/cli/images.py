@@ -28,10 +28,9 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
       xpu-release lock training-cpu-pytorch:25.03
       xpu-release lock training-cpu-pytorch:25.03 --check --json
     """
-    from ..baseimage import current_digest, ensure, provided, pull_auth
-    from ..credentials import CredentialStore
     from ..errors import LockError
-    from ..lock import base_missing, check_base, check_index, load_lock, lock_path, pin_base, resolve
+    from ..image.baseimage import current_digest, ensure, provided, pull_auth
+    from ..image.lock import base_missing, check_base, check_index, load_lock, lock_path, pin_base, resolve
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
@@ -40,7 +39,7 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
 
         try:
             committed = load_lock(state.root, spec)
-            current = current_digest(spec, state.registries(), CredentialStore())
+            current = current_digest(spec, state.registries(), state.credentials())
             check_base(committed, spec, current, state.repo.rel(path))
         except ReleaseError as exc:
             if as_json:
@@ -55,13 +54,13 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
         return
     check_index(spec)  # an unreachable index is the first thing to say
     registries = state.registries()
-    current = current_digest(spec, registries, CredentialStore())
+    current = current_digest(spec, registries, state.credentials())
     if current is None:
         msg = f"{base_missing(spec)}: nothing to pin. No lock was written."
         raise LockError(msg)
     base = pin_base(spec, current)
     # What the base provides is a fact of the lock: asked of the pinned base itself.
-    from ..engine import Engine
+    from ..image.engine import Engine
 
     engine = Engine.connect()
     ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
@@ -92,8 +91,8 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
     """
     from dataclasses import asdict
 
-    from ..build import build_image
-    from ..engine import Engine
+    from ..image.build import build_image
+    from ..image.engine import Engine
 
     spec = state.repo.load_ref(ref)
     built = build_image(
@@ -128,8 +127,8 @@ def test_(state: State, ref: str, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
-    from ..engine import Engine
-    from ..smoke import smoke_test
+    from ..image.engine import Engine
+    from ..image.smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
     result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := _line_sink()))
@@ -153,9 +152,9 @@ def repro(state: State, ref: str, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
-    from ..engine import Engine
     from ..errors import BuildFailed
-    from ..repro import check
+    from ..image.engine import Engine
+    from ..image.repro import check
 
     spec = state.repo.load_ref(ref)
     engine, live = Engine.connect(), _line_sink()
@@ -196,8 +195,8 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
       xpu-release sbom training-cpu-pytorch:25.03 -o sbom.cdx.json
     """
 
-    from ..attest import Documents
-    from ..engine import Engine
+    from ..evidence.attest import Documents
+    from ..image.engine import Engine
 
     spec = state.repo.load_ref(ref)
     engine = Engine.connect()

@@ -126,8 +126,8 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
       xpu-release render training-xpu-pytorch:25.04
       xpu-release render --all --check
     """
-    from .. import render as rendering
     from ..errors import ConfigError, ManifestError
+    from ..image import render as rendering
     from ..manifest.schema import json_schema
 
     repo = state.repo
@@ -188,7 +188,7 @@ def plan(state: State, ref: str, as_json: bool) -> None:
       xpu-release plan training-xpu-pytorch:25.03
       xpu-release plan training-xpu-pytorch:25.03 --json
     """
-    from ..plan import make_plan
+    from ..release.plan import make_plan
 
     spec = state.repo.load_ref(ref)
     p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version))
@@ -212,7 +212,7 @@ def diff(state: State, old: str, new: str, as_json: bool) -> None:
     """
     from dataclasses import asdict
 
-    from ..diff import diff as compute
+    from ..manifest.diff import diff as compute
 
     repo = state.repo
     changes = compute(repo.load_ref(old), repo.load_ref(new))
@@ -237,10 +237,10 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     Examples:
       xpu-release new-version training-xpu-pytorch:25.04 --from 25.03 --set vllm=0.8.0
     """
-    from .. import render as rendering
-    from ..bump import new_version as create
-    from ..bump import parse_sets
+    from ..image import render as rendering
     from ..manifest import parse_ref
+    from ..manifest.bump import new_version as create
+    from ..manifest.bump import parse_sets
 
     image, version = parse_ref(ref)
     repo = state.repo

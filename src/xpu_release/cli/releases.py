@@ -70,11 +70,11 @@ def publish(
       xpu-release publish training-cpu-pytorch:25.03 --dry-run
       xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
     """
-    from .. import record as records
     from ..errors import PublishError
-    from ..plan import make_plan
-    from ..publish import Options, failure_report
-    from ..publish import publish as run_publish
+    from ..release import record as records
+    from ..release.plan import make_plan
+    from ..release.publish import Options, failure_report
+    from ..release.publish import publish as run_publish
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -85,9 +85,8 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    from ..attest import Documents
-    from ..engine import Engine
-    from ..signing import load_signer
+    from ..evidence.attest import Documents
+    from ..image.engine import Engine
 
     creds = _credentials(username, password_stdin, state.registries())
     options = Options(
@@ -95,7 +94,7 @@ def publish(
         chunk_size=chunk_size,
         move_floating=state.repo.is_latest(spec.image, spec.version),
         engine_push=engine_push,
-        signer=load_signer(signing_key),
+        signer=state.signer(signing_key),
     )
     engine = Engine.connect()
     documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
@@ -149,9 +148,9 @@ def verify(
     """
     from dataclasses import asdict
 
-    from .. import record as records
     from ..errors import PublishError
-    from ..verify import verify as run_verify
+    from ..release import record as records
+    from ..release.verify import verify as run_verify
 
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
@@ -159,7 +158,7 @@ def verify(
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
     attached = (record.attachments or None) if record else None
-    from ..signing import load_verifier
+    from ..evidence.signing import load_verifier
 
     key = load_verifier(key_file) if key_file else None
     report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached, key=key,
@@ -205,10 +204,10 @@ def status(
       xpu-release status training-cpu-pytorch:25.03
       xpu-release status training-cpu-pytorch:25.03 --catalog --json
     """
-    from .. import record as records
     from ..errors import PublishError
-    from ..serving import catalog as tag_catalog
-    from ..serving import status as endpoint_status
+    from ..release import record as records
+    from ..release.serving import catalog as tag_catalog
+    from ..release.serving import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
     creds = _credentials(username, password_stdin, state.registries())
@@ -293,8 +292,8 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
       xpu-release notes training-xpu-pytorch:25.03 --lang zh > notes.zh.md
       xpu-release notes training-xpu-pytorch:25.03 --lang en -o out/notes.en.md
     """
-    from .. import record as records
-    from ..notes import render_notes
+    from ..release import record as records
+    from ..release.notes import render_notes
 
     spec = state.repo.load_ref(ref)
     record = records.read(Path(record_file)) if record_file else None
@@ -332,13 +331,12 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     """
     from ..errors import ReleaseError
     from ..manifest import parse_ref
-    from ..publish import Options
-    from ..release import Release, Reporter
-    from ..signing import load_signer
+    from ..release.pipeline import Release, Reporter
+    from ..release.publish import Options
 
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
-    signer = load_signer(signing_key)
+    signer = state.signer(signing_key)
     chain = [ref]
     if with_bases:
         state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
@@ -348,8 +346,9 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     for current in chain:
         latest = state.repo.is_latest(*parse_ref(current))
         options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer)
-        run = Release(state.repo, current, state.registries(), creds, options,
-                      Reporter(live := _line_sink()), dry_run=dry_run, builder=state.builder)  # fmt: skip
+        reporter = Reporter(live := _line_sink(), ci=state.settings.ci)
+        run = Release(state.repo, current, state.registries(), creds, options, reporter,
+                      dry_run=dry_run, builder=state.builder)  # fmt: skip
         try:
             summary = run.run()
         except ReleaseError:
@@ -401,9 +400,9 @@ def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | N
       xpu-release doctor training-cpu-pytorch:25.03 --json
     """
     from ..errors import PreflightFailed, ReleaseError
-    from ..lock import load_lock
+    from ..image.lock import load_lock
     from ..manifest import parse_ref
-    from ..preflight import (
+    from ..release.preflight import (
         Check,
         artifact_checks,
         base_check,
@@ -466,7 +465,7 @@ def from_tag(state: State, tag: str, as_json: bool) -> None:
       xpu-release from-tag refs/tags/training-xpu-pytorch-25.03 --json
     """
     from ..manifest import parse_ref
-    from ..triggers import ref_from_tag
+    from ..manifest.triggers import ref_from_tag
 
     ref = ref_from_tag(state.repo, tag)
     if as_json:
@@ -492,7 +491,7 @@ def changed(state: State, since: str, as_json: bool, waves: bool) -> None:
       xpu-release changed --since origin/main
       xpu-release changed --since origin/main --json --waves
     """
-    from ..triggers import changed_refs
+    from ..manifest.triggers import changed_refs
 
     refs = changed_refs(state.repo, since)
     if as_json:

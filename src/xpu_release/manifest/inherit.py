@@ -23,7 +23,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..yamlsrc import KeyPath
+from .yamlsrc import KeyPath
 
 # Prose lists whose items are inherited as a whole list, and may be scoped.
 PROSE_LISTS = ("features", "known_issues", "quick_start_intro", "usage_advice")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,9 +11,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
-from ..yamlsrc import Source, YamlProblems, load
 from . import inherit, schema
 from .model import ImageSpec, canonical_name
+from .yamlsrc import Source, YamlProblems, load
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
 IMAGE_PATTERN = r"[a-z0-9]+(?:[._\-][a-z0-9]+)*"
@@ -49,9 +48,10 @@ def check_version(version: str, what: str) -> str:
 
 
 def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
-    """The repository root: ``explicit`` or ``XPU_RELEASE_ROOT``, else the nearest ancestor
-    that holds ``manifests/``, ``templates/`` and ``registries.yaml`` (like git finds ``.git``)."""
-    given = explicit or os.environ.get("XPU_RELEASE_ROOT")
+    """The repository root: ``explicit`` (``--root`` or ``XPU_RELEASE_ROOT``, which the CLI
+    reads), else the nearest ancestor that holds ``manifests/``, ``templates/`` and
+    ``registries.yaml`` (like git finds ``.git``)."""
+    given = explicit
     if given:
         root = Path(given).resolve()
         if not all((root / m).exists() for m in ROOT_MARKERS):

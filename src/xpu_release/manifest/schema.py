@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError, Problem
-from ..yamlsrc import KeyPath, Source, YamlProblems, load
+from .yamlsrc import KeyPath, Source, YamlProblems, load
 
 # Every character that some line splitter treats as a line break: Python's str.splitlines()
 # (LF, VT, FF, CR, FS, GS, RS, NEL, LS, PS), Docker's parser (LF, CR) and YAML (NEL, LS, PS).

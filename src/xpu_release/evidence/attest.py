@@ -1,0 +1,402 @@
+"""What a release is made of and where it came from: its SBOM and its provenance.
+
+Both are documents *about* an image, attached to it by digest in every region
+(``referrers.py``). xpu-release knows more than a scanner would have to guess:
+
+- the SBOM (CycloneDX 1.6, written by ``cyclonedx-python-lib``) lists every Python
+  distribution in the image, the base's own included, with its wheel's sha256 where a lock
+  records it; every Debian package, read from the built image's dpkg database in a throwaway
+  container with no network; each artifact with its URL and sha256; and the base image by
+  digest. It is a pure function of the image and its inputs: the same image gives the same
+  bytes on any runner (its serial number and timestamp come from the image id and the
+  release's SOURCE_DATE_EPOCH), so a rerun attaches nothing new.
+- the provenance is an in-toto statement with a SLSA provenance v1 predicate: the manifest,
+  lock and Dockerfile by sha256, the base digest and the git revision; the builder, and when
+  the build ran. The release key signs only a statement this run made from its own inputs:
+  one found at an endpoint is outside data, reused only when it is provably the same
+  (``choose``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..files import sha256_file
+from ..image.build import BuildRun, known_build, source_date_epoch
+from ..image.engine import Engine
+from ..image.lock import Lock, load_lock, lock_path
+from ..image.normalize import iso
+from ..manifest import ImageSpec, Repo
+from ..manifest.model import canonical_name
+from ..oci.store import canonical_json
+from .attachment import Attachment, Kind
+from .signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
+
+SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
+IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
+BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is registered for it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deb:
+    name: str
+    version: str
+    arch: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Distribution:
+    name: str
+    version: str
+    sha256: str | None  # the wheel's, where a lock records it
+    provided: bool  # by the base image, not by a layer of this release
+
+
+# --- the image's contents ---------------------------------------------------------------------
+
+
+_DPKG = (
+    'if [ -r /etc/os-release ]; then . /etc/os-release; fi; echo "os=${ID:-debian}"; '
+    "if command -v dpkg-query >/dev/null; then "
+    "dpkg-query -W -f '${Package}\\t${Version}\\t${Architecture}\\n'; fi"
+)
+
+
+def debian_packages(engine: Engine, image_id: str) -> tuple[str, tuple[Deb, ...]]:
+    """The distribution id (``debian``) and every package dpkg says is installed in the image
+    (none, in an image without dpkg)."""
+    out = engine.output(image_id, ["/bin/sh", "-c", _DPKG], purpose="sbom")
+    lines = out.splitlines()
+    distro = lines[0].partition("=")[2].strip() if lines and lines[0].startswith("os=") else "debian"
+    debs = []
+    for line in lines[1:]:
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0]:
+            debs.append(Deb(name=parts[0], version=parts[1], arch=parts[2]))
+    return distro, tuple(sorted(debs, key=lambda d: (d.name, d.arch)))
+
+
+def python_distributions(repo: Repo, spec: ImageSpec, lock: Lock) -> tuple[Distribution, ...]:
+    """Every distribution a layer installs, and every one the base provides; a provided one
+    gets its wheel's sha256 from the base release's own lock when the base is one of ours."""
+    known: dict[str, str] = {}
+    parent = spec.base.release_ref
+    if parent:
+        base_spec = repo.load_ref(parent)
+        if lock_path(repo.root, base_spec).is_file():
+            # As it is: the lock the base release was built from.
+            for layer in load_lock(repo.root, base_spec, current=False).layers:
+                known.update((f"{canonical_name(p.name)}=={p.version}", p.sha256) for p in layer.packages)
+    out = [
+        Distribution(name=n, version=v, sha256=known.get(f"{canonical_name(n)}=={v}"), provided=True)
+        for n, v in lock.provided
+    ]
+    for layer in lock.layers:
+        out += [Distribution(name=p.name, version=p.version, sha256=p.sha256, provided=False)
+                for p in layer.packages]  # fmt: skip
+    return tuple(sorted(out, key=lambda d: canonical_name(d.name)))
+
+
+# --- the SBOM ---------------------------------------------------------------------------------
+
+
+def sbom(
+    repo: Repo,
+    spec: ImageSpec,
+    lock: Lock,
+    image_id: str,
+    debs: tuple[str, tuple[Deb, ...]],
+) -> bytes:
+    """The image's CycloneDX 1.6 JSON SBOM, validated against the CycloneDX schema."""
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.bom import Bom, BomMetaData
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.output.json import JsonV1Dot6
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+    from packageurl import PackageURL
+
+    def sha(value: str | None) -> list[HashType]:
+        return [HashType(alg=HashAlgorithm.SHA_256, content=value)] if value else []
+
+    image = Component(
+        type=ComponentType.CONTAINER,
+        name=spec.image,
+        version=spec.version,
+        bom_ref=f"image:{spec.ref}",
+        properties=[
+            Property(name="io.xpu-release:image-id", value=image_id),
+            Property(name="io.xpu-release:manifest", value=spec.manifest_path),
+            Property(name="io.xpu-release:manifest-sha256", value=spec.content_hash),
+        ],
+    )
+    components: list[Component] = []
+    base_name, _, base_digest = lock.base.partition("@")
+    base_repo = base_name.rpartition(":")[0] or base_name
+    if base_digest:
+        # A registry path gives the purl its repository_url; a family release (pytorch-cpu-sdk)
+        # is named as the lock names it.
+        where = {"repository_url": base_repo} if "/" in base_repo else None
+        purl = PackageURL("oci", None, base_repo.rsplit("/", 1)[-1], base_digest, where)
+        components.append(Component(
+            type=ComponentType.CONTAINER, name=base_repo, version=base_digest, purl=purl,
+            bom_ref=str(purl), hashes=sha(base_digest.removeprefix("sha256:")),
+            properties=[Property(name="io.xpu-release:role", value="base image")],
+        ))  # fmt: skip
+    for d in python_distributions(repo, spec, lock):
+        purl = PackageURL("pypi", None, canonical_name(d.name), d.version)
+        props = [Property(name="io.xpu-release:provided-by", value="base image")] if d.provided else []
+        components.append(Component(
+            type=ComponentType.LIBRARY, name=d.name, version=d.version, purl=purl, bom_ref=str(purl),
+            hashes=sha(d.sha256), properties=props,
+        ))  # fmt: skip
+    distro, packages = debs
+    for deb in packages:
+        purl = PackageURL("deb", distro, deb.name, deb.version, {"arch": deb.arch})
+        components.append(Component(type=ComponentType.LIBRARY, name=deb.name, version=deb.version,
+                                    purl=purl, bom_ref=str(purl)))  # fmt: skip
+    for art in spec.of_kind("artifact"):
+        refs = (
+            [
+                ExternalReference(
+                    type=ExternalReferenceType.DISTRIBUTION, url=XsUri(art.url), hashes=sha(art.sha256)
+                )
+            ]
+            if art.url
+            else []
+        )
+        components.append(Component(
+            type=ComponentType.LIBRARY, name=art.name, version=art.version, bom_ref=f"artifact:{art.id}",
+            hashes=sha(art.sha256), external_references=refs,
+            properties=[Property(name="io.xpu-release:kind", value="artifact")],
+        ))  # fmt: skip
+    bom = Bom(
+        serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"xpu-release:sbom:{image_id}"),
+        metadata=BomMetaData(
+            component=image,
+            timestamp=datetime.fromtimestamp(source_date_epoch(spec), UTC),
+        ),
+    )
+    for c in components:
+        bom.components.add(c)
+    bom.register_dependency(image, components)
+    text = JsonV1Dot6(bom).output_as_string(indent=None)
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if error is not None:  # a defect of ours, never of the user's input
+        msg = f"the SBOM of {spec.ref} does not validate against CycloneDX 1.6: {error}"
+        raise ConfigError(msg)
+    return canonical_json(json.loads(text))
+
+
+# --- the provenance ---------------------------------------------------------------------------
+
+
+def git_revision(root: Path) -> str:
+    """HEAD's commit, with ``-dirty`` when tracked files differ from it ("" outside git)."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    if head.returncode != 0:
+        return ""
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _file_sha256(path: Path) -> str:
+    return sha256_file(path) if path.is_file() else ""
+
+
+def provenance(
+    repo: Repo,
+    spec: ImageSpec,
+    lock: Lock,
+    image_id: str,
+    subject_digest: str,
+    run: BuildRun | None,
+    builder: str,
+) -> bytes:
+    """An in-toto v1 statement, SLSA provenance v1 predicate, about the image manifest
+    ``subject_digest``. Without a known build (an image pulled by build avoidance, made
+    elsewhere), the run's times are left out rather than invented, and the builder named is
+    ``builder``, who vouches for it by publishing."""
+    root = repo.root
+    manifest_file = root / spec.manifest_path
+    dockerfile = root / "images" / spec.image / spec.version / "Dockerfile"
+    lock_file = lock_path(root, spec)
+    manifest_sha256 = _file_sha256(manifest_file)
+    epoch = source_date_epoch(spec)
+    revision = git_revision(root)
+    dependencies: list[dict[str, object]] = [
+        {"name": "manifest", "uri": spec.manifest_path, "digest": {"sha256": manifest_sha256}},
+        {"name": "lock", "uri": repo.rel(lock_file), "digest": {"sha256": _file_sha256(lock_file)}},
+        {"name": "dockerfile", "uri": repo.rel(dockerfile), "digest": {"sha256": _file_sha256(dockerfile)}},
+        {"name": "base", "uri": lock.base, "digest": {"sha256": lock.base_digest.removeprefix("sha256:")}},
+    ]
+    if revision:
+        dependencies.append({"name": "source", "digest": {"gitCommit": revision.removesuffix("-dirty")},
+                             "annotations": {"dirty": revision.endswith("-dirty")}})  # fmt: skip
+    metadata: dict[str, object] = {"invocationId": f"{spec.ref}@{image_id}"}
+    if run is not None:
+        metadata |= {"startedOn": run.started, "finishedOn": run.finished}
+    statement = {
+        "_type": IN_TOTO_STATEMENT,
+        "subject": [{"name": spec.image, "digest": {"sha256": subject_digest.removeprefix("sha256:")}}],
+        "predicateType": SLSA_PROVENANCE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "ref": spec.ref,
+                    "manifest": spec.manifest_path,
+                    "manifestSha256": manifest_sha256,
+                    "resolvedManifestSha256": spec.content_hash,
+                },
+                "internalParameters": {
+                    "imageId": image_id,
+                    "sourceDateEpoch": epoch,
+                    "created": iso(epoch),
+                },
+                "resolvedDependencies": dependencies,
+            },
+            "runDetails": {
+                "builder": {"id": run.builder if run else builder},
+                "metadata": metadata,
+            },
+        },
+    }
+    return canonical_json(statement)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Documents:
+    """Makes the documents of one release's image, which the engine holds."""
+
+    repo: Repo
+    spec: ImageSpec
+    engine: Engine
+    builder: str  # who builds (or, for a pulled image, publishes): the command read it once
+
+    @functools.cached_property
+    def lock(self) -> Lock:
+        return load_lock(self.repo.root, self.spec)
+
+    def run_known(self, image_id: str) -> bool:
+        """This runner knows the build run of ``image_id`` (it built it)."""
+        return known_build(image_id) is not None
+
+    def make(self, kind: Kind, image_id: str, subject: str) -> Attachment:
+        if kind == "sbom":
+            debs = debian_packages(self.engine, image_id)
+            return Attachment(kind=kind, payload=sbom(self.repo, self.spec, self.lock, image_id, debs))
+        run = known_build(image_id)
+        return Attachment(
+            kind=kind,
+            payload=provenance(self.repo, self.spec, self.lock, image_id, subject, run, self.builder),
+        )
+
+
+# --- what is attached: ours, or a found one that is provably the same ---------------------------
+
+# Facts of one build run that a publishing runner may not know (another runner built the same
+# image id, or it was pulled by build avoidance): the only fields a found statement may differ
+# in from this run's, and only when our own key already signed it.
+RUN_FACTS: tuple[tuple[str, ...], ...] = (
+    ("predicate", "runDetails", "builder", "id"),
+    ("predicate", "runDetails", "metadata", "startedOn"),
+    ("predicate", "runDetails", "metadata", "finishedOn"),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    """The document to attach, and why a document found at an endpoint was not reused (None:
+    it was, or none was found)."""
+
+    attachment: Attachment
+    replaced: str | None = None
+
+
+def _without_run_facts(statement: Any) -> Any:
+    if not isinstance(statement, dict):
+        return statement
+    out = json.loads(json.dumps(statement))
+    for path in RUN_FACTS:
+        node = out
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return out
+
+
+def _differences(found: Any, ours: Any, where: str = "") -> list[str]:
+    """The dotted paths at which two JSON values differ (the first few)."""
+    if isinstance(found, dict) and isinstance(ours, dict):
+        out: list[str] = []
+        for key in sorted(set(found) | set(ours), key=str):
+            out += _differences(found.get(key), ours.get(key), f"{where}.{key}" if where else str(key))
+        return out
+    return [] if found == ours else [where or "(the whole statement)"]
+
+
+def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool) -> Choice:
+    """What to attach, given ``ours`` (what this run makes from its own inputs: the SBOM, or the
+    provenance's unsigned statement) and ``found`` (what an endpoint already holds, outside
+    data). The release key signs only ``ours``; a found document is reused only when it is
+    provably the same:
+
+    - an SBOM, when it is byte for byte the one this image gives;
+    - a provenance, when its statement is byte for byte this run's (kept as found when
+      unsigned or signed by our key, so an ECDSA envelope is not remade); or when it differs
+      only in the build run's facts (builder, start and finish) and our own key signed it, or,
+      with no key, when this runner does not know the run it came from.
+    Anything else is replaced by this run's document, signed when there is a key."""
+    mine = ours
+    if ours.kind == "provenance" and signer is not None:
+        mine = Attachment(kind=ours.kind, payload=envelope(ours.payload, signer), media_type=ENVELOPE_TYPE)
+    if found is None:
+        return Choice(attachment=mine)
+    if ours.kind != "provenance":
+        if found.payload == ours.payload and found.layer_type == ours.layer_type:
+            return Choice(attachment=found)
+        return Choice(attachment=mine, replaced=f"it is not the {ours.kind} this image gives")
+    statement = statement_of(found.payload)
+    if statement is None:
+        return Choice(
+            attachment=mine, replaced="it is neither an in-toto statement nor a DSSE envelope of one"
+        )
+    by_our_key = signer is not None and signed_by(found.payload, signer.verifier())
+    if statement == ours.payload:
+        return Choice(attachment=found if signer is None or by_our_key else mine)
+    try:
+        theirs: Any = json.loads(statement)
+    except ValueError:
+        return Choice(attachment=mine, replaced="its statement is not JSON")
+    own = json.loads(ours.payload)
+    differ = _differences(_without_run_facts(theirs), _without_run_facts(own))
+    if differ:
+        shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+        return Choice(attachment=mine, replaced=f"its statement is not this run's ({shown} differ)")
+    if by_our_key or (signer is None and not run_known):
+        return Choice(attachment=found)
+    why = (
+        "no key of ours signed its build facts"
+        if signer is not None
+        else "its build facts are not this run's"
+    )
+    return Choice(attachment=mine, replaced=why)

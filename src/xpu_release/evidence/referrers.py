@@ -1,0 +1,204 @@
+"""Documents attached to an image by digest: OCI 1.1 artifacts whose ``subject`` is the image.
+
+Each attachment is an OCI image manifest with an ``artifactType``, the empty config and one
+layer (the document), and ``subject`` pointing at the image manifest. How a client finds them:
+
+- a registry with the referrers API (``GET /v2/<repo>/referrers/<digest>``) indexes them
+  itself: once it lists what was pushed, nothing else is written;
+- a registry without it (distribution 2.8, the local stack) gets the referrers tag schema of
+  the OCI distribution spec 1.1: an image index at the tag ``sha256-<hex of the subject>``,
+  which this module keeps: read, merged, written, read back.
+
+Attachments are pushed by digest; one kind (SBOM, provenance) has one attachment per image:
+a rerun adds no duplicate, and an earlier attachment of ours of the same kind with other bytes
+is dropped from the index. Descriptors that are not ours stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PublishError
+from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
+from ..oci.store import atomic_write, canonical_json, holds
+from .attachment import ARTIFACT_TYPES, Attachment, Kind
+
+EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
+EMPTY = b"{}"
+KIND_ANNOTATION = "io.xpu-release.attachment"
+CREATED_ANNOTATION = "org.opencontainers.image.created"
+
+
+def referrers_tag(subject: str) -> str:
+    return subject.replace(":", "-")
+
+
+_REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}")
+
+
+def is_referrers_tag(tag: str) -> bool:
+    """A tag of the referrers tag schema (an index of documents), not a release's tag."""
+    return bool(_REFERRERS_TAG.fullmatch(tag))
+
+
+def _manifest(data: dict[str, Any], media_type: str) -> Manifest:
+    body = canonical_json(data)
+    return Manifest(digest=sha256_digest(body), media_type=media_type, body=body)
+
+
+def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manifest:
+    return _manifest(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": att.artifact_type,
+            "config": {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)},
+            "layers": [{"mediaType": att.layer_type, "digest": att.digest, "size": len(att.payload)}],
+            "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
+            "annotations": {CREATED_ANNOTATION: created, KIND_ANNOTATION: att.kind},
+        },
+        OCI_MANIFEST,
+    )
+
+
+def descriptor(manifest: Manifest) -> dict[str, Any]:
+    data = manifest.data
+    return {
+        "mediaType": manifest.media_type,
+        "digest": manifest.digest,
+        "size": len(manifest.body),
+        "artifactType": data.get("artifactType", ""),
+        "annotations": data.get("annotations", {}),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Referrers:
+    """What an endpoint says refers to a subject, and how it said it."""
+
+    descriptors: tuple[dict[str, Any], ...]
+    via: str  # "api" | "tag" | "none"
+
+    def ours(self, kind: Kind) -> list[dict[str, Any]]:
+        return [
+            d for d in self.descriptors
+            if d.get("artifactType") == ARTIFACT_TYPES[kind]
+            and (d.get("annotations") or {}).get(KIND_ANNOTATION) == kind
+        ]  # fmt: skip
+
+
+def list_referrers(client: RegistryClient, repo: str, subject: str) -> Referrers:
+    """The referrers of ``subject``: from the API where the registry has it, else the tag."""
+    resp = client.t.request(
+        "GET", f"/v2/{repo}/referrers/{subject}", scope=f"repository:{repo}:pull",
+        headers={"Accept": OCI_INDEX}, ok=(200, 400, 405),  # without the API: 404, or one of these
+    )  # fmt: skip
+    if resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(OCI_INDEX):
+        return Referrers(descriptors=tuple(resp.json().get("manifests") or ()), via="api")
+    index = client.get_manifest(repo, referrers_tag(subject))
+    if index is None:
+        return Referrers(descriptors=(), via="none")
+    return Referrers(descriptors=tuple(index.data.get("manifests") or ()), via="tag")
+
+
+def fetch_attachment(client: RegistryClient, repo: str, desc: dict[str, Any], kind: Kind) -> Attachment:
+    """The document a referrers descriptor names, each digest checked."""
+    manifest = client.get_manifest(repo, str(desc["digest"]))
+    if manifest is None:
+        msg = f"{client.endpoint.name}: the {kind} {desc['digest']} is listed but not served"
+        raise PublishError(msg)
+    return attachment_of(client, repo, manifest, kind)
+
+
+def attachment_of(client: RegistryClient, repo: str, manifest: Manifest, kind: Kind) -> Attachment:
+    """The document an artifact manifest carries as its one layer, checked against its digest."""
+    layers = manifest.data.get("layers") or []
+    if len(layers) != 1:
+        msg = f"{client.endpoint.name}: the {kind} {manifest.digest} has {len(layers)} layers, not 1"
+        raise PublishError(msg)
+    payload = client.blob_bytes(repo, str(layers[0]["digest"]), limit=64 << 20)  # checked against its digest
+    media = str(layers[0].get("mediaType") or "")
+    return Attachment(kind=kind, payload=payload, media_type="" if media == ARTIFACT_TYPES[kind] else media)
+
+
+def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path, mount_from: str | None) -> None:
+    digest = sha256_digest(data)
+    if client.blob_exists(repo, digest):
+        return
+    if mount_from and client.mount_blob(repo, digest, mount_from):
+        return
+    path = spool / digest.replace(":", "-")
+    if not holds(path, digest):
+        atomic_write(path, data)
+    client.upload_blob(repo, digest, path)
+
+
+def attach(
+    client: RegistryClient,
+    repo: str,
+    subject: Manifest,
+    attachments: Iterable[Attachment],
+    *,
+    created: str,
+    spool: Path,
+    mount_from: str | None = None,
+) -> tuple[Manifest, ...]:
+    """Push each attachment by digest and make it findable from ``subject``; idempotent. Blobs
+    are mounted from ``mount_from`` (a repository of the same registry) where it has them."""
+    pushed: list[Manifest] = []
+    for att in attachments:
+        manifest = artifact_manifest(att, subject, created)
+        pushed.append(manifest)
+        if client.head_manifest(repo, manifest.digest) == manifest.digest:
+            continue  # pushed by an earlier run
+        _upload(client, repo, EMPTY, spool, mount_from)
+        _upload(client, repo, att.payload, spool, mount_from)
+        client.put_manifest(repo, manifest.digest, manifest)
+    if not pushed:
+        return ()
+    # A registry with the referrers API lists them by itself (it answers their push with
+    # OCI-Subject); asking it is the proof. Otherwise the tag schema's index is kept here.
+    found = list_referrers(client, repo, subject.digest)
+    if found.via == "api" and {m.digest for m in pushed} <= {d.get("digest") for d in found.descriptors}:
+        return tuple(pushed)
+    _merge_tag_index(client, repo, subject.digest, pushed, found)
+    return tuple(pushed)
+
+
+def _merge_tag_index(
+    client: RegistryClient, repo: str, subject: str, pushed: list[Manifest], found: Referrers
+) -> None:
+    """The referrers tag schema: ``sha256-<hex>`` holds an index of every referrer; ours are
+    added, a stale one of ours of the same kind is dropped, anything else is kept. Written, then
+    read back (two runs at once: the later write wins, and a missing entry is written again).
+    ``found`` is the index as just read; only a retry reads it again."""
+    tag = referrers_tag(subject)
+    ours = {m.digest: descriptor(m) for m in pushed}
+    kinds = {(d["annotations"] or {}).get(KIND_ANNOTATION) for d in ours.values()}
+    entries, exists = list(found.descriptors), found.via == "tag"
+    if found.via == "api":  # the API did not list them yet: the tag's index is read as it is
+        current = client.get_manifest(repo, tag)
+        entries, exists = list((current.data.get("manifests") or []) if current else []), current is not None
+    for _attempt in range(3):
+        keep = [
+            e for e in entries
+            if e.get("digest") not in ours
+            and (e.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds
+        ]  # fmt: skip
+        merged = sorted([*keep, *ours.values()], key=lambda e: str(e["digest"]))
+        if exists and merged == entries:
+            return
+        index = _manifest({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": merged}, OCI_INDEX)
+        client.put_manifest(repo, tag, index)
+        back = client.get_manifest(repo, tag)
+        entries, exists = list((back.data.get("manifests") or []) if back else []), back is not None
+        if set(ours) <= {e.get("digest") for e in entries}:
+            return
+    msg = (
+        f"{client.endpoint.name}: the referrers index {repo}:{tag} keeps losing entries (concurrent writers?)"
+    )
+    raise PublishError(msg)

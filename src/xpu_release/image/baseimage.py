@@ -1,0 +1,102 @@
+"""The base image, pinned by digest: what its tag points at now, and getting it into the engine.
+
+The lock records the digest the base tag pointed at when it was made; every build uses that
+digest, never the tag, so a moved tag can neither change a build nor be reused unnoticed.
+"""
+
+from __future__ import annotations
+
+from ..errors import NotFoundError, PublishError, RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from ..oci.credentials import CredentialStore
+from ..oci.registry import RegistryClient
+from .engine import Engine, LineSink
+from .lock import Lock
+
+
+def current_digest(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> str | None:
+    """The digest the base's tag points at in its registry now (None: the tag is gone)."""
+    hub = registries.endpoint(spec.base.registry)
+    client = RegistryClient(hub, credentials.for_host(hub.host))
+    try:
+        return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
+    except (RegistryAuthError, TLSVerifyFailed):
+        raise
+    except PublishError as exc:  # no answer at all: the registry, not the release, is the matter
+        msg = f"the base image's registry does not answer: {exc.message.splitlines()[0]}"
+        raise StackError(msg) from None
+
+
+def pull_auth(spec: ImageSpec, registries: Registries) -> dict[str, str] | None:
+    """The engine's credentials for the base's registry (a family release's public endpoint
+    may need them), from the environment or the docker config; None for an open registry."""
+    hub = registries.endpoint(spec.base.registry)
+    from ..settings import current
+
+    creds = CredentialStore.from_settings(current()).for_host(hub.host)
+    return creds.docker_auth() if creds else None
+
+
+def pinned_ref(spec: ImageSpec, registries: Registries, lock: Lock) -> str:
+    """``host/namespace/repository@sha256:…``: the base as every build names it (a lock always
+    pins one: ``Lock.parse`` refuses a lock without it)."""
+    hub = registries.endpoint(spec.base.registry)
+    return f"{hub.prefix}/{spec.base.repository}@{lock.base_digest}"
+
+
+# What the base interpreter has installed: every distribution, by name and version.
+_DISTRIBUTIONS = """
+import importlib.metadata as m, json
+seen = {}
+for d in m.distributions():
+    name = d.metadata["Name"]
+    if name and name.lower() not in seen:
+        seen[name.lower()] = (name, d.version)
+print(json.dumps(sorted(seen.values())))
+"""
+
+
+def provided(engine: Engine, ref: str, python: str) -> tuple[tuple[str, str], ...]:
+    """The Python distributions the pinned base provides, asked of its own interpreter in a
+    throwaway container with no network: facts of the lock."""
+    import json
+
+    out = engine.output(ref, [python, "-c", _DISTRIBUTIONS], purpose="lock")
+    try:
+        pairs = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        msg = f"the base {ref} did not list its Python distributions with {python}: {out[-300:]!r}"
+        raise ReleaseError(msg) from None
+    return tuple((str(n), str(v)) for n, v in pairs)
+
+
+def ensure(
+    engine: Engine,
+    ref: str,
+    on_line: LineSink,
+    auth: dict[str, str] | None = None,
+    release: str | None = None,
+) -> int:
+    """Pull the pinned base if the engine lacks it; return how many layers it has. ``release``:
+    the release of ours the base is (a family's SDK), named in the message when it is missing."""
+    info = engine.image(ref)
+    if info is None:
+        on_line(f"pulling base image {ref}")
+        try:
+            engine.pull(ref, auth)
+        except ReleaseError as exc:
+            why = exc.message.splitlines()[0]
+            if release:
+                msg = (
+                    f"the base release {release} is not published at {ref} ({why}); publish it "
+                    f"first: xpu-release release {release}"
+                )
+            else:
+                msg = (
+                    f"the pinned base {ref} cannot be pulled ({why}). If its tag moved and the "
+                    "old digest is gone, re-lock to take the new base"
+                )
+            raise NotFoundError(msg) from None
+    attrs = engine.inspect_raw(ref)
+    return len((attrs.get("RootFS") or {}).get("Layers") or ())

@@ -1,0 +1,229 @@
+"""``build``: turn a rendered Dockerfile, its lock and its artifacts into an image.
+
+Hermetic: wheels and artifacts are fetched and verified on the host, then installed from the
+build context by build containers that have no network. Content-addressed: the image carries
+the sha256 of its inputs, and a build whose inputs already exist as an image is skipped.
+Reproducible: the base is the lock's digest, and what the classic builder made is normalized
+(``normalize.py``) into an image whose id depends on the inputs alone, never on the build's
+time or place: the same manifest, lock and base digest give the same image id on any runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..errors import ManifestError
+from ..labels import INPUTS_LABEL, MANIFEST_LABEL
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from ..oci.store import ObservedMap
+from ..secrets import artifact_token
+from ..settings import cache_dir
+from . import baseimage, fetch
+from .engine import Engine, LineSink
+from .lock import Lock, load_lock
+from .normalize import Normalized, iso, normalize
+from .render import require_current
+
+BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
+RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
+_CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
+
+
+def source_date_epoch(spec: ImageSpec) -> int:
+    """The release's SOURCE_DATE_EPOCH: the config's ``created``, its history times and the
+    ``org.opencontainers.image.created`` label. (File mtimes are clamped to one fixed moment
+    instead, ``layers.MTIME_EPOCH``, so an unchanged layer stays the same blob across releases.)
+
+    It is a fact of the manifest, so every runner agrees on it: a calendar version ``YY.MM``
+    (25.03) is the first second of that month in UTC; any other version is 0 (1970-01-01)."""
+    m = _CALVER.fullmatch(spec.version)
+    if m is None:
+        return 0
+    return int(datetime(2000 + int(m["yy"]), int(m["mm"]), 1, tzinfo=UTC).timestamp())
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltImage:
+    ref: str  # NAME:VERSION, also the local tag
+    image_id: str
+    inputs_sha256: str
+    manifest_sha256: str
+    size: int
+    skipped: bool
+    seconds: float
+    layers_rewritten: int = 0
+    layers_reused: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRun:
+    """When and by whom an image was built: facts of one build, kept by image id."""
+
+    builder: str
+    started: str
+    finished: str
+
+
+def builder_id(env: Mapping[str, str]) -> str:
+    """Who builds: ``XPU_RELEASE_BUILDER_ID`` (a CI system sets its runner's URI), else this
+    host. Read once by the command (``Settings.builder_id``) and handed to the stages."""
+    from ..settings import Settings
+
+    return Settings.from_env(env).builder_id
+
+
+def remember_build(image_id: str, builder: str, started: float, finished: float) -> None:
+    run = {"builder": builder, "started": _utc(started), "finished": _utc(finished)}
+    ObservedMap("builds").put(image_id, json.dumps(run, sort_keys=True))
+
+
+def known_build(image_id: str) -> BuildRun | None:
+    text = ObservedMap("builds").get(image_id)
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+        return BuildRun(builder=str(data["builder"]), started=str(data["started"]),
+                        finished=str(data["finished"]))  # fmt: skip
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
+    """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
+    base digest it pins (and the rules that normalize layers)."""
+    from .layers import RULES_VERSION
+
+    basis = {
+        "manifest": spec.content_hash,
+        "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
+        "lock": [[p.name, p.version, p.sha256] for layer in lock.layers for p in layer.packages],
+        "base": lock.base_digest,
+        "layer_rules": RULES_VERSION,
+    }
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
+    """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact."""
+    ctx = cache_dir() / "contexts" / f"{spec.image}-{spec.version}"
+    if ctx.exists():
+        shutil.rmtree(ctx)
+    ctx.mkdir(parents=True)
+    (ctx / "Dockerfile").write_text(dockerfile, encoding="utf-8")
+    (ctx / "pip-constraints.txt").write_text(lock.constraints(), encoding="utf-8")
+    for layer in lock.layers:
+        folder = ctx / "wheels" / layer.component
+        folder.mkdir(parents=True)
+        (folder / "requirements.txt").write_text(lock.requirements(layer), encoding="utf-8")
+        for p in layer.packages:
+            wheel = fetch.fetch(p.url, p.sha256, p.filename, pip_fallback=f"{p.name}=={p.version}")
+            fetch.link_or_copy(wheel, folder / p.filename)
+    token = artifact_token()
+    for c in spec.of_kind("artifact"):
+        assert c.url is not None
+        assert c.sha256 is not None
+        blob = fetch.fetch(c.url, c.sha256, f"{c.id}.{c.format}", token=token)
+        fetch.link_or_copy(blob, ctx / "artifacts" / c.id / f"{c.id}.{c.format}")
+    return ctx
+
+
+def build_image(
+    root: Path,
+    spec: ImageSpec,
+    registries: Registries,
+    engine: Engine,
+    *,
+    rebuild: bool = False,
+    no_cache: bool = False,
+    keep_layers: Path | None = None,
+    builder: str,
+    on_line: LineSink,
+) -> BuiltImage:
+    """Build ``spec`` (skipped when an image of the same inputs exists, unless ``rebuild``);
+    ``builder`` is who builds, kept with the image id for its provenance."""
+    started = time.monotonic()
+    wall_started = time.time()
+    unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
+    if unpinned:
+        msg = (
+            f"{spec.manifest_path}: components {', '.join(unpinned)} have no sha256 (assumed "
+            "artifacts); pin their checksums before building"
+        )
+        raise ManifestError(msg)
+    rendered = require_current(root, spec)
+    lock = load_lock(root, spec)
+    inputs = inputs_sha256(spec, rendered.text, lock)
+
+    existing = engine.image(spec.ref)
+    if existing and existing.labels.get(INPUTS_LABEL) == inputs and not rebuild:
+        on_line(f"{spec.ref} is up to date ({existing.id[:19]}, inputs {inputs[:12]}); skipping the build")
+        return BuiltImage(
+            ref=spec.ref,
+            image_id=existing.id,
+            inputs_sha256=inputs,
+            manifest_sha256=spec.content_hash,
+            size=existing.size,
+            skipped=True,
+            seconds=time.monotonic() - started,
+        )
+
+    base_ref = baseimage.pinned_ref(spec, registries, lock)
+    base_layers = baseimage.ensure(
+        engine, base_ref, on_line, baseimage.pull_auth(spec, registries), release=spec.base.release_ref
+    )
+    context = _assemble_context(root, spec, rendered.text, lock)
+    epoch = source_date_epoch(spec)
+    # Nothing of the build's time or place: no clock, no git revision or remote, no host name.
+    # The revision a release was built from is in its record, not in the image.
+    labels = {
+        "org.opencontainers.image.title": spec.image,
+        "org.opencontainers.image.version": spec.version,
+        "org.opencontainers.image.created": iso(epoch),
+        "org.opencontainers.image.base.name": f"{spec.base.repository}:{spec.base.tag}",
+        "org.opencontainers.image.base.digest": lock.base_digest,
+        MANIFEST_LABEL: spec.content_hash,
+        INPUTS_LABEL: inputs,
+    }
+    raw_tag = f"{RAW_REPOSITORY}/{spec.image}:{spec.version}"
+    raw_id = engine.build(
+        context=context,
+        tag=raw_tag,
+        buildargs={"BASE_IMAGE": base_ref},
+        labels=labels,
+        on_line=on_line,
+        nocache=no_cache,
+        name=spec.ref,
+    )
+    shutil.rmtree(context, ignore_errors=True)
+    made: Normalized = normalize(
+        engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
+        keep_layers=keep_layers, rewrite_all=no_cache,
+    )  # fmt: skip
+    image_id = made.image_id
+    remember_build(image_id, builder, wall_started, time.time())
+    info = engine.require_image(image_id)
+    return BuiltImage(
+        ref=spec.ref,
+        image_id=image_id,
+        inputs_sha256=inputs,
+        manifest_sha256=spec.content_hash,
+        size=info.size,
+        skipped=False,
+        seconds=time.monotonic() - started,
+        layers_rewritten=made.rewritten,
+        layers_reused=made.reused,
+    )

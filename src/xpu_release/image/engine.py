@@ -1,0 +1,345 @@
+"""The one adapter to the Docker engine (docker-py): build, inspect, tag, push, run.
+
+docker-py reports build and push failures *inside* the JSON stream of an HTTP 200 answer, so
+every stream line is checked for ``error``/``errorDetail`` and turned into a typed error that
+keeps the full log. Containers are context managers: uuid-named, labelled, always removed.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
+from ..secrets import redact
+
+CONTAINER_LABEL = "io.xpu-release.container"
+KEEP_ENV = "XPU_RELEASE_KEEP_CONTAINERS"
+
+LineSink = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    labels: dict[str, str]
+    size: int
+    repo_digests: tuple[str, ...]
+    env: tuple[str, ...]
+
+    @classmethod
+    def from_attrs(cls, attrs: dict[str, Any]) -> ImageInfo:
+        config = attrs.get("Config") or {}
+        return cls(
+            id=attrs["Id"],
+            tags=tuple(attrs.get("RepoTags") or ()),
+            labels=dict(config.get("Labels") or {}),
+            size=int(attrs.get("Size") or 0),
+            repo_digests=tuple(attrs.get("RepoDigests") or ()),
+            env=tuple(config.get("Env") or ()),
+        )
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file object over an iterator of byte chunks (docker-py's ``get_image`` stream)."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buffer:
+            try:
+                self._buffer = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self._buffer))
+        b[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+
+def _stream_error(chunk: dict[str, Any]) -> str | None:
+    """The error an engine stream line reports (in an HTTP 200 answer), redacted; else None."""
+    if "error" not in chunk and "errorDetail" not in chunk:
+        return None
+    detail = chunk.get("errorDetail") or {}
+    return redact(str(detail.get("message") or chunk.get("error") or "unknown error"))
+
+
+class Engine:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.api = client.api
+
+    @classmethod
+    def connect(cls) -> Engine:
+        import docker
+        from docker.errors import DockerException
+        from docker.utils import parse_host
+
+        from ..settings import current
+
+        docker_env = dict(current().docker)
+        given = docker_env.get("DOCKER_HOST")
+        where = given or "the default socket"
+        shown = where if len(where) <= 120 else where[:117] + "..."
+        if given:
+            try:
+                parse_host(given)
+            except (DockerException, ValueError) as exc:  # a malformed setting, not a down engine
+                said = f"{type(exc).__name__}: {str(exc)[:120]}"
+                msg = f"DOCKER_HOST {shown!r} is not an engine address ({said}); fix or unset it"
+                raise ConfigError(msg) from None
+        try:
+            client = docker.from_env(version="auto", timeout=600, environment=docker_env)
+            client.ping()
+        except (DockerException, ValueError) as exc:
+            msg = (
+                f"no Docker engine answers at {shown} ({type(exc).__name__}); "
+                'start one with: ci/local-stack.sh up && eval "$(ci/local-stack.sh env)"'
+            )
+            raise StackError(msg) from None
+        return cls(client)
+
+    # --- images --------------------------------------------------------------------------
+
+    def build(
+        self,
+        *,
+        context: Path,
+        tag: str,
+        buildargs: dict[str, str],
+        labels: dict[str, str],
+        on_line: LineSink,
+        nocache: bool = False,
+        name: str | None = None,
+    ) -> str:
+        """Build ``context`` with no network in build containers; return the image id.
+        ``name``: what messages call the image (default: ``tag``)."""
+        name = name or tag
+        log: list[str] = []
+        image_id = ""
+        stream = self.api.build(
+            path=str(context),
+            tag=tag,
+            buildargs=buildargs,
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            network_mode="none",
+            decode=True,
+            pull=False,
+            nocache=nocache,
+        )
+        for chunk in stream:
+            if "stream" in chunk:
+                text = redact(chunk["stream"])
+                log.append(text)
+                for line in text.splitlines():
+                    if line.strip():
+                        on_line(line)
+            message = _stream_error(chunk)
+            if message is not None:
+                log.append(message + "\n")
+                msg = f"build of {name} failed: {message}"
+                raise BuildFailed(msg, details="".join(log))
+            aux = chunk.get("aux") or {}
+            if "ID" in aux:
+                image_id = aux["ID"]
+        if not image_id:
+            info = self.image(tag)
+            if info is None:
+                msg = f"build of {name} produced no image"
+                raise BuildFailed(msg, details="".join(log))
+            image_id = info.id
+        return image_id
+
+    def image(self, ref: str) -> ImageInfo | None:
+        from docker.errors import ImageNotFound
+
+        try:
+            return ImageInfo.from_attrs(self.api.inspect_image(ref))
+        except ImageNotFound:
+            return None
+
+    def require_image(self, ref: str) -> ImageInfo:
+        info = self.image(ref)
+        if info is None:
+            msg = f"no image {ref} in the engine; run `xpu-release build {ref}` first"
+            raise NotFoundError(msg)
+        return info
+
+    def save_layers(
+        self,
+        image_id: str,
+        wanted: set[str],
+        into: Path,
+        on_layer: Callable[[str, Path], None] | None = None,
+    ) -> tuple[bytes, dict[str, Path]]:
+        """Stream ``docker save`` of ``image_id`` once: return its config's exact bytes, and write
+        the layer tars whose diff_id is in ``wanted`` into ``into`` (diff_id → file).
+        ``on_layer(diff_id, file)`` is called as each one is complete, while the stream goes on
+        (so a caller can work on a layer while the next one arrives)."""
+        import hashlib
+        import tarfile
+
+        found: dict[str, Path] = {}
+        config = b""
+        chunk_size = 1 << 20
+        stream = io.BufferedReader(
+            _ChunkReader(self.api.get_image(image_id, chunk_size=chunk_size)), chunk_size
+        )
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                fh = tar.extractfile(member) if member.isreg() else None
+                if fh is None:
+                    continue
+                if member.name == image_id.split(":")[1] + ".json":
+                    config = fh.read()
+                elif member.name.endswith("/layer.tar") and wanted - set(found):
+                    tmp = into / f"saved-{uuid.uuid4().hex}.tar"
+                    sha = hashlib.sha256()
+                    with tmp.open("wb") as out:
+                        while chunk := fh.read(chunk_size):
+                            sha.update(chunk)
+                            out.write(chunk)
+                    digest = "sha256:" + sha.hexdigest()
+                    if digest in wanted and digest not in found:
+                        found[digest] = tmp
+                        if on_layer is not None:
+                            on_layer(digest, tmp)
+                    else:
+                        tmp.unlink()
+        missing = sorted(wanted - set(found))
+        if "sha256:" + hashlib.sha256(config).hexdigest() != image_id or missing:
+            msg = f"the engine's export of {image_id} lacks its config or the layers {missing}"
+            raise StackError(msg)
+        return config, found
+
+    def history(self, ref: str) -> list[str]:
+        return [str(h.get("CreatedBy") or "") for h in self.api.history(ref)]
+
+    def inspect_raw(self, ref: str) -> dict[str, Any]:
+        return self.api.inspect_image(ref)  # type: ignore[no-any-return]
+
+    def tag(self, image_id: str, ref: str) -> None:
+        repo, _, tag = ref.rpartition(":")
+        self.api.tag(image_id, repo, tag, force=True)
+
+    def pull(self, ref: str, auth: dict[str, str] | None = None) -> None:
+        # ``repo@sha256:…`` pulls by digest (the API takes a digest as the tag).
+        from docker.errors import APIError
+
+        repo, _, tag = ref.partition("@") if "@" in ref else ref.rpartition(":")
+        try:
+            stream = self.api.pull(repo, tag=tag, stream=True, decode=True, auth_config=auth)
+        except APIError as exc:  # refused before any stream starts: unknown manifest, auth
+            said = redact(str(exc.explanation or exc))[:200]
+            if exc.status_code in (401, 403):
+                msg = f"pull of {ref} was refused: {said}"
+                raise RegistryAuthError(msg) from None
+            msg = f"pull of {ref} failed: {said}"
+            raise PublishError(msg) from None
+        for _ in self._stream(stream, f"pull of {ref}"):
+            pass
+
+    def push(self, ref: str, auth: dict[str, str] | None, on_line: LineSink) -> str:
+        """Push ``ref``; return the manifest digest the registry reported."""
+        repo, _, tag = ref.rpartition(":")
+        stream = self.api.push(repo, tag=tag, stream=True, decode=True, auth_config=auth)
+        digest = ""
+        for chunk in self._stream(stream, f"push of {ref}"):
+            aux = chunk.get("aux") or {}
+            if "Digest" in aux:
+                digest = aux["Digest"]
+            status = chunk.get("status")
+            if status and "id" not in chunk:
+                on_line(redact(status))
+        if not digest:
+            msg = f"push of {ref} reported no digest"
+            raise PublishError(msg)
+        return digest
+
+    @staticmethod
+    def _stream(stream: Any, what: str) -> Iterator[dict[str, Any]]:
+        log: list[str] = []
+        for chunk in stream:
+            message = _stream_error(chunk)
+            if message is not None:
+                log.append(message)
+                lowered = message.lower()
+                if any(
+                    k in lowered
+                    for k in ("unauthorized", "authentication required", "denied", "no basic auth")
+                ):
+                    msg = f"{what} was refused: {message}"
+                    raise RegistryAuthError(msg, details="\n".join(log))
+                msg = f"{what} failed: {message}"
+                raise PublishError(msg, details="\n".join(log))
+            log.append(redact(str(chunk.get("status") or "")))
+            yield chunk
+
+    # --- containers ----------------------------------------------------------------------
+
+    @contextmanager
+    def container(self, image: str, *, purpose: str) -> Iterator[str]:
+        """A running container of ``image`` that stays up until the block ends, then is removed
+        (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
+        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
+        try:
+            self.client.containers.run(
+                image,
+                command=["sleep", "infinity"],
+                name=name,
+                detach=True,
+                labels={CONTAINER_LABEL: purpose},
+                network_mode="none",
+                entrypoint=[],
+            )
+            yield name
+        finally:
+            from ..settings import current
+
+            if not current().keep_containers:
+                self.remove_container(name)
+
+    def output(self, image: str, argv: list[str], *, purpose: str) -> str:
+        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
+        from docker.errors import ContainerError
+
+        try:
+            out = self.client.containers.run(
+                image,
+                command=argv,
+                entrypoint=[],
+                network_mode="none",
+                labels={CONTAINER_LABEL: purpose},
+                remove=True,
+                stdout=True,
+                stderr=False,
+            )
+        except ContainerError as exc:
+            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
+            msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
+            raise BuildFailed(msg) from None
+        return out.decode() if isinstance(out, bytes) else str(out)
+
+    def remove_container(self, name: str) -> None:
+        from docker.errors import NotFound
+
+        with suppress(NotFound):
+            self.api.remove_container(name, force=True)
+
+    def containers(self, purpose: str | None = None) -> list[str]:
+        label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
+        return [c["Names"][0].lstrip("/") for c in self.api.containers(all=True, filters={"label": label})]

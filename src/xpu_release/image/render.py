@@ -1,0 +1,111 @@
+"""Render an ``ImageSpec`` into its Dockerfile through the Jinja2 templates in ``templates/``."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ManifestError, StaleError
+from ..manifest import ImageSpec, schema
+from ..manifest.registries import load_registries
+from .templating import render_template
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipGroup:
+    """One pip layer: a pinned component and the dependencies no earlier layer installs."""
+
+    id: str
+    title: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    spec: ImageSpec
+    path: Path  # where it is committed
+    text: str
+
+
+def dockerfile_path(root: Path, spec: ImageSpec) -> Path:
+    return root / "images" / spec.image / spec.version / "Dockerfile"
+
+
+IMAGE_FILE = schema.Obj(
+    fields={
+        "template": schema.Str(pattern=r"[A-Za-z0-9_.\-]+\.j2", what="a template file name in templates/"),
+        "description": schema.Text(),
+    },
+    required=("template",),
+    description="images/<image>/image.yaml: the non-versioned definition of an image.",
+)
+
+
+def image_template(root: Path, image: str) -> str:
+    """The template ``images/<image>/image.yaml`` names (Dockerfile.j2 when there is none)."""
+    path = root / "images" / image / "image.yaml"
+    if not path.is_file():
+        return "Dockerfile.j2"
+    src = schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE)
+    name = str(src.data["template"])
+    if not (root / "templates" / name).is_file():
+        raise ManifestError([src.problem(("template",), f"templates/{name} does not exist")])
+    return name
+
+
+def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered:
+    """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
+
+    The committed Dockerfile names the base registry of the repository's own registries.yaml;
+    a build passes the base pinned by digest, from the registry in use, as BASE_IMAGE."""
+    template = template or image_template(root, spec.image)
+    hub = load_registries(root).endpoint(spec.base.registry)
+    base_component = spec.component(spec.base.component) if spec.base.component else None
+    groups = [
+        PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs") for c in spec.of_kind("pip")
+    ]
+    text = render_template(
+        root,
+        template,
+        spec=spec,
+        base_registry=hub.prefix,
+        base_component=base_component,
+        artifacts=spec.of_kind("artifact"),
+        pip_groups=groups,
+    )
+    return Rendered(spec=spec, path=dockerfile_path(root, spec), text=text)
+
+
+def require_current(root: Path, spec: ImageSpec) -> Rendered:
+    """The rendered Dockerfile of ``spec``; StaleError with the diff if the committed one differs."""
+    rendered = render(root, spec)
+    diff = stale_diff(rendered, root)
+    if diff:
+        msg = f"{rendered.path.relative_to(root)} is stale; run `xpu-release render {spec.ref}`\n{diff}"
+        raise StaleError(msg)
+    return rendered
+
+
+def stale_diff(rendered: Rendered, root: Path) -> str | None:
+    """A unified diff if the committed Dockerfile differs from ``rendered``, else None."""
+    rel = rendered.path.relative_to(root)
+    current = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else ""
+    if current == rendered.text:
+        return None
+    diff = difflib.unified_diff(
+        current.splitlines(keepends=True),
+        rendered.text.splitlines(keepends=True),
+        fromfile=f"{rel} (committed)" if current else f"{rel} (missing)",
+        tofile=f"{rel} (rendered)",
+    )
+    return "".join(diff)
+
+
+def write(rendered: Rendered) -> bool:
+    """Write the Dockerfile; True if it changed."""
+    old = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else None
+    if old == rendered.text:
+        return False
+    rendered.path.parent.mkdir(parents=True, exist_ok=True)
+    rendered.path.write_text(rendered.text, encoding="utf-8")
+    return True

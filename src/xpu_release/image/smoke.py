@@ -1,0 +1,215 @@
+"""``test``: run testinfra checks inside a throwaway container of the built image.
+
+The generic checks (``tests/smoke/``) are parametrized from the manifest, written to a JSON
+file for the pytest run; image-specific checks live in ``images/<image>/tests/``. The container
+is uuid-named and removed afterwards, even on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SmokeTestFailed
+from ..manifest import ImageSpec
+from ..manifest.model import canonical_name
+from ..settings import cache_dir
+from .engine import Engine, LineSink
+from .lock import load_lock
+
+VENV = "/opt/venv"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeResult:
+    ref: str
+    image_id: str
+    passed: int
+    failed: tuple[str, ...]
+    seconds: float
+
+
+def check_spec(spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """What the generic checks verify, taken from the manifest and, for what the base provides,
+    from the lock (which asked the pinned base)."""
+    venv = spec.pip_install == "venv"
+    python = f"{VENV}/bin/python" if venv else spec.base.python
+    labels = {
+        "org.opencontainers.image.title": spec.image,
+        "org.opencontainers.image.version": spec.version,
+        "io.xpu-release.manifest.sha256": spec.content_hash,
+        **{f"io.xpu-release.component.{c.id}": c.version for c in spec.components},
+    }
+    return {
+        "ref": spec.ref,
+        "image_id": image_id,
+        "python": python,
+        # A venv has its pip; an SDK image's own interpreter may have none (pip checks then skip).
+        "pip_path": f"{VENV}/bin/pip" if venv else None,
+        "pip": [
+            {"package": c.package, "version": c.version, "import": c.import_name} for c in spec.of_kind("pip")
+        ],
+        "env": {
+            **dict(spec.env),
+            **({"VIRTUAL_ENV": VENV} if venv else {}),
+            "PIP_CONSTRAINT": "/etc/xpu-release/pip-constraints.txt",
+        },
+        # Every distribution the base provides (unchanged in the image), and those no layer may
+        # replace (a pip install of another version must fail).
+        "provided": [{"name": n, "version": v} for n, v in provided],
+        "sacred": [{"name": n, "version": v} for n, v in provided if canonical_name(n) in spec.base_provides],
+        "files": list(spec.files),
+        "tools": list(spec.tools),
+        "artifacts": [{"id": c.id, "dest": c.dest} for c in spec.of_kind("artifact") if c.format != "deb"],
+        "labels": labels,
+    }
+
+
+def _failures(junit: Path) -> tuple[int, list[str]]:
+    if not junit.is_file():
+        return 0, ["the smoke run produced no report"]
+    root = ET.parse(junit).getroot()
+    passed, failed = 0, []
+    for case in root.iter("testcase"):
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            first = (problem.get("message") or "").splitlines()
+            failed.append(f"{case.get('name')}: {first[0] if first else 'failed'}")
+        elif case.find("skipped") is None:
+            passed += 1
+    return passed, failed
+
+
+def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+    started = time.monotonic()
+    image = engine.require_image(spec.ref)
+    with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        # What the base provides, as the lock the image was built from says (a manifest edited
+        # since, e.g. a wrong pin under test, leaves the image and its lock as they were).
+        provided = load_lock(root, spec, current=False).provided
+        spec_file.write_text(json.dumps(check_spec(spec, image.id, provided), indent=2))
+        junit = Path(tmp) / "junit.xml"
+        # Our own ini file: the repository's pytest settings (plugins the user may not have,
+        # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        # By id, not by tag: the container runs exactly the image the marker will name.
+        with engine.container(image.id, purpose="smoke") as name:
+            on_line(f"smoke-testing {spec.ref} in container {name}")
+            cmd = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "-rfE",
+                "-p",
+                "xpu_release.image.smoke_plugin",
+                f"--xpu-spec={spec_file}",
+                "-c",
+                str(ini),
+                "-o",
+                "junit_family=xunit1",
+                f"--junitxml={junit}",
+                f"--hosts=docker://{name}",
+                "--rootdir",
+                str(root),
+                *map(str, suites(root, spec)),
+            ]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            output: list[str] = []
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    output.append(line)
+                    on_line(line.rstrip())
+                proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        passed, failed = _failures(junit)
+    if proc.returncode != 0 or failed:
+        listing = "\n".join(f"  - {f}" for f in failed) or "  (see the log above)"
+        msg = f"{len(failed)} smoke check(s) failed for {spec.ref}; it must not be published:\n{listing}"
+        raise SmokeTestFailed(msg, details="".join(output))
+    result = SmokeResult(
+        ref=spec.ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
+    )
+    _mark_tested(spec, image.id, tests_sha256(root, spec), passed)
+    return result
+
+
+def suites(root: Path, spec: ImageSpec) -> list[Path]:
+    found = [root / "tests" / "smoke"]
+    image_tests = root / "images" / spec.image / "tests"
+    if image_tests.is_dir():
+        found.append(image_tests)
+    return found
+
+
+def tests_sha256(root: Path, spec: ImageSpec) -> str:
+    """The checks themselves: a changed check means the image must be tested again."""
+    h = hashlib.sha256()
+    for folder in suites(root, spec):
+        for path in sorted(folder.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
+    data = _read_marker(image_id)
+    return bool(
+        data.get("manifest_sha256") == spec.content_hash
+        and data.get("tests_sha256") == tests_sha256(root, spec)
+    )
+
+
+def _marker(image_id: str) -> Path:
+    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
+
+
+def _read_marker(image_id: str) -> dict[str, Any]:
+    """What the last passing smoke run of ``image_id`` recorded ({} if none did)."""
+    path = _marker(image_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # none, or damaged: then the image counts as untested, and is tested again
+    return data if isinstance(data, dict) else {}
+
+
+def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:
+    path = _marker(image_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "ref": spec.ref,
+        "image_id": image_id,
+        "tests_sha256": tests,
+        "manifest_sha256": spec.content_hash,
+        "passed": passed,
+        "at": time.time(),
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def require_tested(spec: ImageSpec, image_id: str) -> None:
+    """Publish only what passed its smoke tests: this very image, for this very manifest."""
+    if _read_marker(image_id).get("manifest_sha256") != spec.content_hash:
+        msg = (
+            f"{spec.ref} ({image_id[:19]}) has not passed its smoke tests for the current manifest; "
+            f"run `xpu-release test {spec.ref}` first"
+        )
+        raise SmokeTestFailed(msg)

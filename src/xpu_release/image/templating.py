@@ -1,0 +1,43 @@
+"""The Jinja2 environment every generated file is rendered with (Dockerfiles, release notes)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..errors import ConfigError
+
+
+@functools.cache
+def _environment(templates: Path) -> jinja2.Environment:
+    """One environment per templates folder and process: each template is compiled once (Jinja
+    still checks a template file's mtime on use, so an edited one is compiled again)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Dockerfiles and Markdown, not HTML; values are validated instead
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render_template(root: Path, name: str, **context: Any) -> str:
+    """Render ``templates/<name>`` strictly (an undefined value is an error, never empty) and
+    tidy the result: trailing spaces dropped, runs of blank lines collapsed to one."""
+    env = _environment(root.resolve() / "templates")
+    try:
+        text = env.get_template(name).render(**context)
+    except jinja2.TemplateError as exc:
+        msg = f"templates/{name}: {exc}"
+        raise ConfigError(msg) from None
+    # Split on "\n" only: str.splitlines() also breaks at U+2028, NEL, VT, FF and more, and
+    # re-joining with "\n" would turn such a character inside a value into a new instruction.
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line.rstrip())
+    return "\n".join(lines).strip() + "\n"

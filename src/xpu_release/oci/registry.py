@@ -1,0 +1,323 @@
+"""A client for the OCI distribution API, on ``transport.Transport``.
+
+Manifests with the full Accept list, blob HEAD and download, cross-repository mount,
+monolithic and chunked upload, tag lists with ``Link`` paging. Everything read or written is
+checked against its digest (``Docker-Content-Digest`` too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urljoin, urlparse
+
+import requests
+
+from ..errors import PublishError
+from .credentials import Credentials
+from .endpoint import Endpoint
+from .store import sha256_digest
+from .transport import BrokenUpload, RetryPolicy, TokenRenewed, Transport
+
+__all__ = ["Manifest", "RegistryClient", "RetryPolicy", "sha256_digest"]
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST_ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
+CHUNK = 8 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    digest: str
+    media_type: str
+    body: bytes
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.body)  # type: ignore[no-any-return]
+
+    def blobs(self) -> list[tuple[str, int]]:
+        """(digest, size) of the config and every layer."""
+        d = self.data
+        if "manifests" in d:
+            msg = f"{self.digest} is an image index; multi-platform copies are not supported yet"
+            raise PublishError(msg)
+        return [(d["config"]["digest"], d["config"]["size"])] + [
+            (x["digest"], x["size"]) for x in d["layers"]
+        ]
+
+    @property
+    def config_digest(self) -> str:
+        """The config's digest; "" for an image index (several platforms: no config of its own)."""
+        return str((self.data.get("config") or {}).get("digest") or "")
+
+
+class RegistryClient:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        credentials: Credentials | None,
+        retry: RetryPolicy | None = None,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.t = Transport(endpoint, credentials, retry, on_retry)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self.t.stats
+
+    # --- API -------------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        self.t.request("GET", "/v2/")
+
+    def _manifest(self, method: str, repo: str, reference: str) -> requests.Response:
+        return self.t.request(
+            method,
+            f"/v2/{repo}/manifests/{reference}",
+            scope=f"repository:{repo}:pull",
+            headers={"Accept": MANIFEST_ACCEPT},
+        )
+
+    def head_manifest(self, repo: str, reference: str) -> str | None:
+        """The digest ``reference`` points at, or None."""
+        resp = self._manifest("HEAD", repo, reference)
+        if resp.status_code == 404:
+            return None
+        digest = resp.headers.get("Docker-Content-Digest")
+        if digest:
+            return digest
+        manifest = self.get_manifest(repo, reference)
+        return manifest.digest if manifest else None
+
+    def get_manifest(self, repo: str, reference: str) -> Manifest | None:
+        """The manifest ``reference`` points at, its digest checked against its bytes, or None."""
+        resp = self._manifest("GET", repo, reference)
+        if resp.status_code == 404:
+            return None
+        body = resp.content
+        digest = sha256_digest(body)
+        claimed = resp.headers.get("Docker-Content-Digest")
+        if claimed and claimed != digest:
+            msg = f"{self.endpoint.name}: manifest {repo}:{reference} claims {claimed} but hashes to {digest}"
+            raise PublishError(msg)
+        if reference.startswith("sha256:") and reference != digest:
+            msg = f"{self.endpoint.name}: manifest {reference} hashes to {digest}"
+            raise PublishError(msg)
+        media = resp.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
+        return Manifest(digest=digest, media_type=media, body=body)
+
+    def put_manifest(self, repo: str, reference: str, manifest: Manifest) -> None:
+        resp = self.t.request(
+            "PUT",
+            f"/v2/{repo}/manifests/{reference}",
+            scope=f"repository:{repo}:pull,push",
+            headers={"Content-Type": manifest.media_type},
+            data=manifest.body,
+            ok=(201, 200),
+        )
+        if resp.status_code == 404:
+            msg = f"{self.endpoint.name}: PUT manifest {repo}:{reference} answered 404"
+            raise PublishError(msg)
+        claimed = resp.headers.get("Docker-Content-Digest")
+        if claimed and claimed != manifest.digest:
+            msg = f"{self.endpoint.name}: stored {repo}:{reference} as {claimed}, expected {manifest.digest}"
+            raise PublishError(msg)
+
+    def blob_exists(self, repo: str, digest: str) -> bool:
+        resp = self.t.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+        return resp.status_code == 200
+
+    def mount_blob(self, repo: str, digest: str, from_repo: str) -> bool:
+        """Cross-repository mount within this registry; False if the registry would not mount."""
+        query = urlencode({"mount": digest, "from": from_repo})
+        resp = self.t.request(
+            "POST", f"/v2/{repo}/blobs/uploads/?{query}", scope=f"repository:{repo}:pull,push", ok=(201, 202)
+        )
+        if resp.status_code == 201:
+            self.t.stats["mounted"] += 1
+            return True
+        if resp.status_code == 202 and resp.headers.get("Location"):
+            self.t.request(
+                "DELETE", resp.headers["Location"], scope=f"repository:{repo}:pull,push", ok=(204, 200)
+            )
+        return False
+
+    def ensure_blob(
+        self,
+        repo: str,
+        digest: str,
+        source: Callable[[], Path],
+        *,
+        mount_from: str | None = None,
+        chunk_size: int | None = None,
+    ) -> None:
+        """Make ``repo`` hold the blob ``digest``: left alone if it is there (counted as
+        skipped), mounted from ``mount_from`` (a repository of this registry) if that registry
+        will, else uploaded from the file ``source()`` names (asked only then: it may have to
+        fetch or write the file)."""
+        if self.blob_exists(repo, digest):
+            self.stats["skipped_blobs"] += 1
+            return
+        if mount_from is not None and self.mount_blob(repo, digest, mount_from):
+            return
+        self.upload_blob(repo, digest, source(), chunk_size=chunk_size)
+
+    def blob_bytes(self, repo: str, digest: str, limit: int = 4 << 20) -> bytes:
+        """A small blob (an image config) in memory, its digest checked."""
+        resp = self.t.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+        if resp.status_code == 404:
+            msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
+            raise PublishError(msg)
+        body = resp.content[: limit + 1]
+        if len(body) > limit or sha256_digest(body) != digest:
+            msg = f"{self.endpoint.name}: blob {digest} of {repo} is not what its digest says"
+            raise PublishError(msg)
+        return body
+
+    def blob_size(self, repo: str, digest: str) -> int | None:
+        """The size a blob is served with (HEAD; -1 if the registry does not say), None if missing."""
+        resp = self.t.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+        if resp.status_code == 404:
+            return None
+        length = resp.headers.get("Content-Length")
+        return int(length) if length is not None else -1
+
+    def open_blob(self, repo: str, digest: str) -> requests.Response:
+        """A blob as a stream (``iter_content``); PublishError if missing. The caller hashes it."""
+        resp = self.t.request(
+            "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True
+        )
+        if resp.status_code == 404:
+            msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
+            raise PublishError(msg)
+        return resp
+
+    def delete_manifest(self, repo: str, digest: str) -> None:
+        """Remove a manifest (and every tag on it) by digest, where the registry allows deletes."""
+        resp = self.t.request(
+            "DELETE", f"/v2/{repo}/manifests/{digest}", scope=f"repository:{repo}:*", ok=(202, 200)
+        )
+        if resp.status_code == 404:
+            msg = f"{self.endpoint.name}: no manifest {digest} in {repo} to delete"
+            raise PublishError(msg)
+
+    def download_blob(self, repo: str, digest: str, dest: Path) -> None:
+        """Stream a blob to ``dest``, verifying its digest; nothing is kept if it differs."""
+        resp = self.open_blob(repo, digest)
+        h = hashlib.sha256()
+        # A name of its own: two runs sharing the spool never write into each other's file.
+        partial = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.partial")
+        try:
+            with partial.open("wb") as f:
+                for block in resp.iter_content(1 << 20):
+                    h.update(block)
+                    f.write(block)
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+            partial.unlink(missing_ok=True)
+            msg = f"{self.endpoint.name}: download of {digest} broke ({type(exc).__name__})"
+            raise PublishError(msg) from None
+        if "sha256:" + h.hexdigest() != digest:
+            partial.unlink(missing_ok=True)
+            msg = f"{self.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
+            raise PublishError(msg)
+        partial.replace(dest)
+
+    def upload_blob(self, repo: str, digest: str, path: Path, *, chunk_size: int | None = None) -> None:
+        """Upload ``path`` as ``digest``: monolithic (POST then PUT) or, with ``chunk_size``,
+        chunked (PATCH with Content-Range). A broken upload restarts from a fresh session; a
+        token that expires during it is renewed once."""
+        scope = f"repository:{repo}:pull,push"
+        size = path.stat().st_size
+        renewals = 1
+        for attempt in range(self.t.retry.attempts):
+            start = self.t.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope, ok=(202,))
+            location = urljoin(self.t.base + "/", start.headers.get("Location", ""))
+            try:
+                if chunk_size:
+                    location = self._patch_chunks(location, path, size, chunk_size, scope, renewals > 0)
+                sep = "&" if "?" in location else "?"
+                # Chunked: the chunks are sent, the closing PUT is empty; monolithic: it carries all.
+                final = f"{location}{sep}digest={digest}"
+                self._put_final(final, None if chunk_size else path, scope, renewals > 0)
+            except TokenRenewed:
+                renewals -= 1
+                self.t.on_retry(
+                    f"{self.endpoint.name}: token expired during the upload of {digest[:19]}; renewed"
+                )
+                continue
+            except BrokenUpload as exc:
+                self.t.backoff(attempt, None, f"upload of {digest[:19]} broke ({exc})")
+                continue
+            self.t.stats["uploaded_bytes"] += size
+            return
+        msg = f"{self.endpoint.name}: upload of {digest} kept breaking"
+        raise PublishError(msg)
+
+    def _patch_chunks(
+        self, location: str, path: Path, size: int, chunk_size: int, scope: str, renew: bool
+    ) -> str:
+        with path.open("rb") as f:
+            offset = 0
+            while offset < size:
+                block = f.read(chunk_size)
+                end = offset + len(block) - 1
+                headers = {
+                    "Content-Type": "application/octet-stream",
+                    "Content-Range": f"{offset}-{end}",
+                    "Content-Length": str(len(block)),
+                }
+                resp = self.t.once("PATCH", location, headers, block, scope, renew=renew)
+                if resp.status_code != 202:
+                    msg = f"PATCH answered {resp.status_code}"
+                    raise BrokenUpload(msg)
+                location = urljoin(self.t.base + "/", resp.headers.get("Location", location))
+                offset = end + 1
+        return location
+
+    def _put_final(self, url: str, path: Path | None, scope: str, renew: bool) -> None:
+        headers = {"Content-Type": "application/octet-stream"}
+        if path is None:
+            resp = self.t.once("PUT", url, {**headers, "Content-Length": "0"}, b"", scope, renew=renew)
+        else:
+            with path.open("rb") as f:
+                headers["Content-Length"] = str(path.stat().st_size)
+                resp = self.t.once("PUT", url, headers, f, scope, renew=renew)
+        if resp.status_code != 201:
+            msg = f"PUT answered {resp.status_code}"
+            raise BrokenUpload(msg)
+
+    def tags(self, repo: str, *, page: int = 1000) -> list[str]:
+        """Every tag of ``repo``, following ``Link: <…>; rel="next"`` pages (ACR and Harbor page
+        tag lists; the distribution spec's ``n``/``last``)."""
+        out: list[str] = []
+        url = f"/v2/{repo}/tags/list?n={page}"
+        seen: set[str] = set()
+        while url and url not in seen:
+            seen.add(url)
+            resp = self.t.request("GET", url, scope=f"repository:{repo}:pull")
+            if resp.status_code == 404:
+                return out
+            out.extend(resp.json().get("tags") or [])
+            url = _next_link(resp.headers.get("Link", ""))
+        return out
+
+
+def _next_link(header: str) -> str:
+    """The target of ``rel="next"`` in a Link header (RFC 8288), relative to the registry."""
+    m = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', header)
+    if not m:
+        return ""
+    target = m.group(1)
+    parsed = urlparse(target)
+    return f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path

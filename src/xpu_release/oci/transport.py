@@ -1,0 +1,260 @@
+"""The transport under the registry client: one endpoint's HTTP session, TLS, the auth flows
+(basic, bearer tokens per scope), retries with capped exponential backoff and jitter, and
+statistics. It knows nothing of manifests or blobs (``registry.py`` does), as
+go-containerregistry's ``transport`` package sits under its ``remote``.
+
+Transient failures (429 with Retry-After, 5xx, connection resets, timeouts) are retried; 401
+gets one answer to its challenge; 401/403/404 are otherwise definitive. Credentials never
+travel over plain HTTP beyond loopback, and a token realm must be https unless the registry
+itself is an insecure loopback one.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+from urllib.parse import urlparse
+
+import requests
+
+from ..errors import PublishError, RegistryAuthError, TLSVerifyFailed
+from ..secrets import redact
+from .credentials import Credentials
+from .endpoint import Endpoint
+
+RETRYABLE = {429, 500, 502, 503, 504}
+
+
+def _is_loopback(host: str) -> bool:
+    """``host[:port]`` names this machine: localhost, 127.0.0.0/8 or ::1."""
+    import ipaddress
+
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    attempts: int = 6
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+    timeout: float = 60.0
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.max_delay * 4.0)
+            except ValueError:
+                pass
+        capped = min(self.max_delay, self.base_delay * float(2**attempt))
+        return capped / 2 + random.uniform(0, capped / 2)  # jitter, not crypto
+
+
+class BrokenUpload(Exception):
+    """An upload request failed in a way that a fresh upload session may not: restart it."""
+
+
+class TokenRenewed(BrokenUpload):
+    """A 401 in the middle of an upload (an expired token) was answered with a new token: the
+    upload restarts with it, once; a second 401 is the registry's answer."""
+
+
+class Transport:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        credentials: Credentials | None,
+        retry: RetryPolicy | None = None,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.retry = retry or RetryPolicy()
+        self.on_retry = on_retry or (lambda _: None)
+        self.base = f"{endpoint.scheme}://{endpoint.host}"
+        self.session = requests.Session()
+        # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
+        self.verify: str | bool = endpoint.ca_file or True
+        self._tokens: dict[str, str] = {}
+        self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0}
+
+    def url(self, path: str) -> str:
+        return path if path.startswith("http") else f"{self.base}{path}"
+
+    def authenticate(self, resp: requests.Response, scope: str) -> bool:
+        """Answer a 401 challenge once: basic credentials, or a bearer token from the realm.
+        Credentials never travel over plain HTTP beyond loopback, and a token realm must be
+        https unless the registry itself is an insecure loopback one."""
+        challenge = resp.headers.get("WWW-Authenticate", "")
+        if self.credentials is not None:
+            self._check_transport(challenge)
+        if self.credentials is None and not challenge.lower().startswith("bearer"):
+            msg = f"{self.endpoint.name} ({self.endpoint.host}) wants credentials and we have none"
+            raise RegistryAuthError(msg)
+        if challenge.lower().startswith("basic"):
+            assert self.credentials is not None
+            self.session.auth = (self.credentials.username, self.credentials.password)
+            return True
+        if challenge.lower().startswith("bearer"):
+            params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+            realm = params.pop("realm", "")
+            params.setdefault("scope", scope)
+            auth = (self.credentials.username, self.credentials.password) if self.credentials else None
+            try:
+                token_resp = requests.get(
+                    realm, params=params, auth=auth, timeout=self.retry.timeout, verify=self.verify
+                )
+            except requests.RequestException as exc:
+                msg = f"token service of {self.endpoint.name} failed: {type(exc).__name__}"
+                raise PublishError(msg) from None
+            if token_resp.status_code in (401, 403):
+                code = token_resp.status_code
+                msg = f"{self.endpoint.name} ({self.endpoint.host}) refused our credentials ({code})"
+                raise RegistryAuthError(msg)
+            token_resp.raise_for_status()
+            body = token_resp.json()
+            token = body.get("token") or body.get("access_token")
+            self._tokens[scope] = token  # the token answers this request's challenge
+            return True
+        return False
+
+    def _check_transport(self, challenge: str) -> None:
+        loopback = _is_loopback(self.endpoint.host)
+        if self.endpoint.scheme == "http" and not loopback:
+            msg = (
+                f"{self.endpoint.name} ({self.endpoint.host}) asks for credentials over plain HTTP; "
+                "they are sent over HTTPS only (insecure registries: loopback only)"
+            )
+            raise RegistryAuthError(msg)
+        if challenge.lower().startswith("bearer"):
+            realm = dict(re.findall(r'(\w+)="([^"]*)"', challenge)).get("realm", "")
+            parsed = urlparse(realm)
+            local = self.endpoint.scheme == "http" and loopback and _is_loopback(parsed.netloc)
+            if parsed.scheme != "https" and not local:
+                msg = (
+                    f"{self.endpoint.name} ({self.endpoint.host}) names the token realm {realm!r}; "
+                    "credentials go to an https realm only"
+                )
+                raise RegistryAuthError(msg)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        scope: str = "",
+        headers: dict[str, str] | None = None,
+        data: bytes | BinaryIO | None = None,
+        stream: bool = False,
+        ok: tuple[int, ...] = (200,),
+    ) -> requests.Response:
+        """One API call with retries; returns a response whose status is in ``ok`` or 404
+        (callers decide what 404 means); raises on anything else."""
+        authed_once = False
+        attempt = 0
+        while True:
+            self.stats["requests"] += 1
+            try:
+                resp = self.session.request(
+                    method,
+                    self.url(path),
+                    verify=self.verify,
+                    headers=self.with_token(headers or {}, scope),
+                    data=data,
+                    stream=stream,
+                    timeout=self.retry.timeout,
+                    allow_redirects=True,
+                )
+            except requests.exceptions.SSLError:
+                msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
+                raise TLSVerifyFailed(msg) from None
+            except (
+                requests.ConnectionError,
+                requests.Timeout,
+                requests.exceptions.ChunkedEncodingError,
+            ) as exc:
+                if attempt + 1 >= self.retry.attempts:
+                    why = type(exc).__name__
+                    msg = f"{self.endpoint.name}: {method} {path} failed after {attempt + 1} attempts ({why})"
+                    raise PublishError(msg) from None
+                self.backoff(attempt, None, f"{type(exc).__name__}")
+                attempt += 1
+                continue
+            except OSError:
+                # requests reads the CA bundle before it connects: a ca_file that is missing or
+                # unreadable is the registries file's mistake, told as a TLS failure (exit 7).
+                msg = (
+                    f"{self.endpoint.name} ({self.endpoint.host}): the ca_file {self.verify} cannot be "
+                    "read as a CA bundle; check ca_file in the registries file"
+                )
+                raise TLSVerifyFailed(msg) from None
+            if resp.status_code in ok or resp.status_code == 404:
+                return resp
+            if resp.status_code == 401 and not authed_once:
+                authed_once = True
+                if self.authenticate(resp, scope):
+                    continue
+            if resp.status_code in (401, 403):
+                code = resp.status_code
+                msg = f"{self.endpoint.name} ({self.endpoint.host}) refused {method} {path} ({code})"
+                raise RegistryAuthError(msg)
+            if resp.status_code in RETRYABLE and attempt + 1 < self.retry.attempts:
+                self.backoff(attempt, resp.headers.get("Retry-After"), str(resp.status_code))
+                attempt += 1
+                continue
+            text = redact(resp.text[:300])
+            msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
+            raise PublishError(msg)
+
+    def with_token(self, headers: dict[str, str], scope: str) -> dict[str, str]:
+        """``headers`` plus the bearer token earned for ``scope``, if any."""
+        if scope in self._tokens:
+            return {**headers, "Authorization": f"Bearer {self._tokens[scope]}"}
+        return headers
+
+    def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
+        delay = self.retry.delay(attempt, retry_after)
+        self.stats["retries"] += 1
+        self.on_retry(f"{self.endpoint.name}: {why}, retrying in {delay:.1f} s")
+        time.sleep(delay)
+
+    def once(
+        self, method: str, url: str, headers: dict[str, str], body: Any, scope: str, *, renew: bool = False
+    ) -> requests.Response:
+        """One upload request, no retry here: a broken upload session is restarted whole. With
+        ``renew``, a 401 (a token that expired during a long upload) earns a new token and
+        restarts the upload (TokenRenewed) instead of failing it."""
+        headers = self.with_token(headers, scope)
+        self.stats["requests"] += 1
+        try:
+            resp = self.session.request(
+                method,
+                self.url(url),
+                headers=headers,
+                data=body,
+                timeout=self.retry.timeout,
+                verify=self.verify,
+            )
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise BrokenUpload(type(exc).__name__) from None
+        if resp.status_code == 401 and renew:
+            self._tokens.pop(scope, None)
+            if self.authenticate(resp, scope):
+                msg = "401: a new token was issued"
+                raise TokenRenewed(msg)
+        if resp.status_code in (401, 403):
+            msg = f"{self.endpoint.name} refused {method} ({resp.status_code})"
+            raise RegistryAuthError(msg)
+        if resp.status_code in RETRYABLE:
+            raise BrokenUpload(str(resp.status_code))
+        return resp

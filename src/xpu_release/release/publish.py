@@ -1,0 +1,508 @@
+"""``publish``: put the tested image into the public registry and every VPC region, and prove
+that each endpoint serves exactly that digest. (What endpoints serve now, asked read-only, is
+``serving.py``: status, the catalog, build avoidance.)
+
+Push once with our own client to the first endpoint; every blob, as soon as it is compressed
+into the spool, also goes to the regions on other hosts while the next layer is compressed
+(``_EarlyCopies``); then every endpoint is staged by digest (blobs already present are skipped,
+blobs in the same registry are mounted, regions run in parallel, the manifest bytes are
+preserved). Version tags are immutable and written only once every endpoint is staged; floating
+tags move only after every endpoint is verified. Every run writes a release record.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+from ..errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
+from ..evidence.attachment import KINDS, Attachment
+from ..evidence.attest import Documents, choose
+from ..evidence.referrers import artifact_manifest, attach, fetch_attachment, list_referrers
+from ..evidence.signing import Signer
+from ..image.build import source_date_epoch
+from ..image.engine import Engine
+from ..image.normalize import iso
+from ..image.smoke import require_tested
+from ..labels import INPUTS_LABEL
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from ..oci.credentials import CredentialStore
+from ..oci.endpoint import Endpoint
+from ..oci.registry import Manifest, RegistryClient, RetryPolicy
+from ..oci.store import holds
+from ..secrets import redact
+from ..settings import cache_dir
+from .plan import Plan, Target, make_plan
+from .push import Blob, layer_mismatch, push_image
+from .record import EndpointRecord, ReleaseRecord, Status
+from .serving import EndpointPool
+
+Sink = Callable[[str], None]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    allow_overwrite: bool = False
+    chunk_size: int | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Endpoints worked on at once; None: all of them (at most 32), so twelve regions are not
+    # copied in two rounds behind a worker limit.
+    parallel: int | None = None
+    # The first push through the engine's `docker push` instead of our own client (for the
+    # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
+    engine_push: bool = False
+    # Floating tags never move backwards: False when a newer version of the image exists.
+    move_floating: bool = True
+    # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
+    signer: Signer | None = None
+
+
+class _BlobSpool:
+    """Blobs downloaded once from the source (or compressed by our push), shared by every
+    region's copy and by reruns. An entry is hashed again the first time a process uses it: a
+    damaged one is dropped and fetched again, and the message names the cache."""
+
+    def __init__(self, on_line: Sink = lambda _: None) -> None:
+        self.folder = cache_dir() / "oci-blobs"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.on_line = on_line
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._checked: set[str] = set()
+
+    def get(self, source: RegistryClient, repo: str, digest: str) -> Path:
+        with self._guard:
+            lock = self._locks.setdefault(digest, threading.Lock())
+        with lock:
+            path = self.folder / digest.replace(":", "-")
+            if path.is_file() and digest not in self._checked and not holds(path, digest):
+                self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
+                path.unlink()
+            if not path.is_file():
+                source.download_blob(repo, digest, path)
+            self._checked.add(digest)
+            return path
+
+
+class _EarlyCopies:
+    """Blobs sent to the other endpoints while the first push is still compressing the next
+    layer: each blob, once in the spool, goes to every endpoint on another host, by digest only
+    (nothing is served until ``stage`` writes the manifest and ``tag`` the tag). Endpoints on the
+    source's host are left to ``stage``, which mounts instead. An endpoint whose early copy fails
+    (after the client's retries) gets no more of them, and ``stage`` reports that failure."""
+
+    def __init__(self, publisher: Publisher, targets: list[Target]) -> None:
+        self.publisher = publisher
+        self.targets = targets
+        self._pool = ThreadPoolExecutor(max_workers=publisher.workers, thread_name_prefix="early-copy")
+        self._sent: dict[str, list[Future[None]]] = {t.endpoint.name: [] for t in targets}
+        self._failed: dict[str, BaseException] = {}
+        self._done: dict[str, set[str]] = {t.endpoint.name: set() for t in targets}  # digests
+        # An endpoint's client serves one thread at a time: its copies go one after another.
+        self._turn = {t.endpoint.name: threading.Lock() for t in targets}
+        self._began: dict[str, float] = {}  # endpoint → when its first copy started (monotonic)
+
+    def send(self, blob: Blob) -> None:
+        for t in self.targets:
+            self._sent[t.endpoint.name].append(self._pool.submit(self._copy, t, blob.digest))
+
+    def _copy(self, target: Target, digest: str) -> None:
+        name = target.endpoint.name
+        with self._turn[name]:
+            if name in self._failed:
+                return
+            self._began.setdefault(name, time.monotonic())
+            client, repo = self.publisher.client(target.endpoint), self.publisher.repo(target.endpoint)
+            path = self.publisher.spool.folder / digest.replace(":", "-")
+            try:
+                client.ensure_blob(repo, digest, lambda: path, chunk_size=self.publisher.options.chunk_size)
+                self._done[name].add(digest)
+            except Exception as exc:  # handed to stage, which records it against this endpoint
+                self._failed[name] = exc
+
+    def settle(self, target: Target) -> set[str]:
+        """Wait for ``target``'s early copies: the digests it now holds. A failed copy is raised
+        here, in ``stage``, which records it against the endpoint."""
+        for sent in self._sent.get(target.endpoint.name, ()):
+            sent.result()
+        failed = self._failed.get(target.endpoint.name)
+        if failed is not None:
+            raise failed
+        return self._done.get(target.endpoint.name, set())
+
+    def began(self, target: Target) -> float | None:
+        """When ``target``'s first early copy started (None: it had none), so that the time
+        its record states covers the copies made before its stage."""
+        return self._began.get(target.endpoint.name)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Publisher:
+    def __init__(
+        self,
+        spec: ImageSpec,
+        registries: Registries,
+        engine: Engine | None,
+        credentials: CredentialStore,
+        options: Options,
+        on_line: Sink,
+        documents: Documents | None = None,
+    ) -> None:
+        self.spec = spec
+        self.documents = documents
+        self.attachments: tuple[Attachment, ...] = ()
+        self.created = iso(source_date_epoch(spec))  # the documents' created annotation
+        self.plan: Plan = make_plan(spec, registries)
+        self.workers = options.parallel or min(32, len(self.plan.targets))
+        self.engine = engine
+        self.credentials = credentials
+        self.options = options
+        self.on_line = on_line
+        self.spool = _BlobSpool(on_line)
+        self.pool = EndpointPool(spec, registries, credentials, options.retry, on_line)
+        self._identity: dict[str, str | None] = {}  # manifest digest → why it is not ours
+        self.early: _EarlyCopies | None = None
+        self._diff_ids: list[str] | None = None
+
+    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
+        return self.pool.client(ep, fresh=fresh)
+
+    def repo(self, ep: Endpoint) -> str:
+        return self.pool.repo(ep)
+
+    # --- stages -----------------------------------------------------------------------------
+
+    def check_tags(self, image_id: str) -> None:
+        """Before anything is pushed: refuse if any endpoint's version tag holds another image."""
+        conflicts: list[str] = []
+
+        def look(t: Target) -> tuple[Target, Manifest | None]:
+            try:
+                return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version)
+            except RegistryAuthError:
+                raise  # definitive: without access nothing can be published there
+            except ReleaseError:
+                return t, None  # a region that is down fails later, on its own
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            found = list(pool.map(look, self.plan.targets))
+        for t, m in found:
+            why = self._not_ours(t, m, image_id) if m is not None else None
+            if m is not None and why:
+                conflicts.append(f"  {t.version_ref}: serves {m.digest}: {why}")
+        if conflicts and not self.options.allow_overwrite:
+            msg = (
+                f"{self.spec.ref} is already published with other content; version tags are immutable:\n"
+                + "\n".join(conflicts)
+                + "\nnothing was pushed. Release a new version, or pass --allow-overwrite."
+            )
+            raise TagConflict(msg)
+
+    def _current(self, target: Target, image_id: str) -> Manifest | None:
+        """What ``target``'s version tag holds right now. Asked again at the moment of writing:
+        an endpoint that was unreachable during ``check_tags`` is held to the same rule."""
+        current = self.client(target.endpoint).get_manifest(self.repo(target.endpoint), self.spec.version)
+        if current is not None and not self.options.allow_overwrite:
+            why = self._not_ours(target, current, image_id)
+            if why:
+                msg = (
+                    f"{target.version_ref} holds other content ({current.digest}): {why}; "
+                    "version tags are immutable"
+                )
+                raise TagConflict(msg)
+        return current
+
+    def _not_ours(self, target: Target, manifest: Manifest, image_id: str) -> str | None:
+        """Why ``manifest`` is not the tested image (None: it is). Its identity is the config
+        *and* the layers: a manifest with the tested config but another layer is not ours."""
+        if not manifest.config_digest:
+            return "it is an image index (several platforms), not the tested image"
+        if manifest.config_digest != image_id:
+            return f"its config is {manifest.config_digest}, the tested image is {image_id}"
+        if self.engine is None:  # status and catalog only read
+            return None
+        if manifest.digest not in self._identity:
+            if self._diff_ids is None:
+                self._diff_ids = list(
+                    (self.engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
+                )
+            client = self.client(target.endpoint, fresh=True)
+            self._identity[manifest.digest] = layer_mismatch(
+                client, self.repo(target.endpoint), manifest, self._diff_ids, self.on_line
+            )
+        return self._identity[manifest.digest]
+
+    def push_source(self, image_id: str) -> Manifest:
+        """The first endpoint gets the image from our client (deterministic blobs, layers of
+        earlier releases reused by digest), by digest only: no tag is written here. Its manifest
+        is the source of every copy."""
+        first = self.plan.targets[0]
+        client = self.client(first.endpoint)
+        repo = self.repo(first.endpoint)
+        current = self._current(first, image_id)
+        if current is not None:  # _current checked it is the tested image, layers and all
+            return current
+        assert self.engine is not None
+        self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
+        if self.options.engine_push:
+            # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
+            self.engine.tag(image_id, first.version_ref)
+            creds = self.credentials.for_host(first.endpoint.host)
+            self.engine.push(first.version_ref, creds.docker_auth() if creds else None, self.on_line)
+            manifest = client.get_manifest(repo, self.spec.version)
+        else:
+            earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
+            report = push_image(
+                self.engine, image_id, client, repo, None,
+                spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
+                on_line=self.on_line, on_spooled=self.early.send if self.early else None,
+            )  # fmt: skip
+            manifest = client.get_manifest(repo, report.manifest.digest)
+        if manifest is None or manifest.config_digest != image_id:
+            got = manifest.config_digest if manifest else "nothing"
+            msg = f"{first.endpoint.name} serves {got}, not the tested image {image_id}"
+            raise PublishError(msg)
+        return manifest
+
+    def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
+        """The SBOM and the provenance to attach to ``source`` everywhere, one of each per image.
+        Both are made from this run's inputs; what the first endpoint already holds (an earlier
+        or interrupted run) is outside data, reused only where ``choose`` proves it the same, and
+        never signed as found."""
+        if self.documents is None:
+            return ()
+        first = self.plan.targets[0].endpoint
+        client, repo = self.client(first), self.repo(first)
+        found = list_referrers(client, repo, source.digest)
+        run_known = self.documents.run_known(image_id)
+        out: list[Attachment] = []
+        for kind in KINDS:
+            earlier: Attachment | None = None
+            if found.ours(kind):
+                try:
+                    earlier = fetch_attachment(client, repo, found.ours(kind)[0], kind)
+                except ReleaseError as exc:
+                    self.on_line(
+                        f"{first.name}: the attached {kind} is unusable ({exc.message}); making it again"
+                    )
+            if earlier is None:
+                self.on_line(f"making the {kind} of {source.digest[:19]}")
+            ours = self.documents.make(kind, image_id, source.digest)
+            choice = choose(ours, earlier, self.options.signer, run_known=run_known)
+            if choice.replaced:
+                self.on_line(f"{first.name}: the attached {kind} is not reused: {choice.replaced}; "
+                             "attaching this run's")  # fmt: skip
+            out.append(choice.attachment)
+        return tuple(out)
+
+    def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
+        if not self.attachments:
+            return
+        first = self.plan.targets[0].endpoint
+        same = target is not self.plan.targets[0] and target.endpoint.host == first.host
+        attach(client, repo, source, self.attachments, created=self.created,
+               spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
+
+    def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
+        """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
+        holds the release but serves no new tag yet. Tags are written only once every endpoint
+        is staged (``tag``)."""
+        started = time.monotonic()
+        ep = target.endpoint
+        client = self.client(ep)
+        repo = self.repo(ep)
+        first = self.plan.targets[0].endpoint
+        try:
+            sent_early: set[str] = set()
+            if self.early is not None:
+                sent_early = self.early.settle(target)
+                started = min(started, self.early.began(target) or started)
+            current = self._current(target, image_id)
+            if current is not None and current.digest == source.digest:
+                self._attach(target, client, repo, source)
+                return self._record(target, "unchanged", source.digest, None, started, client)
+            if target is not self.plan.targets[0]:
+                src_client = self.client(first, fresh=True)
+                src_repo = self.repo(first)
+                self.on_line(f"copying {source.digest[:19]} to {ep.name}")
+                mount_from = src_repo if ep.host == first.host else None
+                for digest, _size in source.blobs():
+                    if digest not in sent_early:
+                        client.ensure_blob(
+                            repo, digest, functools.partial(self.spool.get, src_client, src_repo, digest),
+                            mount_from=mount_from, chunk_size=self.options.chunk_size,
+                        )  # fmt: skip
+                client.put_manifest(repo, source.digest, source)
+            if client.head_manifest(repo, source.digest) != source.digest:
+                msg = f"{ep.name} does not serve {source.digest} after the copy"
+                raise PublishError(msg)
+            self._attach(target, client, repo, source)
+            return self._record(target, "staged", source.digest, None, started, client)
+        except ReleaseError as exc:
+            return self._record(target, "failed", None, exc.message, started, client)
+        except Exception as exc:  # a region's unexpected failure must not hide the others'
+            return self._record(
+                target, "failed", None, f"{type(exc).__name__}: {redact(str(exc))}", started, client
+            )
+
+    def tag(self, target: Target, source: Manifest, image_id: str, staged: EndpointRecord) -> EndpointRecord:
+        """Write the version tag at a staged endpoint, held to immutability at the moment of
+        writing, and verify it."""
+        if staged.status == "unchanged":
+            return staged
+        started = time.monotonic() - staged.seconds
+        client = self.client(target.endpoint)
+        repo = self.repo(target.endpoint)
+        try:
+            self._current(target, image_id)
+            client.put_manifest(repo, self.spec.version, source)
+            served = client.head_manifest(repo, self.spec.version)
+            if served != source.digest:
+                msg = f"{target.version_ref} serves {served}, expected {source.digest}"
+                raise PublishError(msg)
+            return self._record(target, "verified", source.digest, None, started, client)
+        except ReleaseError as exc:
+            return self._record(target, "failed", source.digest, exc.message, started, client)
+
+    def _record(
+        self,
+        target: Target,
+        status: str,
+        digest: str | None,
+        error: str | None,
+        started: float,
+        client: RegistryClient,
+    ) -> EndpointRecord:
+        return EndpointRecord(
+            endpoint=target.endpoint.name,
+            host=target.endpoint.host,
+            version_ref=target.version_ref,
+            floating_refs=target.floating_refs,
+            status=cast(Status, status),
+            digest=digest,
+            error=error,
+            seconds=round(time.monotonic() - started, 3),
+            uploaded_bytes=client.stats["uploaded_bytes"],
+            mounted_blobs=client.stats["mounted"],
+            skipped_blobs=client.stats["skipped_blobs"],
+            retries=client.stats["retries"],
+            verified_at=_now() if status in ("verified", "unchanged") else None,
+        )
+
+    def move_floating(self, source: Manifest) -> tuple[str, ...]:
+        moved: list[str] = []
+        for t in self.plan.targets:
+            client = self.client(t.endpoint)
+            for tag, ref in zip(self.spec.floating_tags, t.floating_refs, strict=True):
+                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
+                    client.put_manifest(self.repo(t.endpoint), tag, source)
+                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
+                    msg = f"{ref} does not serve {source.digest} after moving it"
+                    raise PublishError(msg)
+                moved.append(ref)
+        return tuple(moved)
+
+    def run(self, image_id: str, inputs: str) -> ReleaseRecord:
+        # Early copies need our own first push (it spools each blob as it compresses it), and go
+        # to the endpoints on other hosts than the source's (the same host mounts, in stage).
+        first = self.plan.targets[0].endpoint
+        others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
+        self.early = _EarlyCopies(self, others) if others and not self.options.engine_push else None
+        try:
+            return self._run(image_id, inputs)
+        finally:
+            if self.early is not None:  # no copy outlives the run (an interrupt, a failure)
+                self.early.close()
+
+    def _run(self, image_id: str, inputs: str) -> ReleaseRecord:
+        self.check_tags(image_id)
+        base = ReleaseRecord(
+            ref=self.spec.ref,
+            manifest=self.spec.manifest_path,
+            manifest_sha256=self.spec.content_hash,
+            inputs_sha256=inputs,
+            tested_image_id=image_id,
+            digest=None,
+            published_at=_now(),
+            complete=False,
+            floating_moved=(),
+        )
+        first = self.plan.targets[0]
+        try:
+            source = self.push_source(image_id)
+        except ReleaseError as exc:
+            failed = tuple(
+                EndpointRecord(
+                    endpoint=t.endpoint.name,
+                    host=t.endpoint.host,
+                    version_ref=t.version_ref,
+                    floating_refs=t.floating_refs,
+                    status="failed" if t is first else "planned",
+                    digest=None,
+                    error=exc.message
+                    if t is first
+                    else f"not staged: {first.endpoint.name} (the source) failed",
+                )
+                for t in self.plan.targets
+            )
+            return replace(base, endpoints=failed)
+        self.attachments = self.documents_for(source, image_id)
+        attached: dict[str, str] = {
+            a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
+        }
+        base = replace(base, attachments=attached)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
+        if any(e.status == "failed" for e in staged):
+            # Not every endpoint holds the release: no version tag is written anywhere, so no
+            # user sees a release that is missing in one region. A rerun finishes.
+            waiting = "staged by digest; no tag is written until every endpoint is staged"
+            staged = [replace(e, error=waiting) if e.status == "staged" else e for e in staged]
+            return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            pairs = zip(self.plan.targets, staged, strict=True)
+            endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
+        complete = all(e.status in ("verified", "unchanged") for e in endpoints)
+        record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
+        if complete and self.spec.floating_tags and self.options.move_floating:
+            record = replace(record, floating_moved=self.move_floating(source))
+        return record
+
+
+def publish(
+    spec: ImageSpec,
+    registries: Registries,
+    engine: Engine,
+    credentials: CredentialStore,
+    options: Options,
+    on_line: Sink,
+    documents: Documents | None = None,
+) -> ReleaseRecord:
+    """Publish the built, smoke-tested ``spec`` (with its SBOM and provenance attached, given
+    ``documents``); the record says what each endpoint serves."""
+    info = engine.require_image(spec.ref)
+    require_tested(spec, info.id)
+    publisher = Publisher(spec, registries, engine, credentials, options, on_line, documents)
+    return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
+
+
+def failure_report(record: ReleaseRecord) -> str:
+    lines = [f"{record.ref} is not published everywhere; rerun `xpu-release publish {record.ref}` to finish:"]
+    for e in record.endpoints:
+        lines.append(f"  {e.endpoint:<22} {e.status:<10} {e.error or e.digest or ''}")
+    lines.append("no floating tag was moved")
+    return "\n".join(lines)

@@ -1,0 +1,232 @@
+"""The release record: what was published where, with which digest, verified when.
+
+Written by every publish (also a failed one: it says which endpoints are done), read by
+``status`` and by the release notes, archived by CI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import DamagedFileError, NotFoundError, OutputError
+
+# staged: the endpoint holds the release by digest, but its version tag is not written yet
+# (another endpoint failed, so no tag was written anywhere).
+Status = Literal["verified", "unchanged", "staged", "failed", "planned"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointRecord:
+    endpoint: str
+    host: str
+    version_ref: str
+    floating_refs: tuple[str, ...]
+    status: Status
+    digest: str | None
+    error: str | None = None
+    seconds: float = 0.0
+    uploaded_bytes: int = 0
+    mounted_blobs: int = 0
+    skipped_blobs: int = 0
+    retries: int = 0
+    verified_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseRecord:
+    ref: str
+    manifest: str
+    manifest_sha256: str
+    inputs_sha256: str
+    tested_image_id: str  # the config digest the smoke tests ran against
+    digest: str | None  # the manifest digest every endpoint serves
+    published_at: str
+    complete: bool  # every endpoint verified
+    floating_moved: tuple[str, ...]
+    endpoints: tuple[EndpointRecord, ...] = field(default_factory=tuple)
+    # Documents attached to the image by digest at every endpoint (attest.py, referrers.py):
+    # kind ("sbom", "provenance") → the digest of the artifact manifest that carries it.
+    attachments: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReleaseRecord:
+        eps = tuple(
+            EndpointRecord(**{**e, "floating_refs": tuple(e["floating_refs"])}) for e in data["endpoints"]
+        )
+        return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
+                      "attachments": dict(data.get("attachments") or {})})  # fmt: skip
+
+
+def default_path(root: Path, image: str, version: str) -> Path:
+    return root / "out" / "releases" / image / f"{version}.json"
+
+
+def attempt_path(path: Path) -> Path:
+    """Where a run that did less than the record it found writes what it did, beside it."""
+    return path.with_name(path.stem + ".attempt.json")
+
+
+# What a record must look like to be read at all: the shape this module writes, nothing
+# guessed. Checked on every read (exit 12 naming the file and the first thing wrong).
+_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_OPT_DIGEST = {"anyOf": [_DIGEST, {"type": "null"}]}
+_OPT_STR = {"type": ["string", "null"]}
+_ENDPOINT = {
+    "type": "object",
+    "required": ["endpoint", "host", "version_ref", "floating_refs", "status", "digest"],
+    "additionalProperties": False,
+    "properties": {
+        "endpoint": {"type": "string", "minLength": 1},
+        "host": {"type": "string", "minLength": 1},
+        "version_ref": {"type": "string", "minLength": 1},
+        "floating_refs": {"type": "array", "items": {"type": "string"}},
+        "status": {"enum": ["verified", "unchanged", "staged", "failed", "planned"]},
+        "digest": _OPT_DIGEST,
+        "error": _OPT_STR,
+        "seconds": {"type": "number", "minimum": 0},
+        "uploaded_bytes": {"type": "integer", "minimum": 0},
+        "mounted_blobs": {"type": "integer", "minimum": 0},
+        "skipped_blobs": {"type": "integer", "minimum": 0},
+        "retries": {"type": "integer", "minimum": 0},
+        "verified_at": _OPT_STR,
+    },
+}
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "xpu-release release record",
+    "type": "object",
+    "required": [
+        "ref", "manifest", "manifest_sha256", "inputs_sha256", "tested_image_id", "digest",
+        "published_at", "complete", "floating_moved", "endpoints",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "ref": {"type": "string", "pattern": "^[^:\\s]+:[^:\\s]+$"},
+        "manifest": {"type": "string"},
+        "manifest_sha256": {"type": "string"},
+        "inputs_sha256": {"type": "string"},
+        "tested_image_id": _DIGEST,
+        "digest": _OPT_DIGEST,
+        "published_at": {"type": "string"},
+        "complete": {"type": "boolean"},
+        "floating_moved": {"type": "array", "items": {"type": "string"}},
+        "endpoints": {"type": "array", "items": _ENDPOINT},
+        "attachments": {
+            "type": "object",
+            "propertyNames": {"enum": ["sbom", "provenance"]},
+            "additionalProperties": _DIGEST,
+        },
+    },
+}  # fmt: skip
+
+
+def completeness(record: ReleaseRecord) -> tuple[int, int, int, int]:
+    """How much of the release a record says is done, comparable: complete first, then
+    endpoints serving it, then endpoints holding it by digest, then a digest at all."""
+    serving = sum(e.status in ("verified", "unchanged") for e in record.endpoints)
+    staged = sum(e.status == "staged" for e in record.endpoints)
+    return (int(record.complete), serving, staged, int(record.digest is not None))
+
+
+def write(record: ReleaseRecord, path: Path) -> None:
+    """``record`` at ``path``, atomically: a unique temporary file renamed over it, so that two
+    runs writing at once never share (or lose) a temporary name."""
+    import os
+    import uuid
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            tmp.write_text(json.dumps(record.to_json(), indent=2) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        msg = f"{path}: cannot write the release record ({exc.strerror or type(exc).__name__})"
+        raise OutputError(msg) from None
+
+
+def keep(record: ReleaseRecord, path: Path) -> Path:
+    """Write ``record`` at ``path`` unless the record there says more is done (a complete
+    release, more endpoints serving it): then it goes beside it (``attempt_path``) and the
+    better record stays as it was. Returns where it was written."""
+    try:
+        current = read_optional(path)
+    except DamagedFileError:
+        current = None  # a damaged record says nothing: this run's replaces it
+    if current is not None and current.ref == record.ref and completeness(record) < completeness(current):
+        write(record, attempt_path(path))
+        return attempt_path(path)
+    write(record, path)
+    attempt_path(path).unlink(missing_ok=True)  # superseded by a record at least as complete
+    return path
+
+
+def read_optional(path: Path) -> ReleaseRecord | None:
+    """The record at ``path``; None only when nothing at all is there. Anything else that is
+    not a record (a directory, a FIFO, a dangling link, damaged text) is exit 12."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    return read(path)
+
+
+def read(path: Path) -> ReleaseRecord:
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            msg = f"{path}: the release record is a dangling symbolic link; remove it or pass --record"
+            raise DamagedFileError(msg) from None
+        msg = f"no release record at {path}; publish first or pass --record"
+        raise NotFoundError(msg) from None
+    except OSError as exc:
+        msg = f"{path}: cannot read the release record ({exc.strerror or type(exc).__name__})"
+        raise DamagedFileError(msg) from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        msg = f"{path}: the release record is {kind}; remove it or pass --record with a record file"
+        raise DamagedFileError(msg)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        problem = _shape_problem(data)
+        if problem is None:
+            return ReleaseRecord.from_json(data)
+        why = problem if problem.startswith("has no") else f"is not a release record ({problem})"
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or type(exc).__name__})"
+    except UnicodeDecodeError:
+        why = "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        why = f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    except RecursionError:
+        why = "is not a release record (nested too deeply)"
+    msg = (
+        f"{path}: the release record {why}; publish again to rewrite it (the registries are the "
+        "truth: `xpu-release status REF` reads them), or pass --record with an intact copy"
+    )
+    raise DamagedFileError(msg)
+
+
+def _shape_problem(data: Any) -> str | None:
+    """The first way ``data`` differs from ``SCHEMA`` (None: it is a record)."""
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    where = ".".join(str(p) for p in first.absolute_path)
+    if first.validator == "required" and isinstance(first.instance, dict):
+        missing = [repr(k) for k in first.validator_value if k not in first.instance]
+        return f"{where + ': ' if where else ''}has no {', '.join(missing)}"
+    shown = first.message if len(first.message) <= 160 else first.message[:157] + "..."
+    return f"{where or 'the document'}: {shown}"

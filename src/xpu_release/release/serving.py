@@ -1,0 +1,227 @@
+"""What the endpoints serve: the endpoint pool, and the read-only questions asked through it.
+
+The pool holds one registry client per endpoint of a release (publish shares it, so a run's
+report counts every retry). On top of it: ``status`` (typed rows: what each version and floating
+tag serves against the record), ``catalog`` (every tag per endpoint; an endpoint that does not
+answer is reported as such, never as a tag), and ``find_published`` (build avoidance).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import RegistryAuthError, ReleaseError
+from ..evidence.attachment import KINDS
+from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
+from ..evidence.signing import ENVELOPE_TYPE
+from ..labels import INPUTS_LABEL
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from ..oci.credentials import CredentialStore
+from ..oci.endpoint import Endpoint
+from ..oci.registry import RegistryClient, RetryPolicy
+from ..oci.store import remember_config
+from .plan import Plan, make_plan
+from .record import ReleaseRecord
+
+Sink = Callable[[str], None]
+ErrorKind = Literal["auth", "unreachable"]
+# What one of our documents is at an endpoint: ok (the recorded one, or with no record one of
+# ours), unsigned (a provenance with no DSSE envelope), missing (the referrers list it, the
+# registry no longer serves it), foreign (not the digest the record names: someone else's).
+DocState = Literal["ok", "unsigned", "missing", "foreign"]
+
+
+class EndpointPool:
+    """The endpoints of one release, each with one client for the whole run."""
+
+    def __init__(
+        self,
+        spec: ImageSpec,
+        registries: Registries,
+        credentials: CredentialStore,
+        retry: RetryPolicy | None = None,
+        on_line: Sink = lambda _: None,
+    ) -> None:
+        self.spec = spec
+        self.plan: Plan = make_plan(spec, registries)
+        self.credentials = credentials
+        self.retry = retry or RetryPolicy()
+        self.on_line = on_line
+        self._clients: dict[str, RegistryClient] = {}
+
+    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
+        """The endpoint's client; a ``fresh`` one for work shared across threads."""
+        if fresh or ep.name not in self._clients:
+            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
+            if fresh:
+                return made
+            self._clients[ep.name] = made
+        return self._clients[ep.name]
+
+    def repo(self, ep: Endpoint) -> str:
+        return ep.repository(self.spec.image)
+
+
+def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> EndpointPool:
+    """A pool that only asks (few retries): for status, the catalog and build avoidance."""
+    return EndpointPool(spec, registries, credentials, RetryPolicy(attempts=2))
+
+
+def _kind(exc: ReleaseError) -> ErrorKind:
+    return "auth" if isinstance(exc, RegistryAuthError) else "unreachable"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusRow:
+    """What one ref (an endpoint's version or floating tag) serves now."""
+
+    endpoint: str
+    ref: str
+    tag: str
+    serves: str | None  # the manifest digest; None: absent, or the endpoint did not answer
+    expected: str | None  # the digest the release record says (None: no record)
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    # Which of our documents (sbom, provenance) the referrers of what it serves list; asked for
+    # version tags only (a floating tag serves the same manifest).
+    attached: tuple[str, ...] = ()
+    # Each document the referrers list, with what it is (``DocState``).
+    documents: tuple[tuple[str, DocState], ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return self.serves is not None and self.serves == self.expected
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint, "ref": self.ref, "tag": self.tag, "serves": self.serves,
+            "expected": self.expected, "matches": self.matches, "error": self.error,
+            "error_kind": self.error_kind, "attached": list(self.attached),
+            "documents": dict(self.documents),
+        }  # fmt: skip
+
+
+def _document_states(
+    client: RegistryClient, repo: str, found: Referrers, record: ReleaseRecord | None
+) -> tuple[tuple[str, DocState], ...]:
+    out: list[tuple[str, DocState]] = []
+    for kind in KINDS:
+        listed = found.ours(kind)
+        if not listed:
+            continue
+        digest = str(listed[0].get("digest") or "")
+        recorded = (record.attachments or {}).get(kind) if record else None
+        manifest = client.get_manifest(repo, digest) if digest else None
+        state: DocState = "ok"
+        if manifest is None:
+            state = "missing"
+        elif recorded and recorded != digest:
+            state = "foreign"
+        elif kind == "provenance":
+            layers = manifest.data.get("layers") or [{}]
+            first = layers[0] if isinstance(layers[0], dict) else {}
+            state = "ok" if first.get("mediaType") == ENVELOPE_TYPE else "unsigned"
+        out.append((kind, state))
+    return tuple(out)
+
+
+def status(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
+) -> list[StatusRow]:
+    """What each endpoint serves now for the version and floating tags, against the record."""
+    pool = _reader(spec, registries, credentials)
+    rows: list[StatusRow] = []
+    expected = record.digest if record else None
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        for tag, ref in (
+            (spec.version, t.version_ref),
+            *zip(spec.floating_tags, t.floating_refs, strict=True),
+        ):
+            try:
+                served = client.head_manifest(pool.repo(t.endpoint), tag)
+                attached: tuple[str, ...] = ()
+                documents: tuple[tuple[str, DocState], ...] = ()
+                if served is not None and tag == spec.version:
+                    found = list_referrers(client, pool.repo(t.endpoint), served)
+                    documents = _document_states(client, pool.repo(t.endpoint), found, record)
+                    attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
+            except ReleaseError as exc:
+                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
+                                error=exc.message, error_kind=_kind(exc))  # fmt: skip
+            else:
+                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
+                                attached=attached, documents=documents)  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogEntry:
+    """Every tag of the image's repository at one endpoint, with the digest each serves; or why
+    the endpoint did not say."""
+
+    endpoint: str
+    tags: tuple[tuple[str, str | None], ...] = ()
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+
+
+def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> list[CatalogEntry]:
+    pool = _reader(spec, registries, credentials)
+    out: list[CatalogEntry] = []
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        repo = pool.repo(t.endpoint)
+        try:
+            # The referrers tag schema's indexes are not release tags: `status` says what is attached.
+            names = sorted(t for t in client.tags(repo) if not is_referrers_tag(t))
+            tags = tuple((tag, client.head_manifest(repo, tag)) for tag in names)
+        except ReleaseError as exc:
+            out.append(CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc)))
+        else:
+            out.append(CatalogEntry(endpoint=t.endpoint.name, tags=tags))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Published:
+    """An image an endpoint already serves at the version tag, made from the same inputs."""
+
+    endpoint: Endpoint
+    ref: str  # host/namespace/image@sha256:… (the manifest digest)
+    image_id: str  # its config digest
+
+
+def find_published(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore, inputs: str
+) -> Published | None:
+    """The first endpoint (public first) whose version tag serves an image whose config carries
+    ``inputs`` as its inputs hash: that image can be pulled instead of built (build avoidance).
+    Unreachable endpoints are passed over; a different image at the tag is left to publish's
+    immutability check."""
+    pool = _reader(spec, registries, credentials)
+    for t in pool.plan.targets:
+        client = pool.client(t.endpoint)
+        repo = pool.repo(t.endpoint)
+        try:
+            manifest = client.get_manifest(repo, spec.version)
+            if manifest is None or not manifest.config_digest:
+                continue
+            raw = client.blob_bytes(repo, manifest.config_digest)
+            config = json.loads(raw)
+        except (ReleaseError, ValueError):
+            continue
+        labels = (config.get("config") or {}).get("Labels") or {}
+        if labels.get(INPUTS_LABEL) == inputs:
+            remember_config(raw)  # a push to another endpoint needs its exact bytes
+            return Published(
+                endpoint=t.endpoint,
+                ref=f"{t.endpoint.prefix}/{spec.image}@{manifest.digest}",
+                image_id=manifest.config_digest,
+            )
+    return None

@@ -1,0 +1,210 @@
+"""``verify``: does every endpoint serve the release, blob for blob?
+
+Two levels, as the README's reliability section says:
+
+- shallow (the release's verify stage): each endpoint's version tag names the release's
+  manifest digest, and every blob that manifest lists exists there with the size it lists
+  (HEAD requests: a few per blob, no bytes);
+- deep (``verify --deep``): every blob is downloaded and hashed at every endpoint, in parallel,
+  streamed (memory stays at one chunk per worker): a flipped byte in a stored blob is found,
+  named by endpoint and digest.
+
+At both levels the image's attachments (SBOM, provenance) are checked the same way: each
+endpoint's referrers of the image list the very artifact manifests the record names (with no
+record: those the first endpoint lists), and their blobs are checked like the image's.
+
+Neither re-reads what the record says: both ask the endpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..errors import ReleaseError
+from ..evidence.attachment import KINDS
+from ..evidence.referrers import Referrers, attachment_of, list_referrers
+from ..evidence.signing import Verifier, open_envelope
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from ..oci.credentials import CredentialStore
+from ..oci.endpoint import Endpoint
+from ..oci.registry import Manifest, RegistryClient, RetryPolicy
+from .serving import EndpointPool
+
+CHUNK = 1 << 20
+Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    endpoint: str
+    what: str  # the ref or the blob digest
+    problem: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyReport:
+    ref: str
+    digest: str | None
+    deep: bool
+    endpoints: int
+    blobs_checked: int
+    bytes_hashed: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool) -> tuple[str | None, int]:
+    """A problem with one blob at one endpoint (None: fine), and the bytes hashed."""
+    if not deep:
+        length = client.blob_size(repo, digest)
+        if length is None:
+            return "missing", 0
+        if length >= 0 and length != size:
+            return f"has {length} bytes, the manifest lists {size}", 0
+        return None, 0
+    if client.blob_size(repo, digest) is None:
+        return "missing", 0
+    resp = client.open_blob(repo, digest)
+    h = hashlib.sha256()
+    got = 0
+    for chunk in resp.iter_content(CHUNK):
+        h.update(chunk)
+        got += len(chunk)
+    if "sha256:" + h.hexdigest() != digest:
+        return f"its bytes hash to sha256:{h.hexdigest()} ({got} bytes)", got
+    if got != size:
+        return f"has {got} bytes, the manifest lists {size}", got
+    return None, got
+
+
+def _attachments(
+    client: RegistryClient,
+    repo: str,
+    found: Referrers,
+    expected: dict[str, str],
+    key: Verifier | None = None,
+) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """Problems with the attachments at one endpoint, and the blobs to check like the image's.
+    With ``key``: the provenance must be an envelope it signed, about the image it is attached to."""
+    if not expected:
+        return [("attachments", "no SBOM and no provenance are attached to the image")], []
+    problems: list[tuple[str, str]] = []
+    blobs: list[tuple[str, int]] = []
+    for kind in KINDS:
+        want = expected.get(kind)
+        listed = [str(d.get("digest")) for d in found.ours(kind)]
+        if want is None:
+            problems.append((kind, "not attached at the first endpoint, so not expected anywhere"))
+        elif want not in listed:
+            has = f"lists {', '.join(listed)}" if listed else f"lists no {kind}"
+            problems.append((kind, f"the referrers of the image ({found.via}) {has}, not {want}"))
+        else:
+            manifest = client.get_manifest(repo, want)
+            if manifest is None:
+                problems.append((kind, f"{want} is listed but not served"))
+                continue
+            blobs += manifest.blobs()
+            if kind == "provenance" and key is not None:
+                problems += _signature(client, repo, manifest, key)
+    return problems, blobs
+
+
+def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verifier) -> list[tuple[str, str]]:
+    subject = str((manifest.data.get("subject") or {}).get("digest") or "")
+    try:
+        statement = open_envelope(
+            attachment_of(client, repo, manifest, "provenance").payload, key, manifest.digest
+        )
+    except ReleaseError as exc:
+        return [("provenance", exc.message)]
+    subjects = statement.get("subject")
+    about = [
+        "sha256:" + str((s.get("digest") or {}).get("sha256", ""))
+        for s in (subjects if isinstance(subjects, list) else [])
+        if isinstance(s, dict) and isinstance(s.get("digest") or {}, dict)
+    ]
+    if subject not in about:
+        return [("provenance", f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]
+    return []
+
+
+def verify(
+    spec: ImageSpec,
+    registries: Registries,
+    credentials: CredentialStore,
+    digest: str | None,
+    *,
+    deep: bool,
+    attachments: dict[str, str] | None = None,
+    key: Verifier | None = None,
+    parallel: int = 8,
+    on_line: Sink = lambda _: None,
+) -> VerifyReport:
+    """Check every endpoint against ``digest`` (None: against what the first endpoint serves),
+    and its attachments against ``attachments`` (kind → artifact manifest digest; None: those
+    of the first endpoint)."""
+    endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
+    plan = endpoints.plan
+    findings: list[Finding] = []
+    jobs: list[tuple[Endpoint, RegistryClient, str, str, int]] = []
+    expected = digest
+    attached = dict(attachments) if attachments is not None else None
+    for t in plan.targets:
+        ep = t.endpoint
+        client, repo = endpoints.client(ep), endpoints.repo(ep)
+        try:
+            manifest: Manifest | None = client.get_manifest(repo, spec.version)
+        except ReleaseError as exc:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message))
+            continue
+        if manifest is None:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem="serves nothing"))
+            continue
+        expected = expected or manifest.digest
+        if manifest.digest != expected:
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref,
+                                    problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
+            continue
+        jobs += [(ep, client, repo, d, size) for d, size in manifest.blobs()]
+        try:
+            found = list_referrers(client, repo, manifest.digest)
+            if attached is None:
+                attached = {k: d[0]["digest"] for k in KINDS if (d := found.ours(k))}
+            problems, blobs = _attachments(client, repo, found, attached, key)
+        except ReleaseError as exc:
+            findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
+            continue
+        findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
+        jobs += [(ep, client, repo, d, size) for d, size in blobs]
+    on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
+
+    def one(job: tuple[Endpoint, RegistryClient, str, str, int]) -> tuple[Finding | None, int]:
+        ep, client, repo, d, size = job
+        try:
+            problem, hashed = _blob(client, repo, d, size, deep)
+        except ReleaseError as exc:
+            problem, hashed = exc.message, 0
+        return (Finding(endpoint=ep.name, what=d, problem=problem) if problem else None), hashed
+
+    hashed_total = 0
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for finding, hashed in pool.map(one, jobs):
+            hashed_total += hashed
+            if finding is not None:
+                findings.append(finding)
+    return VerifyReport(
+        ref=spec.ref,
+        digest=expected,
+        deep=deep,
+        endpoints=len(plan.targets),
+        blobs_checked=len(jobs),
+        bytes_hashed=hashed_total,
+        findings=tuple(findings),
+    )
