@@ -12,7 +12,7 @@ import pytest
 
 from xpu_release.errors import PublishError
 from xpu_release.oci.registry import RegistryClient
-from xpu_release.release.publish import _EarlyCopies
+from xpu_release.release.copies import EarlyCopies
 from xpu_release.release.push import Blob
 
 D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
@@ -47,17 +47,12 @@ class Client:
             self.busy.release()
 
 
-def copies(*clients: Client) -> tuple[_EarlyCopies, list[SimpleNamespace]]:
+def copies(*clients: Client) -> tuple[EarlyCopies, list[SimpleNamespace]]:
     by_name = {c.name: c for c in clients}
-    publisher = SimpleNamespace(
-        workers=4,
-        client=lambda ep: by_name[ep.name],
-        repo=lambda ep: "ns/image",
-        spool=SimpleNamespace(folder=Path("/spool")),
-        options=SimpleNamespace(chunk_size=None),
-    )
+    pool = SimpleNamespace(client=lambda ep: by_name[ep.name], repo=lambda ep: "ns/image")
+    spool = SimpleNamespace(folder=Path("/spool"))
     targets = [SimpleNamespace(endpoint=SimpleNamespace(name=c.name)) for c in clients]
-    return _EarlyCopies(publisher, targets), targets  # type: ignore[arg-type]
+    return EarlyCopies(pool, spool, targets, workers=4), targets  # type: ignore[arg-type]
 
 
 def test_every_blob_goes_to_every_endpoint_and_a_present_one_is_not_sent() -> None:

@@ -1,7 +1,10 @@
-"""The ``xpu-release`` command line: Click, option parsing, output, and exit codes. Nothing else.
+"""The cli wing: the ``xpu-release`` command line: Click, option parsing, output, exit codes.
 
-Every stage lives in its own module; these files only wire them together and map the
-``ReleaseError`` hierarchy (``errors.py``) to messages and exit statuses.
+Owns: reading the environment (once, into ``Settings``), the commands, what a person sees
+(``output``), and mapping the ``ReleaseError`` hierarchy (``errors.py``) and the one rule for
+user errors to messages and exit statuses.
+
+May import: every wing. Nothing imports it.
 """
 
 from . import images, manifests, releases

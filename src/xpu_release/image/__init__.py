@@ -1,1 +1,9 @@
-"""(wing)"""
+"""The image wing: from a manifest to a built, smoke-tested image in the engine.
+
+Owns: rendering Dockerfiles (``render``, ``templating``), the lock (``lock``), the pinned base
+(``baseimage``), fetching wheels and artifacts (``fetch``), the engine adapter (``engine``), the
+build and its reproducible layers (``build``, ``normalize``, ``layers``, ``repro``), and the smoke
+test (``smoke``, ``smoke_plugin``).
+
+May import: ``manifest``, ``oci`` and the leaf modules; never ``evidence``, ``release`` or ``cli``.
+"""

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
+from ..progress import Sink
 from ..secrets import redact
 
 CONTAINER_LABEL = "io.xpu-release.container"
 KEEP_ENV = "XPU_RELEASE_KEEP_CONTAINERS"
 
-LineSink = Callable[[str], None]
+LineSink = Sink  # the one progress type (progress.py)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urljoin, urlparse
 import requests
 
 from ..errors import PublishError
+from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
 from .store import sha256_digest
@@ -67,7 +68,7 @@ class RegistryClient:
         endpoint: Endpoint,
         credentials: Credentials | None,
         retry: RetryPolicy | None = None,
-        on_retry: Callable[[str], None] | None = None,
+        on_retry: Sink | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.t = Transport(endpoint, credentials, retry, on_retry)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
@@ -22,6 +21,7 @@ from urllib.parse import urlparse
 import requests
 
 from ..errors import PublishError, RegistryAuthError, TLSVerifyFailed
+from ..progress import Sink
 from ..secrets import redact
 from .credentials import Credentials
 from .endpoint import Endpoint
@@ -75,7 +75,7 @@ class Transport:
         endpoint: Endpoint,
         credentials: Credentials | None,
         retry: RetryPolicy | None = None,
-        on_retry: Callable[[str], None] | None = None,
+        on_retry: Sink | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.credentials = credentials

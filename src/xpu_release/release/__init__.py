@@ -1,1 +1,10 @@
-"""(wing)"""
+"""The release wing: the stages that put a tested image everywhere and prove it.
+
+Owns: the pipeline (``pipeline``), what a publish would do (``plan``), the first push
+(``push``), publishing (``publish``, with the tag rules in ``tags`` and the blob spool and early
+copies in ``copies``), the endpoint pool and read-only questions (``pool``, ``serving``),
+verification (``verify``), the dry run's checks (``preflight``), the record (``record``) and the
+release notes (``notes``).
+
+May import: ``evidence``, ``image``, ``manifest``, ``oci`` and the leaf modules; never ``cli``.
+"""

@@ -24,6 +24,7 @@ from ..labels import INPUTS_LABEL
 from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
+from ..progress import Sink
 from . import record as records
 from .notes import notes_path, render_notes
 from .plan import make_plan
@@ -65,7 +66,7 @@ class Summary:
 class Reporter:
     """Stage by stage: CI log groups on GitHub Actions and GitLab, plain lines elsewhere."""
 
-    def __init__(self, write: Callable[[str], None], ci: str = "") -> None:
+    def __init__(self, write: Sink, ci: str = "") -> None:
         self.write = write
         self.github = ci == "github"
         self.gitlab = ci == "gitlab"

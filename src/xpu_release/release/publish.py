@@ -13,16 +13,13 @@ tags move only after every endpoint is verified. Every run writes a release reco
 from __future__ import annotations
 
 import functools
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import cast
 
-from ..errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
+from ..errors import PublishError, ReleaseError
 from ..evidence.attachment import KINDS, Attachment
 from ..evidence.attest import Documents, choose
 from ..evidence.referrers import artifact_manifest, attach, fetch_attachment, list_referrers
@@ -37,15 +34,14 @@ from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
-from ..oci.store import holds
+from ..progress import Sink
 from ..secrets import redact
-from ..settings import cache_dir
+from .copies import BlobSpool, EarlyCopies
 from .plan import Plan, Target, make_plan
-from .push import Blob, layer_mismatch, push_image
+from .pool import EndpointPool
+from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status
-from .serving import EndpointPool
-
-Sink = Callable[[str], None]
+from .tags import TagRules
 
 
 def _now() -> str:
@@ -69,88 +65,6 @@ class Options:
     signer: Signer | None = None
 
 
-class _BlobSpool:
-    """Blobs downloaded once from the source (or compressed by our push), shared by every
-    region's copy and by reruns. An entry is hashed again the first time a process uses it: a
-    damaged one is dropped and fetched again, and the message names the cache."""
-
-    def __init__(self, on_line: Sink = lambda _: None) -> None:
-        self.folder = cache_dir() / "oci-blobs"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.on_line = on_line
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-        self._checked: set[str] = set()
-
-    def get(self, source: RegistryClient, repo: str, digest: str) -> Path:
-        with self._guard:
-            lock = self._locks.setdefault(digest, threading.Lock())
-        with lock:
-            path = self.folder / digest.replace(":", "-")
-            if path.is_file() and digest not in self._checked and not holds(path, digest):
-                self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
-                path.unlink()
-            if not path.is_file():
-                source.download_blob(repo, digest, path)
-            self._checked.add(digest)
-            return path
-
-
-class _EarlyCopies:
-    """Blobs sent to the other endpoints while the first push is still compressing the next
-    layer: each blob, once in the spool, goes to every endpoint on another host, by digest only
-    (nothing is served until ``stage`` writes the manifest and ``tag`` the tag). Endpoints on the
-    source's host are left to ``stage``, which mounts instead. An endpoint whose early copy fails
-    (after the client's retries) gets no more of them, and ``stage`` reports that failure."""
-
-    def __init__(self, publisher: Publisher, targets: list[Target]) -> None:
-        self.publisher = publisher
-        self.targets = targets
-        self._pool = ThreadPoolExecutor(max_workers=publisher.workers, thread_name_prefix="early-copy")
-        self._sent: dict[str, list[Future[None]]] = {t.endpoint.name: [] for t in targets}
-        self._failed: dict[str, BaseException] = {}
-        self._done: dict[str, set[str]] = {t.endpoint.name: set() for t in targets}  # digests
-        # An endpoint's client serves one thread at a time: its copies go one after another.
-        self._turn = {t.endpoint.name: threading.Lock() for t in targets}
-        self._began: dict[str, float] = {}  # endpoint → when its first copy started (monotonic)
-
-    def send(self, blob: Blob) -> None:
-        for t in self.targets:
-            self._sent[t.endpoint.name].append(self._pool.submit(self._copy, t, blob.digest))
-
-    def _copy(self, target: Target, digest: str) -> None:
-        name = target.endpoint.name
-        with self._turn[name]:
-            if name in self._failed:
-                return
-            self._began.setdefault(name, time.monotonic())
-            client, repo = self.publisher.client(target.endpoint), self.publisher.repo(target.endpoint)
-            path = self.publisher.spool.folder / digest.replace(":", "-")
-            try:
-                client.ensure_blob(repo, digest, lambda: path, chunk_size=self.publisher.options.chunk_size)
-                self._done[name].add(digest)
-            except Exception as exc:  # handed to stage, which records it against this endpoint
-                self._failed[name] = exc
-
-    def settle(self, target: Target) -> set[str]:
-        """Wait for ``target``'s early copies: the digests it now holds. A failed copy is raised
-        here, in ``stage``, which records it against the endpoint."""
-        for sent in self._sent.get(target.endpoint.name, ()):
-            sent.result()
-        failed = self._failed.get(target.endpoint.name)
-        if failed is not None:
-            raise failed
-        return self._done.get(target.endpoint.name, set())
-
-    def began(self, target: Target) -> float | None:
-        """When ``target``'s first early copy started (None: it had none), so that the time
-        its record states covers the copies made before its stage."""
-        return self._began.get(target.endpoint.name)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 class Publisher:
     def __init__(
         self,
@@ -172,11 +86,11 @@ class Publisher:
         self.credentials = credentials
         self.options = options
         self.on_line = on_line
-        self.spool = _BlobSpool(on_line)
+        self.spool = BlobSpool(on_line)
         self.pool = EndpointPool(spec, registries, credentials, options.retry, on_line)
-        self._identity: dict[str, str | None] = {}  # manifest digest → why it is not ours
-        self.early: _EarlyCopies | None = None
-        self._diff_ids: list[str] | None = None
+        self.tags = TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
+                             workers=self.workers, on_line=on_line)  # fmt: skip
+        self.early: EarlyCopies | None = None
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
         return self.pool.client(ep, fresh=fresh)
@@ -186,66 +100,6 @@ class Publisher:
 
     # --- stages -----------------------------------------------------------------------------
 
-    def check_tags(self, image_id: str) -> None:
-        """Before anything is pushed: refuse if any endpoint's version tag holds another image."""
-        conflicts: list[str] = []
-
-        def look(t: Target) -> tuple[Target, Manifest | None]:
-            try:
-                return t, self.client(t.endpoint).get_manifest(self.repo(t.endpoint), self.spec.version)
-            except RegistryAuthError:
-                raise  # definitive: without access nothing can be published there
-            except ReleaseError:
-                return t, None  # a region that is down fails later, on its own
-
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            found = list(pool.map(look, self.plan.targets))
-        for t, m in found:
-            why = self._not_ours(t, m, image_id) if m is not None else None
-            if m is not None and why:
-                conflicts.append(f"  {t.version_ref}: serves {m.digest}: {why}")
-        if conflicts and not self.options.allow_overwrite:
-            msg = (
-                f"{self.spec.ref} is already published with other content; version tags are immutable:\n"
-                + "\n".join(conflicts)
-                + "\nnothing was pushed. Release a new version, or pass --allow-overwrite."
-            )
-            raise TagConflict(msg)
-
-    def _current(self, target: Target, image_id: str) -> Manifest | None:
-        """What ``target``'s version tag holds right now. Asked again at the moment of writing:
-        an endpoint that was unreachable during ``check_tags`` is held to the same rule."""
-        current = self.client(target.endpoint).get_manifest(self.repo(target.endpoint), self.spec.version)
-        if current is not None and not self.options.allow_overwrite:
-            why = self._not_ours(target, current, image_id)
-            if why:
-                msg = (
-                    f"{target.version_ref} holds other content ({current.digest}): {why}; "
-                    "version tags are immutable"
-                )
-                raise TagConflict(msg)
-        return current
-
-    def _not_ours(self, target: Target, manifest: Manifest, image_id: str) -> str | None:
-        """Why ``manifest`` is not the tested image (None: it is). Its identity is the config
-        *and* the layers: a manifest with the tested config but another layer is not ours."""
-        if not manifest.config_digest:
-            return "it is an image index (several platforms), not the tested image"
-        if manifest.config_digest != image_id:
-            return f"its config is {manifest.config_digest}, the tested image is {image_id}"
-        if self.engine is None:  # status and catalog only read
-            return None
-        if manifest.digest not in self._identity:
-            if self._diff_ids is None:
-                self._diff_ids = list(
-                    (self.engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
-                )
-            client = self.client(target.endpoint, fresh=True)
-            self._identity[manifest.digest] = layer_mismatch(
-                client, self.repo(target.endpoint), manifest, self._diff_ids, self.on_line
-            )
-        return self._identity[manifest.digest]
-
     def push_source(self, image_id: str) -> Manifest:
         """The first endpoint gets the image from our client (deterministic blobs, layers of
         earlier releases reused by digest), by digest only: no tag is written here. Its manifest
@@ -253,7 +107,7 @@ class Publisher:
         first = self.plan.targets[0]
         client = self.client(first.endpoint)
         repo = self.repo(first.endpoint)
-        current = self._current(first, image_id)
+        current = self.tags.current(first, image_id)
         if current is not None:  # _current checked it is the tested image, layers and all
             return current
         assert self.engine is not None
@@ -331,7 +185,7 @@ class Publisher:
             if self.early is not None:
                 sent_early = self.early.settle(target)
                 started = min(started, self.early.began(target) or started)
-            current = self._current(target, image_id)
+            current = self.tags.current(target, image_id)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
@@ -368,7 +222,7 @@ class Publisher:
         client = self.client(target.endpoint)
         repo = self.repo(target.endpoint)
         try:
-            self._current(target, image_id)
+            self.tags.current(target, image_id)
             client.put_manifest(repo, self.spec.version, source)
             served = client.head_manifest(repo, self.spec.version)
             if served != source.digest:
@@ -403,25 +257,18 @@ class Publisher:
             verified_at=_now() if status in ("verified", "unchanged") else None,
         )
 
-    def move_floating(self, source: Manifest) -> tuple[str, ...]:
-        moved: list[str] = []
-        for t in self.plan.targets:
-            client = self.client(t.endpoint)
-            for tag, ref in zip(self.spec.floating_tags, t.floating_refs, strict=True):
-                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
-                    client.put_manifest(self.repo(t.endpoint), tag, source)
-                if client.head_manifest(self.repo(t.endpoint), tag) != source.digest:
-                    msg = f"{ref} does not serve {source.digest} after moving it"
-                    raise PublishError(msg)
-                moved.append(ref)
-        return tuple(moved)
-
     def run(self, image_id: str, inputs: str) -> ReleaseRecord:
         # Early copies need our own first push (it spools each blob as it compresses it), and go
         # to the endpoints on other hosts than the source's (the same host mounts, in stage).
         first = self.plan.targets[0].endpoint
         others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
-        self.early = _EarlyCopies(self, others) if others and not self.options.engine_push else None
+        self.early = (
+            EarlyCopies(
+                self.pool, self.spool, others, workers=self.workers, chunk_size=self.options.chunk_size
+            )
+            if others and not self.options.engine_push
+            else None
+        )
         try:
             return self._run(image_id, inputs)
         finally:
@@ -429,7 +276,7 @@ class Publisher:
                 self.early.close()
 
     def _run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        self.check_tags(image_id)
+        self.tags.check(image_id)
         base = ReleaseRecord(
             ref=self.spec.ref,
             manifest=self.spec.manifest_path,
@@ -479,7 +326,7 @@ class Publisher:
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if complete and self.spec.floating_tags and self.options.move_floating:
-            record = replace(record, floating_moved=self.move_floating(source))
+            record = replace(record, floating_moved=self.tags.move_floating(source))
         return record
 
 

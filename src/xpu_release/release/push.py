@@ -27,6 +27,7 @@ from ..errors import PublishError
 from ..image.engine import Engine
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import DigestMap, holds, known_config, remember_config
+from ..progress import Sink
 from ..settings import cache_dir
 
 MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
@@ -35,8 +36,6 @@ LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 GZIP_LEVEL = 6
 MEMBER = 32 << 20  # bytes of layer per gzip member
 CHUNK = 1 << 20
-
-Sink = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,6 @@
-"""What the endpoints serve: the endpoint pool, and the read-only questions asked through it.
+"""What the endpoints serve: the read-only questions asked through an ``EndpointPool``.
 
-The pool holds one registry client per endpoint of a release (publish shares it, so a run's
-report counts every retry). On top of it: ``status`` (typed rows: what each version and floating
+``status`` (typed rows: what each version and floating
 tag serves against the record), ``catalog`` (every tag per endpoint; an endpoint that does not
 answer is reported as such, never as a tag), and ``find_published`` (build avoidance).
 """
@@ -9,7 +8,6 @@ answer is reported as such, never as a tag), and ``find_published`` (build avoid
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,46 +22,14 @@ from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import RegistryClient, RetryPolicy
 from ..oci.store import remember_config
-from .plan import Plan, make_plan
+from .pool import EndpointPool
 from .record import ReleaseRecord
 
-Sink = Callable[[str], None]
 ErrorKind = Literal["auth", "unreachable"]
 # What one of our documents is at an endpoint: ok (the recorded one, or with no record one of
 # ours), unsigned (a provenance with no DSSE envelope), missing (the referrers list it, the
 # registry no longer serves it), foreign (not the digest the record names: someone else's).
 DocState = Literal["ok", "unsigned", "missing", "foreign"]
-
-
-class EndpointPool:
-    """The endpoints of one release, each with one client for the whole run."""
-
-    def __init__(
-        self,
-        spec: ImageSpec,
-        registries: Registries,
-        credentials: CredentialStore,
-        retry: RetryPolicy | None = None,
-        on_line: Sink = lambda _: None,
-    ) -> None:
-        self.spec = spec
-        self.plan: Plan = make_plan(spec, registries)
-        self.credentials = credentials
-        self.retry = retry or RetryPolicy()
-        self.on_line = on_line
-        self._clients: dict[str, RegistryClient] = {}
-
-    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
-        """The endpoint's client; a ``fresh`` one for work shared across threads."""
-        if fresh or ep.name not in self._clients:
-            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
-            if fresh:
-                return made
-            self._clients[ep.name] = made
-        return self._clients[ep.name]
-
-    def repo(self, ep: Endpoint) -> str:
-        return ep.repository(self.spec.image)
 
 
 def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> EndpointPool:

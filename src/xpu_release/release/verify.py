@@ -19,7 +19,6 @@ Neither re-reads what the record says: both ask the endpoints.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -32,10 +31,10 @@ from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
-from .serving import EndpointPool
+from ..progress import Sink
+from .pool import EndpointPool
 
 CHUNK = 1 << 20
-Sink = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
