@@ -92,15 +92,40 @@ class PublishError(ReleaseError):
     exit_code = 7
 
 
-class RegistryAuthError(PublishError):
+class WireError(ReleaseError):
+    """A registry did not answer as the protocol says (go-containerregistry's ``transport.Error``):
+    no connection, a status we cannot use, a broken upload, a digest that does not match. Says
+    which HTTP ``status`` (if any) and whether trying again later may help (``temporary``: a
+    connection that failed, 429, 5xx); a definitive answer (4xx, a wrong digest) is not. The
+    transport raises it; each caller decides what it means to the user (publish and verify: 7;
+    the base image's registry in ``lock``: 10; ``status`` and the preflight: a row or check)."""
+
+    exit_code = 7
+
+    def __init__(
+        self, message: str, *, status: int | None = None, temporary: bool = False, details: str = ""
+    ) -> None:
+        super().__init__(message, details=details)
+        self.status = status
+        self.temporary = temporary
+
+
+class RegistryAuthError(WireError):
     """A registry refused our credentials (401/403) or we have none for it."""
 
     exit_code = 8
 
 
-class TLSVerifyFailed(PublishError):
+class TLSVerifyFailed(WireError):
     """An endpoint's TLS certificate does not verify against its ``ca_file`` (or the system's
     CAs): the same exit code in a dry run's preflight as in the real run's publish."""
+
+
+class VerifyFailed(ReleaseError):
+    """An endpoint does not serve the release as recorded: a blob missing or damaged, another
+    digest at a tag, a document missing or signed by another key."""
+
+    exit_code = 7
 
 
 class TagConflict(PublishError):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.errors import PublishError
+from xpu_release.errors import WireError
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 
@@ -98,7 +98,7 @@ def served(cli: Cli, regs: Path, tag: str, image: str = "xpu-fixture") -> dict[s
         client, repo = endpoint_client(cli, regs, ep.name, image)
         try:
             out[ep.name] = client.head_manifest(repo, tag)
-        except PublishError:
+        except WireError:
             out[ep.name] = "unreachable"
     return out
 

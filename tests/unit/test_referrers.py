@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from xpu_release.errors import WireError
 from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.referrers import (
     EMPTY,
@@ -138,7 +139,6 @@ def test_a_registry_with_the_referrers_api_lists_them_itself(tmp_path: Path) -> 
 
 
 def test_a_damaged_attachment_is_named(registry: tuple[RegistryClient, State], tmp_path: Path) -> None:
-    from xpu_release.errors import PublishError
 
     client, state = registry
     subject = image()
@@ -146,7 +146,7 @@ def test_a_damaged_attachment_is_named(registry: tuple[RegistryClient, State], t
     state.blobs[SBOM.digest] = b'{"bomFormat":"CycloneDX","flipped":1}'
     desc = list_referrers(client, REPO, subject.digest).ours("sbom")[0]
 
-    with pytest.raises(PublishError, match="is not what its digest says"):
+    with pytest.raises(WireError, match="is not what its digest says"):
         fetch_attachment(client, REPO, desc, "sbom")
 
 

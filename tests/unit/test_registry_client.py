@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.errors import PublishError, RegistryAuthError
+from xpu_release.errors import PublishError, RegistryAuthError, WireError
 from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
@@ -180,10 +180,28 @@ def test_a_registry_that_stays_busy_fails_after_the_attempts_allowed(registry: t
     host, state = registry
     state.faults = Faults(unavailable=50)
 
-    with pytest.raises(PublishError) as info:
+    with pytest.raises(WireError) as info:
         client_for(host, state).ping()
 
     assert "answered 503" in info.value.message
+    assert (info.value.status, info.value.temporary) == (503, True)  # a rerun later may help
+
+
+def test_wire_errors_say_whether_trying_again_may_help(registry: tuple[str, State]) -> None:
+    host, state = registry
+    client = client_for(host, state)
+    client.put_manifest(REPO, "1.0", manifest(1))
+    state.faults = Faults(wrong_digest_header=True)
+
+    with pytest.raises(WireError) as wrong:
+        client.get_manifest(REPO, "1.0")
+    with pytest.raises(WireError) as down:
+        client_for("127.0.0.1:1", state).ping()
+
+    assert wrong.value.temporary is False  # a definitive answer: the same again next time
+    assert down.value.temporary is True  # nobody answered: a later rerun may find it up
+    assert down.value.exit_code == 7
+    assert not isinstance(down.value, PublishError)  # the caller says what it means
 
 
 def test_a_manifest_whose_claimed_digest_is_wrong_is_refused(registry: tuple[str, State]) -> None:
@@ -192,7 +210,7 @@ def test_a_manifest_whose_claimed_digest_is_wrong_is_refused(registry: tuple[str
     client.put_manifest(REPO, "1.0", manifest(1))
     state.faults = Faults(wrong_digest_header=True)
 
-    with pytest.raises(PublishError) as info:
+    with pytest.raises(WireError) as info:
         client.get_manifest(REPO, "1.0")
 
     assert "claims sha256:000" in info.value.message

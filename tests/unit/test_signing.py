@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from xpu_release.errors import ConfigError, PublishError
+from xpu_release.errors import ConfigError, VerifyFailed
 from xpu_release.evidence.signing import (
     envelope,
     load_signer,
@@ -69,14 +69,14 @@ def test_a_changed_payload_no_longer_verifies(tmp_path: Path) -> None:
     doc = json.loads(envelope(STATEMENT, load_signer(str(private))))  # type: ignore[arg-type]
     doc["payload"] = base64.b64encode(STATEMENT.replace(b"ab", b"cd")).decode()
 
-    with pytest.raises(PublishError, match="does not verify"):
+    with pytest.raises(VerifyFailed, match="does not verify"):
         open_envelope(json.dumps(doc).encode(), load_verifier(str(public)), "vpc/cn-beijing")
 
 
 def test_an_unsigned_provenance_is_named_as_such(tmp_path: Path) -> None:
     _, public = write_key(tmp_path, ed25519.Ed25519PrivateKey.generate())
 
-    with pytest.raises(PublishError, match="not signed"):
+    with pytest.raises(VerifyFailed, match="not signed"):
         open_envelope(STATEMENT, load_verifier(str(public)), "public")
 
 

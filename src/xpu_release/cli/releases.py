@@ -148,7 +148,7 @@ def verify(
     """
     from dataclasses import asdict
 
-    from ..errors import PublishError
+    from ..errors import VerifyFailed
     from ..release import record as records
     from ..release.verify import verify as run_verify
 
@@ -178,7 +178,7 @@ def verify(
     if not report.ok:
         lines = [f"{spec.ref}: {len(report.findings)} problems:"]
         lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
-        raise PublishError("\n".join(lines))
+        raise VerifyFailed("\n".join(lines))
 
 
 @cli.command()

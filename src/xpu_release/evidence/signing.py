@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, PublishError
+from ..errors import ConfigError, VerifyFailed
 from ..oci.store import canonical_json
 from ..secrets import register
 
@@ -205,13 +205,13 @@ def signed_by(document: bytes, verifier: Verifier) -> bool:
 
 
 def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, Any]:
-    """The verified statement of a signed provenance, or a PublishError saying why not."""
+    """The verified statement of a signed provenance, or a VerifyFailed saying why not."""
     if not is_envelope(document):
         msg = f"{where}: the provenance is not signed (no DSSE envelope)"
-        raise PublishError(msg)
+        raise VerifyFailed(msg)
     if not signed_by(document, verifier):
         msg = f"{where}: the provenance's signature does not verify with key {verifier.keyid[:19]}"
-        raise PublishError(msg)
+        raise VerifyFailed(msg)
     statement = statement_of(document)
     try:
         data = json.loads(statement) if statement is not None else None
@@ -219,5 +219,5 @@ def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, 
         data = None
     if not isinstance(data, dict):
         msg = f"{where}: the signed provenance's payload is not an in-toto statement"
-        raise PublishError(msg)
+        raise VerifyFailed(msg)
     return data

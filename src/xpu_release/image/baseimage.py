@@ -6,7 +6,7 @@ digest, never the tag, so a moved tag can neither change a build nor be reused u
 
 from __future__ import annotations
 
-from ..errors import NotFoundError, PublishError, RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed
+from ..errors import NotFoundError, RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, WireError
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
@@ -23,7 +23,7 @@ def current_digest(spec: ImageSpec, registries: Registries, credentials: Credent
         return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
     except (RegistryAuthError, TLSVerifyFailed):
         raise
-    except PublishError as exc:  # no answer at all: the registry, not the release, is the matter
+    except WireError as exc:  # no answer at all: the registry, not the release, is the matter
         msg = f"the base image's registry does not answer: {exc.message.splitlines()[0]}"
         raise StackError(msg) from None
 

@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urljoin, urlparse
 
 import requests
 
-from ..errors import PublishError
+from ..errors import WireError
 from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
@@ -51,7 +51,7 @@ class Manifest:
         d = self.data
         if "manifests" in d:
             msg = f"{self.digest} is an image index; multi-platform copies are not supported yet"
-            raise PublishError(msg)
+            raise WireError(msg)
         return [(d["config"]["digest"], d["config"]["size"])] + [
             (x["digest"], x["size"]) for x in d["layers"]
         ]
@@ -111,10 +111,10 @@ class RegistryClient:
         claimed = resp.headers.get("Docker-Content-Digest")
         if claimed and claimed != digest:
             msg = f"{self.endpoint.name}: manifest {repo}:{reference} claims {claimed} but hashes to {digest}"
-            raise PublishError(msg)
+            raise WireError(msg)
         if reference.startswith("sha256:") and reference != digest:
             msg = f"{self.endpoint.name}: manifest {reference} hashes to {digest}"
-            raise PublishError(msg)
+            raise WireError(msg)
         media = resp.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
         return Manifest(digest=digest, media_type=media, body=body)
 
@@ -129,11 +129,11 @@ class RegistryClient:
         )
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: PUT manifest {repo}:{reference} answered 404"
-            raise PublishError(msg)
+            raise WireError(msg)
         claimed = resp.headers.get("Docker-Content-Digest")
         if claimed and claimed != manifest.digest:
             msg = f"{self.endpoint.name}: stored {repo}:{reference} as {claimed}, expected {manifest.digest}"
-            raise PublishError(msg)
+            raise WireError(msg)
 
     def blob_exists(self, repo: str, digest: str) -> bool:
         resp = self.t.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
@@ -179,11 +179,11 @@ class RegistryClient:
         resp = self.t.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
-            raise PublishError(msg)
+            raise WireError(msg)
         body = resp.content[: limit + 1]
         if len(body) > limit or sha256_digest(body) != digest:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is not what its digest says"
-            raise PublishError(msg)
+            raise WireError(msg)
         return body
 
     def blob_size(self, repo: str, digest: str) -> int | None:
@@ -195,13 +195,13 @@ class RegistryClient:
         return int(length) if length is not None else -1
 
     def open_blob(self, repo: str, digest: str) -> requests.Response:
-        """A blob as a stream (``iter_content``); PublishError if missing. The caller hashes it."""
+        """A blob as a stream (``iter_content``); WireError if missing. The caller hashes it."""
         resp = self.t.request(
             "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True
         )
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
-            raise PublishError(msg)
+            raise WireError(msg)
         return resp
 
     def delete_manifest(self, repo: str, digest: str) -> None:
@@ -211,7 +211,7 @@ class RegistryClient:
         )
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: no manifest {digest} in {repo} to delete"
-            raise PublishError(msg)
+            raise WireError(msg)
 
     def download_blob(self, repo: str, digest: str, dest: Path) -> None:
         """Stream a blob to ``dest``, verifying its digest; nothing is kept if it differs."""
@@ -227,11 +227,11 @@ class RegistryClient:
         except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
             partial.unlink(missing_ok=True)
             msg = f"{self.endpoint.name}: download of {digest} broke ({type(exc).__name__})"
-            raise PublishError(msg) from None
+            raise WireError(msg) from None
         if "sha256:" + h.hexdigest() != digest:
             partial.unlink(missing_ok=True)
             msg = f"{self.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
-            raise PublishError(msg)
+            raise WireError(msg)
         partial.replace(dest)
 
     def upload_blob(self, repo: str, digest: str, path: Path, *, chunk_size: int | None = None) -> None:
@@ -263,7 +263,7 @@ class RegistryClient:
             self.t.stats["uploaded_bytes"] += size
             return
         msg = f"{self.endpoint.name}: upload of {digest} kept breaking"
-        raise PublishError(msg)
+        raise WireError(msg)
 
     def _patch_chunks(
         self, location: str, path: Path, size: int, chunk_size: int, scope: str, renew: bool

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 import requests
 
-from ..errors import PublishError, RegistryAuthError, TLSVerifyFailed
+from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
 from ..progress import Sink
 from ..secrets import redact
 from .credentials import Credentials
@@ -116,7 +116,7 @@ class Transport:
                 )
             except requests.RequestException as exc:
                 msg = f"token service of {self.endpoint.name} failed: {type(exc).__name__}"
-                raise PublishError(msg) from None
+                raise WireError(msg, temporary=True) from None
             if token_resp.status_code in (401, 403):
                 code = token_resp.status_code
                 msg = f"{self.endpoint.name} ({self.endpoint.host}) refused our credentials ({code})"
@@ -186,7 +186,7 @@ class Transport:
                 if attempt + 1 >= self.retry.attempts:
                     why = type(exc).__name__
                     msg = f"{self.endpoint.name}: {method} {path} failed after {attempt + 1} attempts ({why})"
-                    raise PublishError(msg) from None
+                    raise WireError(msg, temporary=True) from None
                 self.backoff(attempt, None, f"{type(exc).__name__}")
                 attempt += 1
                 continue
@@ -214,7 +214,7 @@ class Transport:
                 continue
             text = redact(resp.text[:300])
             msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
-            raise PublishError(msg)
+            raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
 
     def with_token(self, headers: dict[str, str], scope: str) -> dict[str, str]:
         """``headers`` plus the bearer token earned for ``scope``, if any."""

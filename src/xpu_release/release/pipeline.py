@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import PublishError, ReleaseError
+from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents
 from ..image.build import build_image, inputs_sha256
 from ..image.engine import Engine
@@ -244,7 +244,7 @@ class Release:
         if wrong:
             listing = "\n".join(f"  {r.ref}: serves {r.serves or r.error or 'nothing'}" for r in wrong)
             msg = f"after publishing, not every endpoint serves {record.digest}:\n{listing}"
-            raise PublishError(msg)
+            raise VerifyFailed(msg)
         # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
         # hashes them too).
         blobs = verify(spec, self.registries, self.credentials, record.digest, deep=False,
@@ -252,7 +252,7 @@ class Release:
         if not blobs.ok:
             listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
             msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
-            raise PublishError(msg)
+            raise VerifyFailed(msg)
         kinds = " and ".join(record.attachments) or "nothing"
         detail = f"{len(rows)} refs serve {record.digest}; {kinds} attached; {blobs.blobs_checked} blobs"
         return "done", detail, None

@@ -21,11 +21,11 @@ from ..errors import (
     BuildFailed,
     LockError,
     PreflightFailed,
-    PublishError,
     RegistryAuthError,
     ReleaseError,
     StackError,
     TLSVerifyFailed,
+    WireError,
 )
 from ..image.engine import Engine
 from ..image.lock import Lock
@@ -80,7 +80,7 @@ def base_check(spec: ImageSpec, lock: Lock, registries: Registries, credentials:
             now = client.head_manifest(repo, spec.base.tag)
         except RegistryAuthError:
             raise
-        except PublishError as exc:
+        except WireError as exc:
             raise StackError(redact(exc.message)) from None
         if pinned is None:
             msg = (
@@ -187,7 +187,7 @@ def endpoint_check(spec: ImageSpec, ep: Endpoint, credentials: CredentialStore) 
             client.head_manifest(repo, spec.version)
         except (RegistryAuthError, TLSVerifyFailed):
             raise  # the real run's publish stops with the same code (8, 7)
-        except PublishError as exc:
+        except WireError as exc:
             raise StackError(redact(exc.message)) from None
         who = f"as {creds.username}" if creds else "anonymously"
         return f"{ep.host}/{repo} answers {who}"

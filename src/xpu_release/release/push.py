@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import PublishError
+from ..errors import PublishError, WireError
 from ..image.engine import Engine
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import DigestMap, holds, known_config, remember_config
@@ -132,7 +132,7 @@ def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> 
             if manifest is None or manifest.media_type != MANIFEST_TYPE:
                 continue
             config = json.loads(client.blob_bytes(repo, manifest.config_digest))
-        except (PublishError, ValueError):
+        except (WireError, ValueError):
             continue
         diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
         layers = manifest.data.get("layers") or []
