@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from xpu_release.cli import cli
+from xpu_release.manifest.order import build_order
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = [ROOT / ".github" / "workflows" / "release.yml", ROOT / ".gitlab-ci.yml"]
@@ -79,7 +80,7 @@ def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() ->
 
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
     build = workflow["jobs"]["build"]
-    waves = Repo(ROOT).build_order(Repo(ROOT).refs())
+    waves = build_order(Repo(ROOT), Repo(ROOT).refs())
 
     assert build["strategy"]["max-parallel"] == 1  # wave after wave
     assert len(waves) <= len(build["strategy"]["matrix"]["wave"])

@@ -7,7 +7,7 @@ user errors to messages and exit statuses.
 May import: every wing. Nothing imports it.
 """
 
-from . import images, manifests, releases
+from . import ci, images, manifests, publishing, releases
 from .app import cli, main
 
-__all__ = ["cli", "images", "main", "manifests", "releases"]
+__all__ = ["ci", "cli", "images", "main", "manifests", "publishing", "releases"]

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import click
 
-from .app import State, _emit_json, _line_sink, cli, json_option, pass_state, ref_argument, write_output
-from .output import info
+from .app import (
+    State,
+    _emit_json,
+    cli,
+    json_option,
+    pass_state,
+    ref_argument,
+)
+from .output import _line_sink, info, write_output
 
 # --- build and test ------------------------------------------------------------------------
 

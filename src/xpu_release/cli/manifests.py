@@ -16,9 +16,8 @@ from .app import (
     pass_state,
     print_plan,
     ref_argument,
-    write_output,
 )
-from .output import info, notice
+from .output import info, notice, write_output
 
 # --- manifests -------------------------------------------------------------------------------
 

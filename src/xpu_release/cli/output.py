@@ -4,12 +4,19 @@ and colour on a terminal unless ``NO_COLOR`` is set (https://no-color.org)."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import errno
 import os
+import shutil
 import sys
 from dataclasses import dataclass
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, ClassVar
 
 import click
+
+from ..errors import OutputError, ReleaseError
 
 
 @dataclass
@@ -62,3 +69,153 @@ def status(word: str, width: int = 8, stream: IO[Any] | None = None) -> str:
     padded = f"{word:<{width}}"
     colour = STATUS_COLOURS.get(word)
     return paint(padded, colour, stream=stream or sys.stdout) if colour else padded
+
+
+# --- data to stdout or a file -------------------------------------------------------------
+
+
+def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
+    """Write a command's data to ``output`` (``-`` or None: stdout). A file's folder is made
+    when missing; the file appears whole (a temporary file renamed over it). Returns True when
+    a file was written (the caller says so on stderr)."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            click.echo(data.decode(), nl=False)
+        else:
+            click.echo(data, nl=False)
+        return False
+    from ..files import describe, kind_of
+
+    path = Path(output)
+    raw = data.encode() if isinstance(data, str) else data
+    kind = kind_of(path)
+    if kind == "directory":
+        msg = f"{_cut(str(path))}: is a directory; name a file to write the {what} to"
+        raise OutputError(msg)
+    if kind == "file" and path.is_symlink():
+        path = Path(os.path.realpath(path))  # the file the link names, not the link
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if kind == "special":  # /dev/stdout, a FIFO, a device: written as any tool would
+            with path.open("wb") as f:
+                f.write(raw)
+            return True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(raw)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        msg = f"{_cut(str(path))}: cannot write the {what} ({describe(exc)})"
+        raise OutputError(msg) from None
+    return True
+
+
+LINE_LIMIT = 400  # characters of one error line: echoed input is cut, never a 100 KB line
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
+
+
+def _bounded(message: str) -> str:
+    return "\n".join(_cut(line, LINE_LIMIT) for line in message.splitlines())
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS}
+
+
+def as_user_error(exc: BaseException) -> ReleaseError | None:
+    """The one rule, applied here and nowhere else: a path the user gave or the repository holds
+    that cannot be used, output that cannot be written, a missing external program and a
+    malformed setting are the user's situation, each with its exit code (3 configuration, 11 not
+    found, 13 output). Anything else escaping a command is a bug of ours (exit 70)."""
+    from ..errors import ConfigError, NotFoundError, StackError
+    from ..files import describe
+
+    if isinstance(exc, OSError):
+        why = describe(exc)
+        if exc.filename is None:
+            if exc.errno in _OUTPUT_ERRNOS:
+                return OutputError(f"cannot write the output ({why})")
+            return None
+        where = _cut(str(exc.filename))
+        if exc.errno in _OUTPUT_ERRNOS:
+            return OutputError(f"{where}: cannot write ({why})")
+        if isinstance(exc, FileNotFoundError) and "/" not in str(exc.filename):
+            return ConfigError(f"{where}: the program is not on PATH; install it")
+        if exc.errno == errno.ENOENT:
+            return NotFoundError(f"{where}: {why}")
+        return ConfigError(f"{where}: {why}")
+    docker = sys.modules.get("docker.errors")
+    if docker is not None and isinstance(exc, docker.DockerException):
+        # A malformed DOCKER_HOST, an engine that speaks something else: the engine setting.
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
+    return None
+
+
+def _say_error(exc: ReleaseError) -> None:
+    # stderr itself may not be writable: the exit code is then all that is left.
+    with contextlib.suppress(OSError):
+        click.echo(f"{error_prefix()} {_bounded(exc.render())}", err=True)
+        if verbosity().verbose and exc.details:
+            click.echo(exc.details, err=True)
+
+
+# --- progress: one live line on a terminal, every line in a CI log ---------------------------
+
+
+class LiveLine:
+    """Progress output. In CI logs (no terminal) every line, as it comes. In a terminal, one
+    status line rewritten in place for build steps and layer chatter, and the lines that matter
+    (stages, pushes, copies, retries) kept above it."""
+
+    open: ClassVar[list[LiveLine]] = []
+    KEEP = ("==>", "    ", "pulling", "pushing", "copying", "smoke-testing", "Successfully", "released")
+
+    def __init__(self, tty: bool | None = None) -> None:
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.width = shutil.get_terminal_size((100, 20)).columns
+        self.dirty = False
+        LiveLine.open.append(self)
+        atexit.register(self.close)
+
+    @classmethod
+    def close_all(cls) -> None:
+        for live in cls.open:
+            live.close()
+
+    def close(self) -> None:
+        """Leave the last status line on screen, ended, so later output starts on its own line."""
+        if self.dirty:
+            self._raw("\n")
+            self.dirty = False
+
+    def __call__(self, line: str) -> None:
+        if verbosity().quiet:
+            return
+        if not self.tty:
+            click.echo(line, err=True)
+            return
+        if line.startswith(self.KEEP) or "retrying" in line:
+            self._clear()
+            click.echo(line, err=True)
+        else:
+            self._raw("\r\x1b[K" + line.strip()[: self.width - 1])
+            self.dirty = True
+
+    def _clear(self) -> None:
+        if self.dirty:
+            self._raw("\r\x1b[K")
+            self.dirty = False
+
+    @staticmethod
+    def _raw(text: str) -> None:
+        # Written as is: click.echo would strip the control sequences it does not recognise.
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
+def _line_sink() -> LiveLine:
+    return LiveLine()

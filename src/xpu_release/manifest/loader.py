@@ -231,70 +231,18 @@ class Repo:
         if not checker.problems:
             _semantic_checks(src, checker, self.registry_names)
         if not checker.problems:
-            self._check_base_chain(image, version, src, checker)
+            _check_base_chain(self, image, version, src, checker)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)
 
-    def _check_base_chain(self, image: str, version: str, src: Source, c: schema.Checker) -> None:
-        """A base that is another family's release names a manifest that exists, and the chain
-        of such bases never comes back (a cycle): both located at this manifest's base.image."""
-        chain = [f"{image}:{version}"]
-        data = src.data
-        while True:
-            base = data.get("base") or {}
-            if not base.get("image"):
-                return
-            ref = f"{base['image']}:{base.get('version')}"
-            if ref in chain:
-                c.fail(("base", "image"), f"the bases form a cycle: {' → '.join([*chain, ref])}")
-                return
-            path = self.manifest_path(base["image"], str(base.get("version")))
-            if not path.is_file():
-                c.fail(("base", "image"), f"the base release {ref} has no manifest ({self.rel(path)})")
-                return
-            chain.append(ref)
-            try:
-                data = self._resolved(base["image"], str(base["version"]), ()).data
-            except ManifestError:
-                return  # its own problems are reported where it is written
-
-    def descendants(self, refs: set[str]) -> set[str]:
-        """Every release that builds on one of ``refs``, directly or through other releases."""
-        out = set(refs)
-        changed = True
-        parents = {ref: self._base_release(ref) for ref in self.refs()}
-        while changed:
-            changed = False
-            for ref, parent in parents.items():
-                if parent in out and ref not in out:
-                    out.add(ref)
-                    changed = True
-        return out
-
     def base_release(self, ref: str) -> str | None:
         """The release of ours ``ref`` is built on (its ``base.image``), if any."""
-        return self._base_release(ref)
-
-    def _base_release(self, ref: str) -> str | None:
         try:
             base = self._resolved(*parse_ref(ref), ()).data.get("base") or {}
         except ReleaseError:
             return None
         return f"{base['image']}:{base.get('version')}" if base.get("image") else None
-
-    def build_order(self, refs: list[str]) -> list[list[str]]:
-        """``refs`` in waves: each wave builds only on releases of earlier waves (or on none of
-        ``refs``), so a wave's releases can run in parallel and the next waits for it."""
-        remaining = set(refs)
-        waves: list[list[str]] = []
-        while remaining:
-            wave = [r for r in remaining if self._base_release(r) not in remaining]
-            if not wave:  # a cycle (validate reports it): one at a time, in name order
-                wave = sorted(remaining)[:1]
-            waves.append(sorted(wave, key=lambda r: (parse_ref(r)[0], version_key(parse_ref(r)[1]))))
-            remaining -= set(wave)
-        return waves
 
     def load_ref(self, ref: str) -> ImageSpec:
         return self.load(*parse_ref(ref))
@@ -321,6 +269,30 @@ class Repo:
                         ]
                     )
         return specs, problems
+
+
+def _check_base_chain(repo: Repo, image: str, version: str, src: Source, c: schema.Checker) -> None:
+    """A base that is another family's release names a manifest that exists, and the chain
+    of such bases never comes back (a cycle): both located at this manifest's base.image."""
+    chain = [f"{image}:{version}"]
+    data = src.data
+    while True:
+        base = data.get("base") or {}
+        if not base.get("image"):
+            return
+        ref = f"{base['image']}:{base.get('version')}"
+        if ref in chain:
+            c.fail(("base", "image"), f"the bases form a cycle: {' → '.join([*chain, ref])}")
+            return
+        path = repo.manifest_path(base["image"], str(base.get("version")))
+        if not path.is_file():
+            c.fail(("base", "image"), f"the base release {ref} has no manifest ({repo.rel(path)})")
+            return
+        chain.append(ref)
+        try:
+            data = repo._resolved(base["image"], str(base["version"]), ()).data
+        except ManifestError:
+            return  # its own problems are reported where it is written
 
 
 def version_key(v: str) -> tuple[int, tuple[tuple[int, str], ...], str]:

@@ -10,6 +10,7 @@ from ..errors import ConfigError, NotFoundError
 from ..files import kind_of
 from . import Repo
 from .loader import shown
+from .order import build_order, descendants
 
 TAG_RX = re.compile(
     r"(?:refs/tags/)?(?P<image>[a-z0-9]+(?:[._\-][a-z0-9]+)*?)[/\-](?P<version>[0-9][A-Za-z0-9_.\-]{0,127})"
@@ -111,8 +112,8 @@ def changed_refs(repo: Repo, since: str) -> list[str]:
         image, version = ref.split(":")
         if everything or ref in direct or _inherits_from(repo, image, version, direct):
             touched.add(ref)
-    affected = repo.descendants(touched)
-    return [ref for wave in repo.build_order(sorted(affected)) for ref in wave]
+    affected = descendants(repo, touched)
+    return [ref for wave in build_order(repo, sorted(affected)) for ref in wave]
 
 
 def _inherits_from(repo: Repo, image: str, version: str, refs: set[str]) -> bool:

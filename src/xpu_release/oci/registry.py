@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urljoin, urlparse
+from urllib.parse import urlencode, urlparse
 
 import requests
 
@@ -24,7 +24,8 @@ from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
 from .store import sha256_digest
-from .transport import BrokenUpload, RetryPolicy, TokenRenewed, Transport
+from .transport import RetryPolicy, Transport
+from .uploads import upload_blob
 
 __all__ = ["Manifest", "RegistryClient", "RetryPolicy", "sha256_digest"]
 
@@ -235,68 +236,8 @@ class RegistryClient:
         partial.replace(dest)
 
     def upload_blob(self, repo: str, digest: str, path: Path, *, chunk_size: int | None = None) -> None:
-        """Upload ``path`` as ``digest``: monolithic (POST then PUT) or, with ``chunk_size``,
-        chunked (PATCH with Content-Range). A broken upload restarts from a fresh session; a
-        token that expires during it is renewed once."""
-        scope = f"repository:{repo}:pull,push"
-        size = path.stat().st_size
-        renewals = 1
-        for attempt in range(self.t.retry.attempts):
-            start = self.t.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope, ok=(202,))
-            location = urljoin(self.t.base + "/", start.headers.get("Location", ""))
-            try:
-                if chunk_size:
-                    location = self._patch_chunks(location, path, size, chunk_size, scope, renewals > 0)
-                sep = "&" if "?" in location else "?"
-                # Chunked: the chunks are sent, the closing PUT is empty; monolithic: it carries all.
-                final = f"{location}{sep}digest={digest}"
-                self._put_final(final, None if chunk_size else path, scope, renewals > 0)
-            except TokenRenewed:
-                renewals -= 1
-                self.t.on_retry(
-                    f"{self.endpoint.name}: token expired during the upload of {digest[:19]}; renewed"
-                )
-                continue
-            except BrokenUpload as exc:
-                self.t.backoff(attempt, None, f"upload of {digest[:19]} broke ({exc})")
-                continue
-            self.t.stats["uploaded_bytes"] += size
-            return
-        msg = f"{self.endpoint.name}: upload of {digest} kept breaking"
-        raise WireError(msg)
-
-    def _patch_chunks(
-        self, location: str, path: Path, size: int, chunk_size: int, scope: str, renew: bool
-    ) -> str:
-        with path.open("rb") as f:
-            offset = 0
-            while offset < size:
-                block = f.read(chunk_size)
-                end = offset + len(block) - 1
-                headers = {
-                    "Content-Type": "application/octet-stream",
-                    "Content-Range": f"{offset}-{end}",
-                    "Content-Length": str(len(block)),
-                }
-                resp = self.t.once("PATCH", location, headers, block, scope, renew=renew)
-                if resp.status_code != 202:
-                    msg = f"PATCH answered {resp.status_code}"
-                    raise BrokenUpload(msg)
-                location = urljoin(self.t.base + "/", resp.headers.get("Location", location))
-                offset = end + 1
-        return location
-
-    def _put_final(self, url: str, path: Path | None, scope: str, renew: bool) -> None:
-        headers = {"Content-Type": "application/octet-stream"}
-        if path is None:
-            resp = self.t.once("PUT", url, {**headers, "Content-Length": "0"}, b"", scope, renew=renew)
-        else:
-            with path.open("rb") as f:
-                headers["Content-Length"] = str(path.stat().st_size)
-                resp = self.t.once("PUT", url, headers, f, scope, renew=renew)
-        if resp.status_code != 201:
-            msg = f"PUT answered {resp.status_code}"
-            raise BrokenUpload(msg)
+        """Upload ``path`` as ``digest`` (``uploads.upload_blob``: monolithic or chunked)."""
+        upload_blob(self.t, self.endpoint.name, repo, digest, path, chunk_size=chunk_size)
 
     def tags(self, repo: str, *, page: int = 1000) -> list[str]:
         """Every tag of ``repo``, following ``Link: <…>; rel="next"`` pages (ACR and Harbor page

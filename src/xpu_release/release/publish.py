@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from typing import cast
 
 from ..errors import PublishError, ReleaseError
-from ..evidence.attachment import KINDS, Attachment
-from ..evidence.attest import Documents, choose
-from ..evidence.referrers import artifact_manifest, attach, fetch_attachment, list_referrers
+from ..evidence.attachment import Attachment
+from ..evidence.attest import Documents
+from ..evidence.referrers import artifact_manifest, attach
 from ..evidence.signing import Signer
 from ..image.build import source_date_epoch
 from ..image.engine import Engine
@@ -37,10 +37,11 @@ from ..oci.registry import Manifest, RegistryClient, RetryPolicy
 from ..progress import Sink
 from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
+from .documents import documents_for
 from .plan import Plan, Target, make_plan
 from .pool import EndpointPool
 from .push import push_image
-from .record import EndpointRecord, ReleaseRecord, Status
+from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
 from .tags import TagRules
 
 
@@ -133,35 +134,11 @@ class Publisher:
         return manifest
 
     def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
-        """The SBOM and the provenance to attach to ``source`` everywhere, one of each per image.
-        Both are made from this run's inputs; what the first endpoint already holds (an earlier
-        or interrupted run) is outside data, reused only where ``choose`` proves it the same, and
-        never signed as found."""
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
-        client, repo = self.client(first), self.repo(first)
-        found = list_referrers(client, repo, source.digest)
-        run_known = self.documents.run_known(image_id)
-        out: list[Attachment] = []
-        for kind in KINDS:
-            earlier: Attachment | None = None
-            if found.ours(kind):
-                try:
-                    earlier = fetch_attachment(client, repo, found.ours(kind)[0], kind)
-                except ReleaseError as exc:
-                    self.on_line(
-                        f"{first.name}: the attached {kind} is unusable ({exc.message}); making it again"
-                    )
-            if earlier is None:
-                self.on_line(f"making the {kind} of {source.digest[:19]}")
-            ours = self.documents.make(kind, image_id, source.digest)
-            choice = choose(ours, earlier, self.options.signer, run_known=run_known)
-            if choice.replaced:
-                self.on_line(f"{first.name}: the attached {kind} is not reused: {choice.replaced}; "
-                             "attaching this run's")  # fmt: skip
-            out.append(choice.attachment)
-        return tuple(out)
+        return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
+                             image_id, self.options.signer, self.on_line)  # fmt: skip
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
         if not self.attachments:
@@ -232,30 +209,9 @@ class Publisher:
         except ReleaseError as exc:
             return self._record(target, "failed", source.digest, exc.message, started, client)
 
-    def _record(
-        self,
-        target: Target,
-        status: str,
-        digest: str | None,
-        error: str | None,
-        started: float,
-        client: RegistryClient,
-    ) -> EndpointRecord:
-        return EndpointRecord(
-            endpoint=target.endpoint.name,
-            host=target.endpoint.host,
-            version_ref=target.version_ref,
-            floating_refs=target.floating_refs,
-            status=cast(Status, status),
-            digest=digest,
-            error=error,
-            seconds=round(time.monotonic() - started, 3),
-            uploaded_bytes=client.stats["uploaded_bytes"],
-            mounted_blobs=client.stats["mounted"],
-            skipped_blobs=client.stats["skipped_blobs"],
-            retries=client.stats["retries"],
-            verified_at=_now() if status in ("verified", "unchanged") else None,
-        )
+    def _record(self, target: Target, status: str, digest: str | None, error: str | None, started: float,
+                client: RegistryClient) -> EndpointRecord:  # fmt: skip
+        return endpoint_record(target, cast(Status, status), digest, error, started, client.stats)
 
     def run(self, image_id: str, inputs: str) -> ReleaseRecord:
         # Early copies need our own first push (it spools each blob as it compresses it), and go

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..errors import PublishError, WireError
 from ..image.engine import Engine
+from ..image.export import save_layers
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import DigestMap, holds, known_config, remember_config
 from ..progress import Sink
@@ -267,7 +268,7 @@ def push_image(
 
                     jobs.append(line.submit(job))
 
-                config, _ = engine.save_layers(image_id, need, Path(tmp_name), on_layer=take)
+                config, _ = save_layers(engine, image_id, need, Path(tmp_name), on_layer=take)
                 for j in jobs:
                     j.result()
             remember_config(config)

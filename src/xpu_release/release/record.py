@@ -63,6 +63,32 @@ class ReleaseRecord:
                       "attachments": dict(data.get("attachments") or {})})  # fmt: skip
 
 
+def endpoint_record(
+    target: Any, status: Status, digest: str | None, error: str | None, started: float, stats: dict[str, int]
+) -> EndpointRecord:
+    """What one endpoint's stage or tag ended in, with its client's counters and the time since
+    ``started`` (monotonic); ``target`` is the plan's ``Target`` of the endpoint."""
+    import time
+    from datetime import UTC, datetime
+
+    verified = status in ("verified", "unchanged")
+    return EndpointRecord(
+        endpoint=target.endpoint.name,
+        host=target.endpoint.host,
+        version_ref=target.version_ref,
+        floating_refs=target.floating_refs,
+        status=status,
+        digest=digest,
+        error=error,
+        seconds=round(time.monotonic() - started, 3),
+        uploaded_bytes=stats["uploaded_bytes"],
+        mounted_blobs=stats["mounted"],
+        skipped_blobs=stats["skipped_blobs"],
+        retries=stats["retries"],
+        verified_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if verified else None,
+    )
+
+
 def default_path(root: Path, image: str, version: str) -> Path:
     return root / "out" / "releases" / image / f"{version}.json"
 

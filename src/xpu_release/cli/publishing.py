@@ -1,0 +1,269 @@
+"""Commands that publish and check releases at the endpoints: publish, verify, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .app import (
+    State,
+    _credentials,
+    _emit_json,
+    _print_record,
+    cli,
+    json_option,
+    newer_version,
+    pass_state,
+    print_plan,
+    ref_argument,
+    with_login,
+)
+from .output import _line_sink, info
+
+# --- publish -----------------------------------------------------------------------------
+
+signing_key_option = click.option(
+    "--signing-key",
+    type=click.Path(dir_okay=False),
+    help="Sign the provenance with this PEM private key (Ed25519 or ECDSA P-256; also "
+    "$XPU_RELEASE_SIGNING_KEY; an encrypted key's password from $XPU_RELEASE_SIGNING_KEY_PASSWORD).",
+)
+
+
+@cli.command()
+@ref_argument()
+@click.option("--dry-run", is_flag=True, help="Print the plan; touch nothing.")
+@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
+@click.option("--chunk-size", type=click.IntRange(min=1 << 20), help="Chunked blob uploads of this size.")
+@click.option(
+    "--engine-push",
+    is_flag=True,
+    help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
+)
+@json_option()
+@signing_key_option
+@with_login
+@pass_state
+def publish(
+    state: State,
+    ref: str,
+    dry_run: bool,
+    allow_overwrite: bool,
+    record_file: str | None,
+    chunk_size: int | None,
+    engine_push: bool,
+    as_json: bool,
+    signing_key: str | None,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """Publish the tested NAME:VERSION to the public registry and every VPC region, verified.
+
+    \b
+    Examples:
+      xpu-release publish training-cpu-pytorch:25.03 --dry-run
+      xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
+    """
+    from ..errors import PublishError
+    from ..release import record as records
+    from ..release.plan import make_plan
+    from ..release.publish import Options, failure_report
+    from ..release.publish import publish as run_publish
+
+    spec = state.repo.load_ref(ref)
+    registries = state.registries()
+    if dry_run:
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version))
+        if as_json:
+            _emit_json({**plan.to_json(), "dry_run": True})
+            return
+        print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
+        return
+    from ..evidence.attest import Documents
+    from ..image.engine import Engine
+
+    creds = _credentials(username, password_stdin, state.registries())
+    options = Options(
+        allow_overwrite=allow_overwrite,
+        chunk_size=chunk_size,
+        move_floating=state.repo.is_latest(spec.image, spec.version),
+        engine_push=engine_push,
+        signer=state.signer(signing_key),
+    )
+    engine = Engine.connect()
+    documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
+    result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
+    live.close()
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    written = records.keep(result, path)
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        _print_record(result)
+        info(f"record: {written}")
+        if written != path:
+            info(f"(the record at {path} says more is done and is kept as it was)")
+    if not result.complete:
+        raise PublishError(failure_report(result))
+
+
+@cli.command()
+@ref_argument()
+@click.option("--deep", is_flag=True, help="Download and hash every blob at every endpoint.")
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(dir_okay=False),
+    help="A PEM public key: the provenance at every endpoint must be signed by it (exit 7 if not).",
+)
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@json_option()
+@with_login
+@pass_state
+def verify(
+    state: State,
+    ref: str,
+    deep: bool,
+    key_file: str | None,
+    record_file: str | None,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """Check that every endpoint serves NAME:VERSION blob for blob (exit 7 naming what is wrong).
+
+    Without --deep: the version tag names the recorded manifest and every blob exists with its
+    size. With --deep: every blob is downloaded and hashed, at every endpoint.
+
+    \b
+    Examples:
+      xpu-release verify training-cpu-pytorch:25.03 --deep
+      xpu-release verify training-cpu-pytorch:25.03 --key key.pub
+    """
+    from dataclasses import asdict
+
+    from ..errors import VerifyFailed
+    from ..release import record as records
+    from ..release.verify import verify as run_verify
+
+    spec = state.repo.load_ref(ref)
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read_optional(path)
+    creds = _credentials(username, password_stdin, state.registries())
+    expected = record.digest if record else None
+    attached = (record.attachments or None) if record else None
+    from ..evidence.signing import load_verifier
+
+    key = load_verifier(key_file) if key_file else None
+    report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached, key=key,
+                        on_line=(live := _line_sink()))  # fmt: skip
+    live.close()
+    if as_json:
+        _emit_json({**asdict(report), "ok": report.ok})
+    elif report.ok:
+        level = (
+            f"deep: {report.bytes_hashed / 1e6:.0f} MB hashed"
+            if deep
+            else "shallow: every blob present, sizes match"
+        )
+        signed = f"; the provenance is signed by {key.keyid[:19]}" if key else ""
+        click.echo(f"{spec.ref}: {report.endpoints} endpoints serve {report.digest}, "
+                   f"{report.blobs_checked} blobs checked ({level}){signed}")  # fmt: skip
+    if not report.ok:
+        lines = [f"{spec.ref}: {len(report.findings)} problems:"]
+        lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
+        raise VerifyFailed("\n".join(lines))
+
+
+@cli.command()
+@ref_argument()
+@click.option("--record", "record_file", type=click.Path(dir_okay=False), help="The record to compare with.")
+@click.option("--catalog", is_flag=True, help="Every tag of the repository, per endpoint, with its digest.")
+@json_option()
+@with_login
+@pass_state
+def status(
+    state: State,
+    ref: str,
+    record_file: str | None,
+    catalog: bool,
+    as_json: bool,
+    username: str | None,
+    password_stdin: bool,
+) -> None:
+    """What every endpoint serves now for NAME:VERSION, against its release record.
+
+    \b
+    Examples:
+      xpu-release status training-cpu-pytorch:25.03
+      xpu-release status training-cpu-pytorch:25.03 --catalog --json
+    """
+    from ..errors import PublishError
+    from ..release import record as records
+    from ..release.serving import catalog as tag_catalog
+    from ..release.serving import status as endpoint_status
+
+    spec = state.repo.load_ref(ref)
+    creds = _credentials(username, password_stdin, state.registries())
+    if catalog:
+        entries = tag_catalog(spec, state.registries(), creds)
+        if as_json:
+            _emit_json(
+                {
+                    "endpoints": {e.endpoint: dict(e.tags) for e in entries if e.error is None},
+                    "errors": {
+                        e.endpoint: {"error": e.error, "kind": e.error_kind} for e in entries if e.error
+                    },
+                }
+            )
+        else:
+            for e in entries:
+                click.echo(
+                    e.endpoint
+                    if e.error is None
+                    else f"{e.endpoint}: {'AUTH' if e.error_kind == 'auth' else 'DOWN'} {e.error}"[:100]
+                )
+                for tag, digest in e.tags:
+                    click.echo(f"  {tag:<16} {digest}")
+        _raise_for_errors([(e.endpoint, e.error, e.error_kind) for e in entries])
+        return
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read_optional(path)
+    rows = endpoint_status(spec, state.registries(), creds, record)
+    if as_json:
+        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
+    else:
+        click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
+        for r in rows:
+            mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
+            if r.error:
+                mark = "AUTH" if r.error_kind == "auth" else "DOWN"
+            docs = (
+                ("+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in r.documents) or "none")
+                if r.tag == spec.version and r.serves
+                else ""
+            )
+            line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
+            click.echo(line[:100])
+    _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
+    version_rows = [r for r in rows if r.tag == spec.version]
+    if record is not None and not all(r.matches for r in version_rows):
+        msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
+        raise PublishError(msg)
+
+
+def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
+    """Exit 8 if an endpoint refused our credentials, else 10 if one did not answer."""
+    from ..errors import RegistryAuthError, StackError
+
+    refused = [(ep, err) for ep, err, kind in found if kind == "auth"]
+    down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
+    if refused:
+        msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
+        raise RegistryAuthError(msg)
+    if down:
+        names = ", ".join(sorted({ep for ep, _ in down}))
+        msg = f"unreachable: {names}: {down[0][1]}"
+        raise StackError(msg)

@@ -1,0 +1,42 @@
+"""The documents a publish attaches: this run's SBOM and provenance, or what the first endpoint
+already holds where it is provably the same (``evidence.attest.choose``): never a document found
+at an endpoint signed as found."""
+
+from __future__ import annotations
+
+from ..errors import ReleaseError
+from ..evidence.attachment import KINDS, Attachment
+from ..evidence.attest import Documents, choose
+from ..evidence.referrers import fetch_attachment, list_referrers
+from ..evidence.signing import Signer
+from ..oci.registry import Manifest, RegistryClient
+from ..progress import Sink
+
+
+def documents_for(
+    client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest, image_id: str,
+    signer: Signer | None, on_line: Sink,
+) -> tuple[Attachment, ...]:  # fmt: skip
+    """The SBOM and the provenance to attach to ``source`` everywhere, one of each per image.
+    Both are made from this run's inputs; what the first endpoint (``client``, ``repo``)
+    already holds (an earlier or interrupted run) is outside data, reused only where
+    ``choose`` proves it the same, and never signed as found."""
+    found = list_referrers(client, repo, source.digest)
+    run_known = documents.run_known(image_id)
+    out: list[Attachment] = []
+    for kind in KINDS:
+        earlier: Attachment | None = None
+        if found.ours(kind):
+            try:
+                earlier = fetch_attachment(client, repo, found.ours(kind)[0], kind)
+            except ReleaseError as exc:
+                on_line(f"{where}: the attached {kind} is unusable ({exc.message}); making it again")
+        if earlier is None:
+            on_line(f"making the {kind} of {source.digest[:19]}")
+        ours = documents.make(kind, image_id, source.digest)
+        choice = choose(ours, earlier, signer, run_known=run_known)
+        if choice.replaced:
+            on_line(f"{where}: the attached {kind} is not reused: {choice.replaced}; "
+                         "attaching this run's")  # fmt: skip
+        out.append(choice.attachment)
+    return tuple(out)
