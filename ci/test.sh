@@ -2,8 +2,17 @@
 # The test command (README): on a fresh Debian 12 machine, installs what the suite needs
 # (Debian and PyPI packages), brings up the local stack (engine + registries), lints, type-checks
 # and runs every test. In CI (CI=true) a missing engine or registry fails the run; it never skips.
+#
+#   ci/test.sh           the whole suite (what .ci/run calls)
+#   ci/test.sh --fast    lint, types and the engine-free tests only (no stack): the edit loop
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+fast=0
+if [[ "${1:-}" == "--fast" ]]; then
+  fast=1
+  shift
+fi
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -16,6 +25,16 @@ log "lint and types"
 ruff check src tests bench
 ruff format --check src tests bench
 mypy --strict src
+
+if ((fast)); then
+  log "engine-free tests (tests/unit)"
+  set +e
+  python -m pytest -q -p no:cacheprovider tests/unit "$@"
+  status=$?
+  set -e
+  [[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
+  exit $status
+fi
 
 log "manifests and generated files"
 xpu-release validate

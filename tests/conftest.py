@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 from xpu_release.settings import Settings, use
 
 # Property-based tests: CI runs `ci` (a fixed seed, a budget under a minute); a deeper search is
-# `pytest tests/unit/test_no_internal_error.py --hypothesis-profile=long`.
+# `pytest tests/unit/cli/test_no_internal_error.py --hypothesis-profile=long`.
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", max_examples=120, derandomize=True, deadline=None, database=None,
                           suppress_health_check=_SLOW)  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import run, write_manifest
+from ..helpers import run, write_manifest
 
 XPU = "training-xpu-pytorch"
 PUBLIC = "egslingjun-registry.cn-wulanchabu.cr.aliyuncs.com/egslingjun"
@@ -41,7 +41,7 @@ def test_schema_is_json_schema_and_the_committed_copy_is_current(repo: Path) -> 
 
 
 def test_manifests_reference_the_schema_for_editors() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     for path in (root / "manifests").rglob("*.yaml"):
         assert path.read_text().startswith(
             "# yaml-language-server: $schema=../../schema/manifest.schema.json"

@@ -17,7 +17,7 @@ import pytest
 
 from xpu_release.cli import cli
 
-from .helpers import run
+from ..helpers import run
 
 CPU = "training-cpu-pytorch:25.03"
 

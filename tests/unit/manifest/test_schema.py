@@ -12,7 +12,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from .helpers import run, write_manifest
+from ..helpers import run, write_manifest
 
 XPU = "training-xpu-pytorch"
 CPU = "training-cpu-pytorch"

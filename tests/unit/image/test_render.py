@@ -11,7 +11,7 @@ import pytest
 from xpu_release.image.render import render
 from xpu_release.manifest import Repo
 
-from .helpers import MINIMAL, run, write_manifest
+from ..helpers import MINIMAL, run, write_manifest
 
 FULL = (
     MINIMAL.replace(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import SEED
-from .helpers import run
+from ...conftest import SEED
+from ..helpers import run
 
 REF = "training-xpu-pytorch:25.03"
 
@@ -73,7 +73,7 @@ def seed() -> str:
 
 @pytest.fixture(scope="module")
 def notes() -> str:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     # The repository's own registries (the production hosts the seed names), whatever the
     # environment points at (CI points XPU_RELEASE_REGISTRIES at the local stack).
     result = run(root, "--registries", str(root / "registries.yaml"), "notes", REF, "--lang", "zh")

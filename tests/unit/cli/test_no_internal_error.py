@@ -5,7 +5,7 @@ loops, full devices), in a temporary copy of the repository, ends in a documente
 with a short error and no traceback, and writes nothing outside that copy.
 
 CI runs the ``ci`` profile (fixed seed, a budget that keeps it under a minute); for a deeper
-search: ``pytest tests/unit/test_no_internal_error.py --hypothesis-profile=long``.
+search: ``pytest tests/unit/cli/test_no_internal_error.py --hypothesis-profile=long``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from xpu_release.cli import cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCUMENTED = set(range(14)) | {130}  # README's exit codes; 70 is not among them
 MAX_ERROR_LINES = 25
 MAX_LINE = 500

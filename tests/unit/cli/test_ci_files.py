@@ -11,7 +11,7 @@ import yaml
 from xpu_release.cli import cli
 from xpu_release.manifest.order import build_order
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PIPELINES = [ROOT / ".github" / "workflows" / "release.yml", ROOT / ".gitlab-ci.yml"]
 SCRIPTS = sorted((ROOT / "ci").glob("*.sh"))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import MINIMAL, run, write_manifest
+from ..helpers import MINIMAL, run, write_manifest
 
 F = "manifests/demo/1.0.yaml"
 

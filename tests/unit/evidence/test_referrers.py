@@ -23,8 +23,8 @@ from xpu_release.evidence.referrers import (
 )
 from xpu_release.oci.registry import OCI_INDEX, Manifest, RegistryClient, sha256_digest
 
-from .fake_registry import State, fake_registry
-from .test_registry_client import REPO, client_for
+from ..fake_registry import State, fake_registry
+from ..oci.test_registry_client import REPO, client_for
 
 CREATED = "2025-03-01T00:00:00Z"
 

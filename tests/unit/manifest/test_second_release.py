@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import run, write_manifest
+from ..helpers import run, write_manifest
 
 XPU = "training-xpu-pytorch"
 CPU = "training-cpu-pytorch"

@@ -14,7 +14,7 @@ from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
 
-from .fake_registry import Faults, State, digest_of, fake_registry
+from ..fake_registry import Faults, State, digest_of, fake_registry
 
 REPO = "ns/image"
 FAST = RetryPolicy(attempts=3, base_delay=0.0, max_delay=0.0, timeout=10.0)

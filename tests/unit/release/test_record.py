@@ -15,7 +15,7 @@ from xpu_release.errors import DamagedFileError
 from xpu_release.release import record as records
 from xpu_release.release.record import EndpointRecord, ReleaseRecord
 
-from .helpers import run
+from ..helpers import run
 
 DIGEST = "sha256:" + "d" * 64
 IMAGE = "sha256:" + "c" * 64

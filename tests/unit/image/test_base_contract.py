@@ -12,7 +12,7 @@ import pytest
 from xpu_release.image.lock import Layer, Lock, Locked
 from xpu_release.manifest import Repo
 
-from .helpers import MINIMAL, run, write_manifest
+from ..helpers import MINIMAL, run, write_manifest
 
 SDK = "pytorch-cpu-sdk"
 CPU = "training-cpu-pytorch"
@@ -144,7 +144,7 @@ def test_a_lock_records_what_the_base_provides_and_reads_it_back() -> None:
         ),
     )
 
-    again = Lock.parse(lock.render(Repo(Path(__file__).resolve().parents[2]).load(CPU, "25.03")), "x.lock")
+    again = Lock.parse(lock.render(Repo(Path(__file__).resolve().parents[3]).load(CPU, "25.03")), "x.lock")
 
     assert again.provided == lock.provided
     assert lock.constraints() == "filelock==3.16.1\nray==2.43.0\ntorch==2.13.0+cpu\n"

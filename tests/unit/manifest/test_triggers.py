@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import run, write_manifest
+from ..helpers import run, write_manifest
 
 
 def git(root: Path, *args: str) -> None:

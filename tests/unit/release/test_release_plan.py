@@ -11,9 +11,9 @@ from xpu_release.errors import BuildFailed
 from xpu_release.release.pipeline import Reporter, StageResult
 from xpu_release.settings import Settings
 
-from .helpers import run
+from ..helpers import run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_dry_run_against_unreachable_registries_fails_its_preflight_and_writes_nothing(

@@ -18,9 +18,9 @@ from xpu_release.image.build import BuildRun
 from xpu_release.image.lock import Lock, load_lock
 from xpu_release.manifest import Repo
 
-from .test_line_breaks import BREAKERS
+from ..manifest.test_line_breaks import BREAKERS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMAGE_ID = "sha256:" + "1" * 64
 SUBJECT = "sha256:" + "2" * 64
 BUILDER = "urn:test:publisher"  # who runs the command, as its State read it

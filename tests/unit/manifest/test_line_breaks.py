@@ -14,8 +14,8 @@ import yaml
 
 from xpu_release.image.templating import render_template
 
-from .helpers import run, write_manifest
-from .test_render import FULL
+from ..helpers import run, write_manifest
+from ..image.test_render import FULL
 
 # Each character Python's str.splitlines() breaks at, the two Docker and YAML break at, and
 # control and format characters that can hide an instruction from a reader.
