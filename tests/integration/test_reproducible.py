@@ -84,7 +84,7 @@ def test_lock_check_reports_a_moved_base_tag(
     engine.tag(hub_base, target)
     engine.push(target, None, on_line=lambda _: None)
     locked = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, check=True)
-    assert "wrote" in locked.stdout
+    assert "wrote" in locked.stderr  # a message: on stderr
     current = fixture_cli.run("--registries", str(regs), "lock", FIXTURE, "--check")
     assert current.returncode == 0, current.stderr
 
