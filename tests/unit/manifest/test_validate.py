@@ -246,3 +246,54 @@ def test_a_base_registry_that_the_registries_file_lacks_is_located(repo: Path) -
         "manifests/pytorch-cpu-sdk/2.13.0.yaml:18:13: base.registry: 'hubb' is no registry of the "
         "registries file (known: hub, public, vpc); did you mean 'hub'?"
     ) in result.stderr
+
+
+def test_an_image_folder_that_cannot_be_read_is_an_error_never_skipped(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As root no permission bit stops a read: the refusal the kernel would give is made here.
+    folder = repo / "manifests" / "training-cpu-pytorch"
+    real = Path.iterdir
+
+    def refusing(self: Path) -> object:
+        if self == folder:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "iterdir", refusing)
+    checked = run(repo, "validate")
+    listed = run(repo, "list")
+    rendered = run(repo, "render", "--all", "--check")
+
+    for result in (checked, listed, rendered):
+        assert result.exit_code == 2, result.output
+        assert "manifests/training-cpu-pytorch: cannot read this folder (Permission denied)" in result.stderr
+    assert "valid" not in checked.stderr
+
+
+def test_an_alias_in_the_registries_file_is_named_as_that_files_mistake(repo: Path, tmp_path: Path) -> None:
+    override = tmp_path / "regs.yaml"
+    override.write_text("registries:\n  public: &p {host: '127.0.0.1:1', insecure: true}\n  vpc: *p\n")
+
+    result = run(repo, "--registries", str(override), "plan", "training-cpu-pytorch:25.03")
+
+    assert result.exit_code == 3
+    assert "anchors and aliases are not supported in regs.yaml" in result.stderr
+    assert "in manifests" not in result.stderr
+
+
+def test_lock_check_with_no_registry_answering_is_exit_10(repo: Path, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    lock = "images/training-cpu-pytorch/25.03/requirements.lock"
+    (repo / lock).write_text((root / lock).read_text())
+    closed = tmp_path / "closed.yaml"
+    closed.write_text(
+        "registries:\n  hub: {host: '127.0.0.1:1', insecure: true}\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {hosts: {cn-beijing: '127.0.0.1:1', cn-wulanchabu: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(closed), "lock", "training-cpu-pytorch:25.03", "--check")
+
+    assert result.exit_code == 10, result.output
+    assert "does not answer" in result.stderr
