@@ -118,8 +118,16 @@ def _cut(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
 
 
+def _middle(line: str, limit: int) -> str:
+    """``line`` cut in its middle: what failed (its start) and what to do (its end) both stay."""
+    if len(line) <= limit:
+        return line
+    head, tail = (limit * 2) // 3, limit // 3 - 20
+    return f"{line[:head]} … ({len(line) - head - tail} characters) … {line[-tail:]}"
+
+
 def _bounded(message: str) -> str:
-    return "\n".join(_cut(line, LINE_LIMIT) for line in message.splitlines())
+    return "\n".join(_middle(line, LINE_LIMIT) for line in message.splitlines())
 
 
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS}

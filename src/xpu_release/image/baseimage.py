@@ -89,8 +89,9 @@ def ensure(
             why = exc.message.splitlines()[0]
             if release:
                 msg = (
-                    f"the base release {release} is not published at {ref} ({why}); publish it "
-                    f"first: xpu-release release {release}"
+                    f"the base release {release} is not published at {ref}; publish it first: "
+                    f"xpu-release release {release} (or release with --with-bases). The engine said: "
+                    f"{why[:160]}"
                 )
             else:
                 msg = (
