@@ -67,13 +67,25 @@ class Cli:
         return proc
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
+        """The command as a terminal starts it, to be signalled: SIGINT at its default, whatever
+        this test process inherited (a background job of a non-interactive shell, as some CI
+        runners start scripts, inherits SIGINT *ignored*, and a child keeps that)."""
         return subprocess.Popen(
             [sys.executable, "-m", "xpu_release", "--root", str(self.root), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=self.env,
+            preexec_fn=_default_signals,
         )
+
+
+def _default_signals() -> None:
+    """In the child, before it runs: the signals a test sends at their default dispositions."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 class _ArtifactHandler(BaseHTTPRequestHandler):

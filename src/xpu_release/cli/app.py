@@ -291,7 +291,10 @@ def main() -> None:
     import signal
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminate)
+        # A signal the parent chose to ignore stays ignored (`nohup` ignores SIGHUP; a shell's
+        # background job ignores SIGINT, which Python then leaves alone too).
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _terminate)
     if sys.stdout is None:  # started with stdout closed (`xpu-release list >&-`)
         if sys.stderr is not None:
             sys.stderr.write("error: standard output is closed; redirect it (to /dev/null to discard it)\n")
