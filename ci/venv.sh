@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by ci/*.sh: a project virtualenv with xpu-release installed, on PATH.
 # Works on a fresh Debian 12 machine (installs python3-venv when it is missing).
 ensure_venv() {
