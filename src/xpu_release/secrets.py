@@ -16,11 +16,3 @@ def redact(text: str) -> str:
     for s in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(s, "***")
     return text
-
-
-def artifact_token() -> str | None:
-    """The bearer token for private artifact URLs (``XPU_RELEASE_ARTIFACT_TOKEN``, never argv),
-    as the command's settings read it."""
-    from .settings import current
-
-    return current().artifact_token

@@ -25,8 +25,7 @@ from ..labels import INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.store import ObservedMap
-from ..secrets import artifact_token
-from ..settings import cache_dir
+from ..settings import cache_dir, current
 from . import baseimage, fetch
 from .engine import Engine, LineSink
 from .lock import Lock, load_lock
@@ -132,7 +131,7 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) 
         for p in layer.packages:
             wheel = fetch.fetch(p.url, p.sha256, p.filename, pip_fallback=f"{p.name}=={p.version}")
             fetch.link_or_copy(wheel, folder / p.filename)
-    token = artifact_token()
+    token = current().artifact_token  # XPU_RELEASE_ARTIFACT_TOKEN, as the settings read it
     for c in spec.of_kind("artifact"):
         assert c.url is not None
         assert c.sha256 is not None

@@ -34,8 +34,8 @@ from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import RegistryClient, RetryPolicy
-from ..secrets import artifact_token, redact
-from ..settings import cache_dir
+from ..secrets import redact
+from ..settings import cache_dir, current
 
 # One quick try per check: a preflight reports, the real run retries.
 QUICK = RetryPolicy(attempts=1, timeout=10.0)
@@ -155,7 +155,7 @@ def wheels_check(lock: Lock) -> Check:
 
 def artifact_checks(spec: ImageSpec) -> list[Check]:
     checks = []
-    token = artifact_token()
+    token = current().artifact_token  # XPU_RELEASE_ARTIFACT_TOKEN, as the settings read it
     for c in spec.of_kind("artifact"):
 
         def artifact_probe(c: object = c) -> str:
