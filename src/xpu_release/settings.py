@@ -1,13 +1,16 @@
 """Settings: every path and option a command takes from its environment, read once.
 
-The CLI builds one ``Settings`` from ``os.environ`` (``Settings.from_env``) and hands it down;
-no other module reads the environment. Tests and benchmarks build their own ``Settings``
-instead of changing ``os.environ``. Secrets read here (registry password, signing-key password,
+The CLI builds one ``Settings`` from the process environment, which it alone reads and hands
+to ``Settings.from_env`` as a mapping; this module only reads that mapping (even the home folder
+comes from its ``HOME``, else from the password database, never from the process). Tests and
+benchmarks build their own ``Settings`` instead of changing the process environment.
+Secrets read here (registry password, signing-key password,
 artifact token) are registered for redaction the moment they are read, and never printed.
 
-The cache folder is the one setting that is process-wide by nature (a content-addressed store
-every stage shares, like a working directory): ``use`` makes a ``Settings``' cache the current
-one; ``cache_dir`` gives it to the stages that keep files there.
+What stages reach deep inside (the cache folder, a content-addressed store every stage shares
+like a working directory; the artifact token; the engine's address; keep-containers) is held
+process-wide: ``use`` makes a ``Settings`` the current one, once per command, and ``current`` and
+``cache_dir`` give it to those stages. Everything else is passed down as an argument.
 """
 
 from __future__ import annotations
@@ -35,15 +38,23 @@ ARTIFACT_TOKEN_ENV = "XPU_RELEASE_ARTIFACT_TOKEN"
 DOCKER_ENV = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
 
 
+def _home(env: Mapping[str, str]) -> Path:
+    """The user's home: ``HOME`` from the mapping given, else the password database's entry."""
+    import os
+    import pwd
+
+    return Path(env.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     root: str | None = None  # the repository root (else found upwards from the working folder)
     registries: str | None = None  # a registries file that overrides registries.yaml
-    cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "xpu-release")
+    cache: Path = field(default_factory=lambda: _home({}) / ".cache" / "xpu-release")
     builder: str = ""  # who builds: the provenance's builder id ("" → this host's name)
     keep_containers: bool = False  # keep throwaway containers, for debugging
     ci: CiKind = ""  # the CI whose log groups the stage report writes
-    docker_config: Path = field(default_factory=lambda: Path.home() / ".docker")
+    docker_config: Path = field(default_factory=lambda: _home({}) / ".docker")
     docker: tuple[tuple[str, str], ...] = ()  # DOCKER_HOST and its kin, as set
     username: str | None = None
     password: str | None = field(default=None, repr=False)
@@ -57,7 +68,8 @@ class Settings:
             return env.get(name) or None
 
         xdg = get("XDG_CACHE_HOME")
-        cache = Path(get(CACHE_ENV) or (Path(xdg) if xdg else Path.home() / ".cache") / "xpu-release")
+        home = _home(env)
+        cache = Path(get(CACHE_ENV) or (Path(xdg) if xdg else home / ".cache") / "xpu-release")
         ci: CiKind = "github" if env.get("GITHUB_ACTIONS") == "true" else ""
         if not ci and env.get("GITLAB_CI") == "true":
             ci = "gitlab"
@@ -69,7 +81,7 @@ class Settings:
             builder=get(BUILDER_ENV) or "",
             keep_containers=env.get(KEEP_ENV) == "1",
             ci=ci,
-            docker_config=Path(docker_config) if docker_config else Path.home() / ".docker",
+            docker_config=Path(docker_config) if docker_config else home / ".docker",
             docker=tuple((k, env[k]) for k in DOCKER_ENV if env.get(k)),
             username=get(USER_ENV),
             password=register(get(PASSWORD_ENV)),

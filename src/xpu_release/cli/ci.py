@@ -42,7 +42,7 @@ def from_tag(state: State, tag: str, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--since", required=True, help="A git ref: list releases changed since it.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON list, for a CI build matrix.")
+@json_option("A JSON list, for a CI build matrix.")
 @click.option(
     "--waves", is_flag=True, help="With --json: a list of waves, parents before what builds on them."
 )
@@ -68,7 +68,7 @@ def changed(state: State, since: str, as_json: bool, waves: bool) -> None:
 
 @cli.command()
 @ref_argument("refs", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Waves as JSON: [[ref, …], …].")
+@json_option("Waves as JSON: [[ref, …], …].")
 @pass_state
 def order(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     """REFs in build order: a release after the release it builds on (base.image). One per line;

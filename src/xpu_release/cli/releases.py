@@ -11,6 +11,7 @@ from .app import (
     _credentials,
     _emit_json,
     cli,
+    json_option,
     pass_state,
     ref_argument,
     with_login,
@@ -62,7 +63,7 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     help="First release every release of ours it builds on (its SDK base, parents first); a base "
     "already published is verified, not published again.",
 )
-@click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
+@json_option("The summary as JSON on stdout.")
 @signing_key_option
 @with_login
 @pass_state
@@ -133,7 +134,7 @@ cli.add_command(_alias(release, "release"), "build-release")
 
 @cli.command()
 @ref_argument("refs", nargs=-1)
-@click.option("--json", "as_json", is_flag=True, help="Every check as JSON on stdout.")
+@json_option("Every check as JSON on stdout.")
 @with_login
 @pass_state
 def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | None,
