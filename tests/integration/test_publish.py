@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -642,3 +643,55 @@ def test_a_wrong_ca_file_is_exit_7_in_the_dry_run_as_in_the_real_run(
     assert real.returncode == 7, real.stderr
     assert dry.returncode == 7, dry.stderr
     assert "TLS verification failed" in json.loads(dry.stdout)["failed"]["error"]
+
+
+def _start_publish(cli: Cli, regs: Path, record: Path, cache: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "xpu_release", "--root", str(cli.root), "--registries", str(regs),
+         "publish", REF, "--record", str(record)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**cli.env, "XPU_RELEASE_CACHE": str(cache)},
+    )  # fmt: skip
+
+
+ROUNDS = int(os.environ.get("XPU_TEST_RACE_ROUNDS", "4"))
+
+
+def test_three_publishes_of_one_release_at_once_all_succeed_round_after_round(
+    tested: Cli, tmp_path: Path
+) -> None:
+    # A CI retry beside the first run, and a third runner: three publishes of the same release
+    # into the same (new, empty) repositories, started together. Two share one cold cache (one
+    # runner), the third has its own (another runner). The race showed in about one round of
+    # three before the fix, so the rounds repeat; each round has new repositories and new caches.
+    tested_cache = tmp_path / "tested-cache"
+    tested.run("test", REF, env={"XPU_RELEASE_CACHE": str(tested_cache)}, check=True)
+    failures: list[str] = []
+    digests: set[str] = set()
+    for n in range(ROUNDS):
+        regs = registries_file(tmp_path / f"round{n}.yaml", f"r{n}" + uuid.uuid4().hex[:8])
+        shared, own = tmp_path / f"shared{n}", tmp_path / f"own{n}"
+        for cache in (shared, own):
+            shutil.copytree(tested_cache, cache)  # the smoke-test marker, no blob
+        procs = [
+            _start_publish(tested, regs, tmp_path / f"round{n}-{i}.record.json", cache)
+            for i, cache in enumerate((shared, shared, own))
+        ]
+        for i, p in enumerate(procs):
+            _, err = p.communicate(timeout=600)
+            if p.returncode != 0:
+                failures.append(f"round {n}, run {i}: exit {p.returncode}\n{err[-1500:]}")
+        if failures:
+            break
+        for i in range(3):
+            record = json.loads((tmp_path / f"round{n}-{i}.record.json").read_text())
+            assert record["complete"] is True
+            digests.add(str(record["digest"]))
+        assert set(served(tested, regs, "1.0").values()) <= digests
+        assert tested.run("--registries", str(regs), "verify", REF, "--record",
+                          str(tmp_path / f"round{n}-0.record.json")).returncode == 0  # fmt: skip
+
+    assert not failures, "\n".join(failures)
+    assert len(digests) == 1
+    for cache in tmp_path.glob("shared*"):
+        assert not list((cache / "oci-blobs").glob("*.partial"))

@@ -26,6 +26,9 @@ class Faults:
     unavailable: int = 0  # answer 503 to this many requests
     realm: str | None = None  # the token realm to name (default: our own /token)
     wrong_digest_header: bool = False  # claim another Docker-Content-Digest for manifests
+    # answer this many manifest PUTs as distribution does when it reads a link file another
+    # writer is rewriting: 400 DIGEST_INVALID + MANIFEST_BLOB_UNKNOWN
+    blob_unknown_on_put: int = 0
 
 
 @dataclass
@@ -148,6 +151,13 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps({"name": repo, "tags": page}).encode(), headers)
 
     def _manifest(self, repo: str, ref: str) -> None:
+        if self.command == "PUT" and self.state.faults.blob_unknown_on_put > 0:
+            self.state.faults.blob_unknown_on_put -= 1
+            body = self._body()
+            errors = [{"code": "DIGEST_INVALID", "message": "provided digest did not match uploaded content"},
+                      {"code": "MANIFEST_BLOB_UNKNOWN", "message": "blob unknown to registry"}]  # fmt: skip
+            self._send(400, json.dumps({"errors": errors}).encode(), {"Content-Type": "application/json"})
+            return
         if self.command == "PUT":
             body = self._body()
             media = self.headers.get("Content-Type", "")

@@ -120,6 +120,32 @@ class RegistryClient:
         return Manifest(digest=digest, media_type=media, body=body)
 
     def put_manifest(self, repo: str, reference: str, manifest: Manifest) -> None:
+        """Write ``manifest`` at ``reference``. A registry that answers that a blob or manifest
+        it names is unknown, while each of them is confirmed present by HEAD, is read as another
+        writer linking the same content at that moment (distribution rewrites a repository's
+        link files in place, so a concurrent reader can find one empty): the PUT is tried again
+        after a pause. A reference really missing stays an error, naming it."""
+        for attempt in range(self.t.retry.attempts):
+            try:
+                self._put_manifest(repo, reference, manifest)
+                return
+            except WireError as exc:
+                if exc.status != 400 or not _names_unknown_content(str(exc)):
+                    raise
+                missing = _missing_references(self, repo, manifest)
+                if missing:
+                    msg = (
+                        f"{self.endpoint.name}: {repo} does not hold {missing[0]}, which the manifest "
+                        f"{manifest.digest[:19]} names; nothing is served from it"
+                    )
+                    raise WireError(msg, status=400) from None
+                if attempt + 1 >= self.t.retry.attempts:
+                    raise
+                self.t.backoff(attempt, None, "a concurrent writer was linking a blob the manifest names")
+        msg = f"{self.endpoint.name}: PUT manifest {repo}:{reference} was not accepted"
+        raise WireError(msg)
+
+    def _put_manifest(self, repo: str, reference: str, manifest: Manifest) -> None:
         resp = self.t.request(
             "PUT",
             f"/v2/{repo}/manifests/{reference}",
@@ -253,6 +279,25 @@ class RegistryClient:
             out.extend(resp.json().get("tags") or [])
             url = _next_link(resp.headers.get("Link", ""))
         return out
+
+
+def _missing_references(client: RegistryClient, repo: str, manifest: Manifest) -> list[str]:
+    """What ``manifest`` names that ``repo`` does not hold (blobs by HEAD; the manifests an
+    index lists, by HEAD of the manifest)."""
+    data = manifest.data
+    blobs = [str((data.get("config") or {}).get("digest") or "")]
+    blobs += [str(x.get("digest") or "") for x in data.get("layers") or ()]
+    missing = [b for b in blobs if b and not client.blob_exists(repo, b)]
+    listed = [str(x.get("digest") or "") for x in data.get("manifests") or ()]
+    return missing + [m for m in listed if m and client.head_manifest(repo, m) != m]
+
+
+UNKNOWN_CONTENT = ("MANIFEST_BLOB_UNKNOWN", "BLOB_UNKNOWN", "MANIFEST_UNKNOWN", "DIGEST_INVALID")
+
+
+def _names_unknown_content(message: str) -> bool:
+    """A 400 on a manifest PUT that says content it names is unknown (or its link unreadable)."""
+    return any(code in message for code in UNKNOWN_CONTENT)
 
 
 def _next_link(header: str) -> str:

@@ -214,3 +214,64 @@ def test_a_manifest_whose_claimed_digest_is_wrong_is_refused(registry: tuple[str
         client.get_manifest(REPO, "1.0")
 
     assert "claims sha256:000" in info.value.message
+
+
+# --- manifests written while another writer links the same blobs ------------------------------
+
+
+def image_with_blobs(client: RegistryClient, tmp_path: Path, *, upload: bool) -> Manifest:
+    path, digest = blob_file(tmp_path, 1000)
+    if upload:
+        client.upload_blob(REPO, digest, path)
+    media = "application/vnd.oci.image.manifest.v1+json"
+    config = {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest, "size": 1000}
+    layer = {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest, "size": 1000}
+    body = json.dumps({"schemaVersion": 2, "mediaType": media, "config": config, "layers": [layer]}).encode()
+    return Manifest(digest=sha256_digest(body), media_type=media, body=body)
+
+
+def test_a_manifest_refused_for_a_blob_that_is_present_is_written_on_a_retry(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    # distribution rewrites a repository's blob link in place; a manifest PUT that reads it
+    # while a concurrent publish links the same blob answers DIGEST_INVALID + MANIFEST_BLOB_UNKNOWN
+    host, state = registry
+    client = client_for(host, state)
+    image = image_with_blobs(client, tmp_path, upload=True)
+    state.faults = Faults(blob_unknown_on_put=2)
+
+    client.put_manifest(REPO, image.digest, image)
+
+    assert client.get_manifest(REPO, image.digest) == image
+    assert client.stats["retries"] == 2
+
+
+def test_a_manifest_naming_a_blob_that_is_really_missing_is_an_error_that_names_it(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    host, state = registry
+    client = client_for(host, state)
+    image = image_with_blobs(client, tmp_path, upload=False)
+    state.faults = Faults(blob_unknown_on_put=50)
+
+    with pytest.raises(WireError) as info:
+        client.put_manifest(REPO, image.digest, image)
+
+    assert f"does not hold {image.data['config']['digest']}" in info.value.message
+    assert info.value.temporary is False
+    assert sum(r.startswith("PUT /v2/ns/image/manifests/") for r in state.requests) == 1  # not retried
+
+
+def test_a_manifest_refused_for_present_blobs_on_every_attempt_fails_with_the_registrys_answer(
+    registry: tuple[str, State], tmp_path: Path
+) -> None:
+    host, state = registry
+    client = client_for(host, state)
+    image = image_with_blobs(client, tmp_path, upload=True)
+    state.faults = Faults(blob_unknown_on_put=50)
+
+    with pytest.raises(WireError) as info:
+        client.put_manifest(REPO, image.digest, image)
+
+    assert "MANIFEST_BLOB_UNKNOWN" in info.value.message
+    assert sum(r.startswith("PUT /v2/ns/image/manifests/") for r in state.requests) == FAST.attempts
