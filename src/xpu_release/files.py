@@ -4,6 +4,7 @@ symbolic link, unreadable, a name too long. A leaf module: it imports nothing of
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -88,3 +89,9 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def touch(path: Path) -> None:
+    """Mark a cache entry used now: a prune removes the least recently used first."""
+    with contextlib.suppress(OSError):  # read-only or gone: it is only an ordering hint
+        os.utime(path)

@@ -27,6 +27,7 @@ CiKind = Literal["github", "gitlab", ""]
 ROOT_ENV = "XPU_RELEASE_ROOT"
 REGISTRIES_ENV = "XPU_RELEASE_REGISTRIES"
 CACHE_ENV = "XPU_RELEASE_CACHE"
+CACHE_MAX_ENV = "XPU_RELEASE_CACHE_MAX"
 BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
 KEEP_ENV = "XPU_RELEASE_KEEP_CONTAINERS"
 USER_ENV = "XPU_RELEASE_USERNAME"
@@ -51,6 +52,7 @@ class Settings:
     root: str | None = None  # the repository root (else found upwards from the working folder)
     registries: str | None = None  # a registries file that overrides registries.yaml
     cache: Path = field(default_factory=lambda: _home({}) / ".cache" / "xpu-release")
+    cache_max: str | None = None  # the size a release brings the cache under when it ends (20G)
     builder: str = ""  # who builds: the provenance's builder id ("" → this host's name)
     keep_containers: bool = False  # keep throwaway containers, for debugging
     ci: CiKind = ""  # the CI whose log groups the stage report writes
@@ -78,6 +80,7 @@ class Settings:
             root=get(ROOT_ENV),
             registries=get(REGISTRIES_ENV),
             cache=cache,
+            cache_max=get(CACHE_MAX_ENV),
             builder=get(BUILDER_ENV) or "",
             keep_containers=env.get(KEEP_ENV) == "1",
             ci=ci,

@@ -102,6 +102,28 @@ def test_the_smoke_run_ignores_the_repository_pytest_settings(
     assert "PytestConfigWarning" not in result.stdout + result.stderr
 
 
+def test_the_smoke_run_loads_no_conftest_of_the_repositorys_own_test_suite(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli
+) -> None:
+    # A release job installs xpu-release without the dev extras; the repository's own test
+    # suite's conftest (tests/conftest.py, root conftest.py) needs them, and is not the smoke run's.
+    planted = [fixture_cli.root / "tests" / "conftest.py", fixture_cli.root / "conftest.py"]
+    kept = {p: p.read_bytes() for p in planted if p.is_file()}
+    for p in planted:
+        p.write_text("import a_dev_only_module_that_is_not_installed\n")
+    try:
+        result = fixture_cli.run("test", "xpu-fixture:1.0", "--json")
+    finally:
+        for p in planted:
+            p.unlink()
+        for p, data in kept.items():
+            p.write_bytes(data)
+
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    summary = json.loads(result.stdout)
+    assert summary["passed"] >= 15
+
+
 def test_a_wrong_pin_fails_the_smoke_test_and_names_it(
     built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, tmp_path: Path
 ) -> None:

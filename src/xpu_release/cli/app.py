@@ -34,6 +34,7 @@ class State:
     debug: bool
     verbosity: Verbosity = field(default_factory=Verbosity)
     settings: Settings = field(default_factory=Settings)  # read once, from the environment
+    cache_hold: Any = None  # this command's shared hold on the cache (release/cache.py)
     _repo: Any = field(default=None, init=False)
 
     @property
@@ -124,6 +125,10 @@ class ReleaseGroup(click.Group):
             raise click.exceptions.Exit(INTERNAL_ERROR) from None
 
 
+# The commands that read or write the cache; `cache prune` waits for them.
+CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release", "lock", "verify", "status"})
+
+
 @click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xpu-release")
 @click.option(
@@ -164,13 +169,19 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: boo
 
     # The environment, read once here; Click read --root, --registries and --username from it.
     read = replace(Settings.from_env(os.environ), root=root, registries=registries)
-    ctx.obj = State(
+    state = State(
         root_option=root,
         registries_option=registries,
         debug=debug,
         verbosity=Verbosity(quiet=quiet, verbose=verbose),
         settings=current.use(read),
     )
+    ctx.obj = state
+    if ctx.invoked_subcommand in CACHE_USERS:
+        from ..release.cache import in_use
+
+        # Held for the whole command: a prune never removes what this run uses.
+        state.cache_hold = ctx.with_resource(in_use(read.cache))
 
 
 def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:

@@ -19,6 +19,7 @@ from .app import (
     ref_argument,
     with_login,
 )
+from .housekeeping import cache_limit, cap_cache
 from .output import _line_sink, info
 
 # --- publish -----------------------------------------------------------------------------
@@ -85,6 +86,7 @@ def publish(
     from ..image.engine import Engine
 
     creds = _credentials(username, password_stdin, state.registries())
+    limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
@@ -107,6 +109,7 @@ def publish(
             info(f"(the record at {path} says more is done and is kept as it was)")
     if not result.complete:
         raise PublishError(failure_report(result))
+    cap_cache(state, limit)
 
 
 @cli.command()

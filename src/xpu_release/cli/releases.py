@@ -16,6 +16,7 @@ from .app import (
     ref_argument,
     with_login,
 )
+from .housekeeping import cache_limit, cap_cache
 from .output import _line_sink, info, write_output
 from .output import status as status_word
 from .publishing import signing_key_option
@@ -85,6 +86,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
     signer = state.signer(signing_key)
+    limit = cache_limit(state)
     chain = [ref]
     if with_bases:
         state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
@@ -106,6 +108,8 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
             raise
         live.close()
         summaries.append(summary)
+    if not dry_run:
+        cap_cache(state, limit)
     if as_json:
         _emit_json(summaries[-1].to_json() if len(summaries) == 1 else [s.to_json() for s in summaries])
         return

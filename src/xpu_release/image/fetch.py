@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ..errors import BuildFailed
-from ..files import sha256_file
+from ..files import sha256_file, touch
 from ..secrets import redact
 from ..settings import cache_dir
 
@@ -45,6 +45,7 @@ def fetch(
     ``pip_fallback``) on a miss. A file whose digest differs is refused and not cached."""
     target = cache_dir() / "blobs" / sha256 / filename
     if target.is_file():
+        touch(target.parent)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:

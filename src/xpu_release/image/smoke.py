@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,10 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
         # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.
         ini = Path(tmp) / "pytest.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
+        # The checks run from a copy laid out as in the repository, so that pytest loads only
+        # the suites' own conftest files: the repository's test suite (tests/conftest.py, which
+        # needs the dev extras) is not the smoke run's, and a release job installs no dev extras.
+        staged = _stage_suites(root, spec, Path(tmp) / "suites")
         # By id, not by tag: the container runs exactly the image the marker will name.
         with engine.container(image.id, purpose="smoke") as name:
             on_line(f"smoke-testing {spec.ref} in container {name}")
@@ -125,8 +130,8 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
                 f"--junitxml={junit}",
                 f"--hosts=docker://{name}",
                 "--rootdir",
-                str(root),
-                *map(str, suites(root, spec)),
+                str(staged),
+                *map(str, (staged / p.relative_to(root) for p in suites(root, spec))),
             ]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
@@ -158,6 +163,15 @@ def suites(root: Path, spec: ImageSpec) -> list[Path]:
     if image_tests.is_dir():
         found.append(image_tests)
     return found
+
+
+def _stage_suites(root: Path, spec: ImageSpec, into: Path) -> Path:
+    """A copy of the smoke suites under ``into``, at their paths relative to the repository
+    (test ids read as they do there)."""
+    for folder in suites(root, spec):
+        shutil.copytree(folder, into / folder.relative_to(root),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    return into
 
 
 def tests_sha256(root: Path, spec: ImageSpec) -> str:

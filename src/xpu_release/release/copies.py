@@ -10,6 +10,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..files import touch
 from ..oci.registry import RegistryClient
 from ..oci.store import holds
 from ..progress import Sink
@@ -42,6 +43,8 @@ class BlobSpool:
                 path.unlink()
             if not path.is_file():
                 source.download_blob(repo, digest, path)
+            else:
+                touch(path)
             self._checked.add(digest)
             return path
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PublishError, WireError
+from ..files import touch
 from ..image.engine import Engine
 from ..image.export import save_layers
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
@@ -184,6 +185,7 @@ def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
     if not path.is_file():
         return False
     if holds(path, digest):
+        touch(path)
         return True
     on_line(f"the blob cache {spool} held a damaged {digest[:19]}; compressing that layer again")
     path.unlink()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,79 @@ def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() ->
     assert build["strategy"]["max-parallel"] == 1  # wave after wave
     assert len(waves) <= len(build["strategy"]["matrix"]["wave"])
     assert "--waves" in workflow["jobs"]["matrix"]["steps"][-1]["run"]
+
+
+# --- GitLab: the merge request fans out through a generated child pipeline ------------------
+
+
+def _gitlab_schema_check(path: Path) -> subprocess.CompletedProcess[str]:
+    """GitLab's own CI schema, as check-jsonschema vendors it (offline)."""
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.gitlab-ci", str(path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def test_the_gitlab_file_passes_gitlabs_ci_schema() -> None:
+    result = _gitlab_schema_check(ROOT / ".gitlab-ci.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_gitlab_merge_request_runs_the_generated_child_pipeline() -> None:
+    pipeline = yaml.safe_load((ROOT / ".gitlab-ci.yml").read_text())
+    changed, trigger = pipeline["changed"], pipeline["build-changed"]
+
+    assert "--gitlab-pipeline > changed.gitlab-ci.yml" in " ".join(changed["script"])
+    assert "CI_MERGE_REQUEST_DIFF_BASE_SHA" in " ".join(changed["script"])
+    assert changed["artifacts"]["paths"] == ["changed.gitlab-ci.yml"]
+    assert trigger["needs"] == ["changed"]
+    assert trigger["trigger"]["include"] == [{"artifact": "changed.gitlab-ci.yml", "job": "changed"}]
+    assert trigger["trigger"]["strategy"] == "depend"  # the merge request waits for the builds
+
+
+WAVES = [["pytorch-cpu-sdk:2.13.0", "training-xpu-pytorch:25.03"], ["training-cpu-pytorch:25.03"]]
+PARENTS = {"training-cpu-pytorch:25.03": "pytorch-cpu-sdk:2.13.0", "pytorch-cpu-sdk:2.13.0": None,
+           "training-xpu-pytorch:25.03": None}  # fmt: skip
+
+
+def test_the_child_pipeline_has_a_job_per_release_each_after_the_job_of_its_base(tmp_path: Path) -> None:
+    from xpu_release.cli.ci import gitlab_child_pipeline
+
+    text = gitlab_child_pipeline(WAVES, PARENTS, since="abc123")
+    doc = yaml.safe_load(text)
+    (tmp_path / "child.yml").write_text(text)
+
+    assert doc["stages"] == ["wave-0", "wave-1"]
+    jobs = {k: v for k, v in doc.items() if k.startswith("build ")}
+    assert set(jobs) == {f"build {r}" for w in WAVES for r in w}
+    assert jobs["build training-cpu-pytorch:25.03"]["needs"] == ["build pytorch-cpu-sdk:2.13.0"]
+    assert jobs["build training-cpu-pytorch:25.03"]["stage"] == "wave-1"
+    assert jobs["build training-xpu-pytorch:25.03"]["needs"] == []
+    assert jobs["build pytorch-cpu-sdk:2.13.0"]["script"] == [
+        "xpu-release build pytorch-cpu-sdk:2.13.0", "xpu-release test pytorch-cpu-sdk:2.13.0"]  # fmt: skip
+    assert "# assumed:" in text
+    result = _gitlab_schema_check(tmp_path / "child.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_base_that_did_not_change_is_not_waited_for(tmp_path: Path) -> None:
+    from xpu_release.cli.ci import gitlab_child_pipeline
+
+    doc = yaml.safe_load(gitlab_child_pipeline([["training-cpu-pytorch:25.03"]], PARENTS, since="abc"))
+
+    assert doc["build training-cpu-pytorch:25.03"]["needs"] == []
+
+
+def test_with_nothing_changed_the_child_pipeline_still_has_a_job_and_passes(tmp_path: Path) -> None:
+    from xpu_release.cli.ci import gitlab_child_pipeline
+
+    text = gitlab_child_pipeline([], {}, since="it's-a-ref")
+    (tmp_path / "child.yml").write_text(text)
+
+    assert list(yaml.safe_load(text)) == ["stages", "nothing changed"]
+    assert _gitlab_schema_check(tmp_path / "child.yml").returncode == 0
+
+
+def test_the_gitlab_schema_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "bad.yml").write_text("build:\n  stage: [not, a, string]\n  script: 42\n")
+    assert _gitlab_schema_check(tmp_path / "bad.yml").returncode != 0

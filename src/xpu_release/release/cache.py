@@ -1,0 +1,296 @@
+"""A runner's disk: what the cache holds (``cache du``) and giving space back (``cache prune``).
+
+Self-hosted runners keep the cache and the engine between jobs, and every release of a 25 GB
+image would otherwise add its layers for good. Three kinds of entry are bulky and can always be
+made again, so they are what a prune removes, least recently used first (a use touches the
+entry's mtime):
+
+- ``oci-blobs``: compressed layers and documents (the publish spool);
+- ``blobs``: fetched artifacts and wheels (one folder per sha256);
+- ``contexts``: build contexts;
+- and what a killed run left: temporary folders and ``*.partial`` downloads.
+
+The rest are small facts (digest maps, configs, smoke-test markers, build observations) whose
+loss would change what a later run does (test again, or know no build run), so they stay.
+
+Every command that uses the cache holds ``in_use`` (a shared ``flock`` on ``.in-use.lock``) for
+its whole run; a prune takes it exclusively, so it never removes what a running release holds:
+``cache prune`` waits for them, the automatic cap after a release skips when another runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from ..errors import ConfigError
+from ..image.engine import Engine
+from ..labels import INPUTS_LABEL
+from ..manifest import Repo
+from . import record as records
+
+LOCK_NAME = ".in-use.lock"
+BULKY = {
+    "oci-blobs": "compressed layers and documents (the publish spool)",
+    "blobs": "fetched artifacts and wheels",
+    "contexts": "build contexts",
+    "leftovers": "what a killed run left (temporary folders, partial downloads)",
+}
+FACTS = "facts kept (digest maps, configs, smoke-test markers, build observations)"
+LEFTOVER = re.compile(r"^(xpu-(push|normalize|repro|config)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*)$")
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+AGES = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str
+    path: Path
+    size: int
+    used: float  # mtime: when a run last used it
+
+
+@dataclass(frozen=True)
+class Usage:
+    kind: str
+    what: str
+    count: int
+    size: int
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    removed: tuple[Entry, ...]
+    kept_size: int  # bulky entries kept
+    facts_size: int
+    dry_run: bool
+
+    @property
+    def freed(self) -> int:
+        return sum(e.size for e in self.removed)
+
+
+def parse_size(text: str, *, what: str) -> int:
+    """``20G``, ``500MB``, ``1.5g``, ``1048576``: bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    if not m:
+        msg = f"{what}: {text!r} is not a size; write it like 20G, 500M or 1048576"
+        raise ConfigError(msg)
+    return int(float(m[1]) * UNITS[m[2]])
+
+
+def parse_age(text: str, *, what: str) -> float:
+    """``7d``, ``12h``, ``30m``, ``2w``: seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text.lower())
+    if not m:
+        msg = f"{what}: {text!r} is not an age; write it like 7d, 12h, 30m or 2w"
+        raise ConfigError(msg)
+    return float(m[1]) * AGES[m[2]]
+
+
+def _tree_size(path: Path) -> tuple[int, float]:
+    """Bytes under ``path`` (not following links) and its latest mtime."""
+    if not path.is_dir() or path.is_symlink():
+        st = path.lstat()
+        return st.st_size, st.st_mtime
+    size, used = 0, path.lstat().st_mtime
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = (Path(dirpath) / name).lstat()
+            except OSError:
+                continue
+            size += st.st_size
+            used = max(used, st.st_mtime)
+    return size, used
+
+
+def entries(cache: Path) -> tuple[list[Entry], int]:
+    """The bulky entries of ``cache`` (what a prune may remove) and the bytes of facts kept."""
+    out: list[Entry] = []
+    facts = 0
+    if not cache.is_dir():
+        return out, 0
+    for top in sorted(cache.iterdir()):
+        if top.name == LOCK_NAME:
+            continue
+        if LEFTOVER.match(top.name):
+            out.append(Entry("leftovers", top, *_tree_size(top)))
+        elif top.name in BULKY and top.is_dir() and not top.is_symlink():
+            for item in sorted(top.iterdir()):
+                kind = "leftovers" if LEFTOVER.match(item.name) else top.name
+                out.append(Entry(kind, item, *_tree_size(item)))
+        else:
+            facts += _tree_size(top)[0]
+    return out, facts
+
+
+def usage(cache: Path) -> tuple[list[Usage], int]:
+    """Per kind of bulky entry: how many and how big; and the bytes of facts kept."""
+    found, facts = entries(cache)
+    out = []
+    for kind, what in BULKY.items():
+        mine = [e for e in found if e.kind == kind]
+        out.append(Usage(kind, what, len(mine), sum(e.size for e in mine)))
+    return out, facts
+
+
+def choose(
+    found: list[Entry], *, keep_storage: int | None, older_than: float | None, now: float
+) -> list[Entry]:
+    """What a prune removes: leftovers always; entries unused for ``older_than`` seconds; then the
+    least recently used until the bulky entries fit in ``keep_storage`` bytes."""
+    doomed = [e for e in found if e.kind == "leftovers"]
+    if older_than is not None:
+        doomed += [e for e in found if e.kind != "leftovers" and now - e.used > older_than]
+    if keep_storage is not None:
+        left = sorted((e for e in found if e not in doomed), key=lambda e: (e.used, str(e.path)))
+        total = sum(e.size for e in left)
+        for e in left:
+            if total <= keep_storage:
+                break
+            doomed.append(e)
+            total -= e.size
+    return doomed
+
+
+def prune(
+    cache: Path,
+    *,
+    keep_storage: int | None = None,
+    older_than: float | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> PruneReport:
+    """Remove what ``choose`` picks (the caller holds the cache exclusively, see ``exclusive``)."""
+    found, facts = entries(cache)
+    doomed = choose(found, keep_storage=keep_storage, older_than=older_than, now=now or time.time())
+    if not dry_run:
+        for e in doomed:
+            if e.path.is_dir() and not e.path.is_symlink():
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                e.path.unlink(missing_ok=True)
+    kept = sum(e.size for e in found if e not in doomed)
+    return PruneReport(removed=tuple(doomed), kept_size=kept, facts_size=facts, dry_run=dry_run)
+
+
+# --- the lock --------------------------------------------------------------------------------
+
+
+def _open_lock(cache: Path) -> IO[bytes] | None:
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        return (cache / LOCK_NAME).open("ab")
+    except OSError:
+        return None  # a cache that cannot be written: the command fails where it needs it
+
+
+@contextmanager
+def in_use(cache: Path) -> Iterator[IO[bytes] | None]:
+    """Held (shared) by a command that uses the cache, for its whole run; released at exit, also
+    when the process dies (the kernel drops a dead process's flock: no stale lock)."""
+    f = _open_lock(cache)
+    try:
+        if f is not None:
+            fcntl.flock(f, fcntl.LOCK_SH)
+        yield f
+    finally:
+        if f is not None:
+            f.close()
+
+
+@contextmanager
+def exclusive(cache: Path, *, wait: bool, on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
+    """Hold the cache alone: True once held; with ``wait=False``, False at once if another run
+    uses it (nothing is removed then). ``on_wait`` (a callable) hears that we wait."""
+    f = _open_lock(cache)
+    if f is None:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except BlockingIOError:
+            held = False
+            if wait:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(f, fcntl.LOCK_EX)
+                held = True
+        yield held
+    finally:
+        f.close()
+
+
+def cap_after_run(cache: Path, limit: int, held: IO[bytes] | None) -> PruneReport | None:
+    """The automatic cap after a release: the cache is brought under ``limit`` if no other run
+    uses it (this run's shared hold is turned exclusive without waiting), else left for the
+    next run (None)."""
+    if held is None:
+        return None
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fcntl.flock(held, fcntl.LOCK_SH)  # a failed conversion drops the shared hold: taken again
+        return None
+    try:
+        return prune(cache, keep_storage=limit)
+    finally:
+        fcntl.flock(held, fcntl.LOCK_SH)
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineReport:
+    removed: tuple[str, ...]  # image ids
+    kept: tuple[str, ...]  # image ids a kept release needs
+    refused: tuple[tuple[str, str], ...]  # (image id, why the engine would not remove it)
+
+
+def prune_engine(engine: Engine, repo: Repo, *, dry_run: bool = False) -> EngineReport:
+    """Remove the images xpu-release built (they carry its inputs label) that no kept release
+    needs. Kept: the image the engine holds at ``NAME:VERSION`` for every manifest in the
+    repository, and every image a release record names as tested. Anything unlabelled is not
+    ours and is never looked at; an image a container uses stays (the engine refuses)."""
+    from docker.errors import APIError
+
+    keep: set[str] = set()
+    for ref in repo.refs():
+        info = engine.image(ref)
+        if info is not None:
+            keep.add(info.id)
+    for path in sorted((repo.root / "out" / "releases").glob("*/*.json")):
+        rec = records.read_optional(path) if not path.name.endswith(".attempt.json") else None
+        if rec is not None:
+            keep.add(rec.tested_image_id)
+    removed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for image in engine.api.images(filters={"label": INPUTS_LABEL}):
+        image_id = str(image["Id"])
+        if image_id in keep:
+            continue
+        if dry_run:
+            removed.append(image_id)
+            continue
+        try:
+            for tag in image.get("RepoTags") or ():
+                if tag != "<none>:<none>":
+                    engine.api.remove_image(tag)
+            if engine.image(image_id) is not None:
+                engine.api.remove_image(image_id)
+            removed.append(image_id)
+        except APIError as exc:
+            refused.append((image_id, str(exc.explanation or exc)))
+    return EngineReport(removed=tuple(removed), kept=tuple(sorted(keep)), refused=tuple(refused))

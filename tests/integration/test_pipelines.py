@@ -1,0 +1,125 @@
+"""The GitLab pipelines, run by a runner: gitlab-ci-local (pinned; ci/test.sh installs it from
+the npm registry) with its shell executor, against the local stack.
+
+- The tag pipeline's `release` job releases the tagged fixture image: served at every endpoint,
+  the record and the notes in the job's artifacts.
+- The merge-request fan-out: `changed --gitlab-pipeline` is generated in the project as the
+  `changed` job would, and that child pipeline is run. gitlab-ci-local does not run `trigger:`
+  jobs (the parent's `build-changed`), so the child file is run directly, with `--file`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import ROOT, Cli
+from .test_publish import REF, registries_file, served
+
+pytestmark = pytest.mark.integration
+
+GCL = ROOT / ".cache" / "gitlab-ci-local" / "node_modules" / ".bin" / "gitlab-ci-local"
+PROJECT_FILES = ("pyproject.toml", "README.md", ".gitlab-ci.yml", "registries.yaml")
+PROJECT_DIRS = ("src", "ci", "schema", "templates")
+
+
+def _gitlab_ci_local() -> Path:
+    if not GCL.is_file():
+        message = f"gitlab-ci-local is not installed at {GCL}: ci/test.sh installs it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return GCL
+
+
+def _project(tested: Cli, dst: Path) -> Path:
+    """This project as a runner checks it out (a git clone with a remote), plus the fixture
+    image, rendered and locked as the session's repository copy has it."""
+    dst.mkdir()
+    for name in PROJECT_FILES:
+        shutil.copy(ROOT / name, dst / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in PROJECT_DIRS:
+        shutil.copytree(ROOT / name, dst / name, ignore=ignore)
+    for name in ("manifests", "images", "tests"):  # tests/smoke: the generic in-image checks
+        shutil.copytree(tested.root / name, dst / name, ignore=ignore)
+    git = ["git", "-C", str(dst), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "fixture"], check=True)
+    # gitlab-ci-local derives CI_PROJECT_* from the remote. assumed: a GitLab project's address.
+    subprocess.run([*git, "remote", "add", "origin", "https://gitlab.example.invalid/xpu/xpu-release.git"],
+                   check=True)  # fmt: skip
+    return dst
+
+
+def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = None,
+         variables: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """gitlab-ci-local in ``project``. The job's shell inherits this environment, as a
+    self-hosted runner's jobs inherit the runner's: the stack's engine, docker config and
+    registries, the artifact token (a secret: never in argv). ``variables`` are the pipeline's
+    (gitlab-ci-local's variables file; it turns a value that names a file into a file variable)."""
+    if variables:
+        (project / ".gitlab-ci-local-variables.yml").write_text(yaml.safe_dump(variables))
+    job_env = {k: v for k, v in tested.env.items() if k != "XPU_RELEASE_ROOT"}  # the job finds its checkout
+    return subprocess.run(
+        [str(_gitlab_ci_local()), "--shell-executor-no-image", *args],
+        cwd=project, env={**job_env, **(env or {})}, capture_output=True, text=True, timeout=1200,
+        check=False,
+    )  # fmt: skip
+
+
+def test_the_gitlab_tag_pipeline_releases_the_tagged_image_under_a_runner(
+    tested: Cli, tmp_path: Path
+) -> None:
+    project = _project(tested, tmp_path / "project")
+    regs = registries_file(tmp_path / "regs.yaml", "g" + uuid.uuid4().hex[:10])
+    tag = {"CI_COMMIT_TAG": "xpu-fixture/1.0"}
+
+    listed = _run(tested, project, "--list", variables=tag)
+    run = _run(tested, project, "release", env={"XPU_RELEASE_REGISTRIES": str(regs)}, variables=tag)
+
+    assert "release" in listed.stdout
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    record = json.loads((project / "out" / "releases" / "xpu-fixture" / "1.0.json").read_text())
+    assert record["complete"] is True
+    assert set(served(tested, regs, "1.0").values()) == {record["digest"]}
+    assert (project / "out" / "releases" / "xpu-fixture" / "1.0.en.md").is_file()
+    assert (project / "out" / "releases" / "xpu-fixture" / "1.0.zh.md").is_file()
+    summary = json.loads((project / "out" / "release-summary.json").read_text())
+    assert summary["ref"] == REF
+    token = tested.env["XPU_RELEASE_ARTIFACT_TOKEN"]
+    assert token not in run.stdout + run.stderr
+
+
+def test_the_merge_request_fan_out_builds_and_tests_each_changed_image_in_its_own_job(
+    tested: Cli, tmp_path: Path
+) -> None:
+    project = _project(tested, tmp_path / "project")
+    base = subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    # The merge request: a change to the fixture image's manifest (its title).
+    manifest = project / "manifests" / "xpu-fixture" / "1.0.yaml"
+    manifest.write_text(manifest.read_text() + "\n# changed by the merge request\n")
+    git = ["git", "-C", str(project), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
+    subprocess.run([*git, "commit", "-q", "-am", "change the fixture"], check=True)
+    child = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "xpu-release"), "--root", str(project), "changed", "--since", base,
+         "--gitlab-pipeline"], capture_output=True, text=True, check=True, env=tested.env,
+    ).stdout  # fmt: skip
+    (project / "changed.gitlab-ci.yml").write_text(child)
+    subprocess.run([*git, "add", "changed.gitlab-ci.yml"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "the generated child pipeline"], check=True)
+    run = _run(tested, project, "--file", "changed.gitlab-ci.yml")
+
+    assert list(yaml.safe_load(child)) == ["stages", "default", f"build {REF}"]
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert f"build {REF}" in run.stdout
+    assert "passed" in run.stdout.lower() or "PASS" in run.stdout
