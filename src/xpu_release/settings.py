@@ -28,6 +28,7 @@ ROOT_ENV = "XPU_RELEASE_ROOT"
 REGISTRIES_ENV = "XPU_RELEASE_REGISTRIES"
 CACHE_ENV = "XPU_RELEASE_CACHE"
 CACHE_MAX_ENV = "XPU_RELEASE_CACHE_MAX"
+ADVISORIES_ENV = "XPU_RELEASE_ADVISORIES"  # OSV directories or archives, separated by ':'
 BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
 KEEP_ENV = "XPU_RELEASE_KEEP_CONTAINERS"
 USER_ENV = "XPU_RELEASE_USERNAME"
@@ -53,6 +54,7 @@ class Settings:
     registries: str | None = None  # a registries file that overrides registries.yaml
     cache: Path = field(default_factory=lambda: _home({}) / ".cache" / "xpu-release")
     cache_max: str | None = None  # the size a release brings the cache under when it ends (20G)
+    advisories: tuple[str, ...] = ()  # OSV advisories for the vulnerability gate (paths)
     builder: str = ""  # who builds: the provenance's builder id ("" → this host's name)
     keep_containers: bool = False  # keep throwaway containers, for debugging
     ci: CiKind = ""  # the CI whose log groups the stage report writes
@@ -81,6 +83,7 @@ class Settings:
             registries=get(REGISTRIES_ENV),
             cache=cache,
             cache_max=get(CACHE_MAX_ENV),
+            advisories=tuple(p for p in (get(ADVISORIES_ENV) or "").split(":") if p),
             builder=get(BUILDER_ENV) or "",
             keep_containers=env.get(KEEP_ENV) == "1",
             ci=ci,

@@ -76,15 +76,33 @@ def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = No
     )  # fmt: skip
 
 
+def _osv_mirror(folder: Path) -> Path:
+    """osv.dev's two export archives as the job downloads them, with one record each (made for
+    the test) that does not affect the fixture image."""
+    import zipfile
+
+    for eco, name in (("PyPI", "six"), ("Debian", "bash")):
+        (folder / eco).mkdir(parents=True)
+        ecosystem = "PyPI" if eco == "PyPI" else "Debian:12"
+        rec = {"schema_version": "1.6.0", "id": f"TEST-MIRROR-{eco}", "modified": "2026-12-01T00:00:00Z",
+               "affected": [{"package": {"ecosystem": ecosystem, "name": name}, "ranges": [
+                   {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.0.1"}]}]}]}  # fmt: skip
+        with zipfile.ZipFile(folder / eco / "all.zip", "w") as z:
+            z.writestr(f"{rec['id']}.json", json.dumps(rec))
+    return folder
+
+
 def test_the_gitlab_tag_pipeline_releases_the_tagged_image_under_a_runner(
     tested: Cli, tmp_path: Path
 ) -> None:
     project = _project(tested, tmp_path / "project")
     regs = registries_file(tmp_path / "regs.yaml", "g" + uuid.uuid4().hex[:10])
     tag = {"CI_COMMIT_TAG": "xpu-fixture/1.0"}
+    mirror = _osv_mirror(tmp_path / "osv-mirror")  # the job fetches its advisories from here
 
     listed = _run(tested, project, "--list", variables=tag)
-    run = _run(tested, project, "release", env={"XPU_RELEASE_REGISTRIES": str(regs)}, variables=tag)
+    run = _run(tested, project, "release", variables=tag,
+               env={"XPU_RELEASE_REGISTRIES": str(regs), "OSV_BASE_URL": mirror.as_uri()})  # fmt: skip
 
     assert "release" in listed.stdout
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
@@ -93,6 +111,8 @@ def test_the_gitlab_tag_pipeline_releases_the_tagged_image_under_a_runner(
     assert set(served(tested, regs, "1.0").values()) == {record["digest"]}
     assert (project / "out" / "releases" / "xpu-fixture" / "1.0.en.md").is_file()
     assert (project / "out" / "releases" / "xpu-fixture" / "1.0.zh.md").is_file()
+    assert record["scan"]["status"] == "passed"  # the gate ran on the fetched archives
+    assert "advisories: PyPI/all.zip fetched" in run.stdout
     summary = json.loads((project / "out" / "release-summary.json").read_text())
     assert summary["ref"] == REF
     token = tested.env["XPU_RELEASE_ARTIFACT_TOKEN"]

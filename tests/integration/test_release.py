@@ -40,6 +40,7 @@ def test_release_then_bump_one_pin_and_release_again(fixture_cli: Cli, tmp_path:
         "lock",
         "build",
         "test",
+        "scan",
         "publish",
         "verify",
         "notes",
@@ -154,10 +155,11 @@ def test_a_dry_run_checks_what_the_real_run_needs_and_touches_nothing(
     assert code == 0, log
     assert list(stages(summary).items()) == [
         ("validate", "done"), ("render", "done"), ("lock", "done"), ("preflight", "done"),
-        ("build", "planned"), ("test", "planned"), ("publish", "planned"), ("verify", "planned"),
-        ("notes", "planned"), ("record", "planned"),
+        ("build", "planned"), ("test", "planned"), ("scan", "planned"), ("publish", "planned"),
+        ("verify", "planned"), ("notes", "planned"), ("record", "planned"),
     ]  # fmt: skip
-    assert "127.0.0.1:15001/" in summary["stages"][6]["detail"]
+    assert "would check nothing: no advisories configured" in summary["stages"][6]["detail"]
+    assert "127.0.0.1:15001/" in summary["stages"][7]["detail"]
     assert summary["record"] is None
     for line in (
         "ok   engine: answers",

@@ -51,6 +51,14 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     else:
         specs, problems = repo.load_all()
         count = len(specs) + len({p.file for p in problems})
+    # The reviewed exceptions of the vulnerability gate (images/<image>/vex.openvex.json).
+    from ..evidence.vex import read_vex, vex_path
+
+    images = sorted({parse_ref(r)[0] for r in refs}) if refs else repo.images()
+    for image in images:
+        path = vex_path(repo.root, image)
+        if path.exists():
+            problems.extend(read_vex(path, repo.rel(path))[1])
     notices = []
     if not problems:
         targets = (
@@ -212,9 +220,12 @@ def diff(state: State, old: str, new: str, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ..manifest.diff import diff as compute
+    from ..release.notes import security_changes
 
     repo = state.repo
-    changes = compute(repo.load_ref(old), repo.load_ref(new))
+    old_spec, new_spec = repo.load_ref(old), repo.load_ref(new)
+    # With both releases' records: the vulnerabilities fixed and newly found (section security).
+    changes = [*compute(old_spec, new_spec), *security_changes(repo, old_spec, new_spec)]
     if as_json:
         _emit_json([asdict(c) for c in changes])
         return

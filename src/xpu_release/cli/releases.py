@@ -17,6 +17,7 @@ from .app import (
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
+from .images import advisories_option, gate_policy
 from .output import _line_sink, info, write_output
 from .output import status as status_word
 from .publishing import signing_key_option
@@ -66,17 +67,26 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
 )
 @json_option("The summary as JSON on stdout.")
 @signing_key_option
+@advisories_option
+@click.option(
+    "--no-scan",
+    "no_scan",
+    metavar="REASON",
+    help="Skip the vulnerability gate; the reason is written into the release record.",
+)
 @with_login
 @pass_state
 def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_bases: bool, as_json: bool,
-            signing_key: str | None, username: str | None, password_stdin: bool) -> None:  # fmt: skip
-    """Validate, render check, lock check, build, smoke test, publish, verify, write notes and record.
+            signing_key: str | None, advisories: tuple[str, ...], no_scan: str | None, username: str | None,
+            password_stdin: bool) -> None:  # fmt: skip
+    """Validate, render check, lock check, build, smoke test, scan, publish, verify, notes and record.
 
     \b
     Examples:
       xpu-release release training-cpu-pytorch:25.03 --dry-run
       xpu-release release training-cpu-pytorch:25.03 --with-bases
       xpu-release release training-cpu-pytorch:25.03 --json > summary.json
+      xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
     from ..errors import ReleaseError
     from ..manifest import parse_ref
@@ -87,6 +97,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     creds = _credentials(username, password_stdin, state.registries())
     signer = state.signer(signing_key)
     limit = cache_limit(state)
+    gate = gate_policy(state, advisories, no_scan, None)
     chain = [ref]
     if with_bases:
         state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
@@ -98,7 +109,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
         options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer)
         reporter = Reporter(live := _line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
-                      dry_run=dry_run, builder=state.builder)  # fmt: skip
+                      dry_run=dry_run, builder=state.builder, gate=gate)  # fmt: skip
         try:
             summary = run.run()
         except ReleaseError:

@@ -50,6 +50,8 @@ class Deb:
     name: str
     version: str
     arch: str
+    source: str = ""  # the source package it was built from (advisories name sources), "" = name
+    source_version: str = ""  # "" = version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,23 +66,29 @@ class Distribution:
 
 
 _DPKG = (
-    'if [ -r /etc/os-release ]; then . /etc/os-release; fi; echo "os=${ID:-debian}"; '
+    'if [ -r /etc/os-release ]; then . /etc/os-release; fi; echo "os=${ID:-debian}-${VERSION_ID:-}"; '
     "if command -v dpkg-query >/dev/null; then "
-    "dpkg-query -W -f '${Package}\\t${Version}\\t${Architecture}\\n'; fi"
+    "dpkg-query -W -f "
+    "'${Package}\\t${Version}\\t${Architecture}\\t${source:Package}\\t${source:Version}\\n'; fi"
 )
 
 
 def debian_packages(engine: Engine, image_id: str) -> tuple[str, tuple[Deb, ...]]:
-    """The distribution id (``debian``) and every package dpkg says is installed in the image
-    (none, in an image without dpkg)."""
+    """The distribution and its release (``debian-12``; ``debian`` when os-release has no
+    VERSION_ID) and every package dpkg says is installed in the image, with the source package
+    it was built from (none, in an image without dpkg)."""
     out = engine.output(image_id, ["/bin/sh", "-c", _DPKG], purpose="sbom")
     lines = out.splitlines()
-    distro = lines[0].partition("=")[2].strip() if lines and lines[0].startswith("os=") else "debian"
+    first = lines[0] if lines else ""
+    distro = first.partition("=")[2].strip().rstrip("-") if first.startswith("os=") else "debian"
     debs = []
     for line in lines[1:]:
         parts = line.split("\t")
-        if len(parts) == 3 and parts[0]:
-            debs.append(Deb(name=parts[0], version=parts[1], arch=parts[2]))
+        if len(parts) in (3, 5) and parts[0]:
+            source, source_version = (parts[3], parts[4]) if len(parts) == 5 else ("", "")
+            debs.append(Deb(name=parts[0], version=parts[1], arch=parts[2],
+                            source="" if source == parts[0] else source,
+                            source_version="" if source_version == parts[1] else source_version))  # fmt: skip
     return distro, tuple(sorted(debs, key=lambda d: (d.name, d.arch)))
 
 
@@ -167,9 +175,18 @@ def sbom(
         ))  # fmt: skip
     distro, packages = debs
     for deb in packages:
-        purl = PackageURL("deb", distro, deb.name, deb.version, {"arch": deb.arch})
+        # As syft writes it: the distribution's release as `distro`, the source as `upstream`.
+        qualifiers = {"arch": deb.arch, **({"distro": distro} if "-" in distro else {})}
+        if deb.source:
+            qualifiers["upstream"] = deb.source
+        purl = PackageURL("deb", distro.split("-")[0], deb.name, deb.version, qualifiers)
+        source = (
+            [Property(name="io.xpu-release:source-version", value=deb.source_version)]
+            if deb.source_version
+            else []
+        )
         components.append(Component(type=ComponentType.LIBRARY, name=deb.name, version=deb.version,
-                                    purl=purl, bom_ref=str(purl)))  # fmt: skip
+                                    purl=purl, bom_ref=str(purl), properties=source))  # fmt: skip
     for art in spec.of_kind("artifact"):
         refs = (
             [

@@ -157,6 +157,8 @@ class ImageSpec:
     tools: tuple[str, ...]
     files: tuple[str, ...]
     floating_tags: tuple[str, ...]
+    fail_on: str = "high"  # security.fail_on: the vulnerability gate's threshold
+    fail_on_unknown: bool = True  # security.fail_on_unknown
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
     usage_advice: tuple[Localized, ...]
@@ -221,6 +223,8 @@ class ImageSpec:
             tools=tuple(data.get("tools") or ()),
             files=tuple(data.get("files") or ()),
             floating_tags=tuple(data.get("floating_tags") or ()),
+            fail_on=(data.get("security") or {}).get("fail_on") or "high",
+            fail_on_unknown=(data.get("security") or {}).get("fail_on_unknown") is not False,
             features=tuple(
                 Feature(
                     title=Localized.from_dict(f["title"]),

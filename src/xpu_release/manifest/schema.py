@@ -310,6 +310,18 @@ MANIFEST = Obj(
         "tools": List(item=TOOL, unique=True, description="Commands that must be on PATH."),
         "files": List(item=ABS_PATH, unique=True, description="Files that must exist in the image."),
         "floating_tags": List(item=TAG, unique=True, description="Tags moved after a verified publish."),
+        "security": Obj(
+            fields={
+                "fail_on": Enum(
+                    choices=("low", "medium", "high", "critical"),
+                    description="The vulnerability gate stops a release on a finding at or above this "
+                    "severity with no valid exception (default high).",
+                ),
+                "fail_on_unknown": Bool(
+                    description="A finding of unknown severity stops the release too (default true)."
+                ),
+            },
+        ),
         "features": List(item=FEATURE),
         "quick_start": List(item=COMMAND),
         "quick_start_intro": List(item=PROSE_ITEM, description="Paragraphs that open the Quick Start."),

@@ -6,14 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ReleaseError
 from ..image.templating import render_template
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.loader import version_key
 from ..manifest.registries import Registries
-from .record import ReleaseRecord
+from .record import ReleaseRecord, default_path, read_optional
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -40,6 +41,9 @@ LABELS: dict[str, dict[str, str]] = {
         "changed": "{name} {old} → {new}", "added": "{name} {new} added", "removed": "{name} {old} removed",
         "downgraded": "{name} {old} → {new} (downgrade)",
         "scenarios": "training|inference",
+        "security": "Security", "fixed_since": "Vulnerabilities fixed since {previous}",
+        "open_vulns": "Known vulnerabilities in this release", "not_scanned": "Not scanned",
+        "no_previous_scan": "(the release this one extends has no scan on record)",
     },
     "zh": {
         "intro": "本文介绍{image} {version}版本发布记录。",
@@ -64,6 +68,9 @@ LABELS: dict[str, dict[str, str]] = {
         "changed": "{name} {old} → {new}", "added": "支持{name} {new}", "removed": "移除{name} {old}",
         "downgraded": "{name}从{old}降级至{new}",
         "scenarios": "训练|推理",
+        "security": "安全", "fixed_since": "自{previous}以来修复的漏洞",
+        "open_vulns": "本版本中已知的漏洞", "not_scanned": "未扫描",
+        "no_previous_scan": "（所扩展的版本没有扫描记录）",
     },
 }  # fmt: skip
 
@@ -132,6 +139,73 @@ def changes_for_notes(repo: Repo, spec: ImageSpec) -> tuple[Change, ...]:
     return tuple(c for c in diff(previous, spec) if c.section == "components") or declared_upgrades(spec)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Security:
+    """The notes' Security section, from the gate's result in the record: what the release this
+    one extends had that this one does not (fixed), and what this one has (open, with VEX)."""
+
+    scanned: bool
+    reason: str
+    previous: str | None  # the release compared with
+    fixed: tuple[dict[str, Any], ...] | None  # None: that release has no scan on record
+    open: tuple[dict[str, Any], ...]
+
+
+def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) -> Security | None:
+    if record is None or record.scan is None:
+        return None
+    scan = record.scan
+    if scan.get("status") == "skipped":
+        return Security(scanned=False, reason=str(scan.get("reason")), previous=None, fixed=(), open=())
+    findings = tuple(scan.get("findings") or ())
+    previous = previous_spec(repo, spec)
+    fixed: tuple[dict[str, Any], ...] | None = None
+    if previous is not None:
+        try:
+            earlier = read_optional(default_path(repo.root, previous.image, previous.version))
+        except ReleaseError:
+            earlier = None
+        if earlier is not None and earlier.scan is not None and earlier.scan.get("status") != "skipped":
+            now = {(f["id"], f["package"]) for f in findings}
+            fixed = tuple(f for f in earlier.scan.get("findings") or () if (f["id"], f["package"]) not in now)
+    return Security(scanned=True, reason=str(scan.get("reason")), fixed=fixed, open=findings,
+                    previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
+
+
+def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]:
+    """What ``diff OLD NEW`` adds from the two releases' records, when both ran the gate: each
+    vulnerability OLD had and NEW has not (``removed``: fixed), and each NEW has that OLD had
+    not (``added``); the name is the package, the values the id at its installed version."""
+
+    def found(spec: ImageSpec) -> dict[tuple[str, str], dict[str, Any]] | None:
+        try:
+            rec = read_optional(default_path(repo.root, spec.image, spec.version))
+        except ReleaseError:
+            return None
+        if rec is None or rec.scan is None or rec.scan.get("status") == "skipped":
+            return None
+        return {(f["id"], f["package"]): f for f in rec.scan.get("findings") or ()}
+
+    before, after = found(old), found(new)
+    if before is None or after is None:
+        return []
+    out = [
+        Change(
+            section="security",
+            id=i,
+            name=p,
+            kind="removed",
+            new=None,
+            old=f"{i} ({before[(i, p)]['installed']}, fixed)",
+        )
+        for i, p in sorted(before.keys() - after.keys())
+    ]
+    out += [Change(section="security", id=i, name=p, kind="added", old=None,
+                   new=f"{i} ({after[(i, p)]['installed']}, {after[(i, p)]['severity']})")
+            for i, p in sorted(after.keys() - before.keys())]  # fmt: skip
+    return out
+
+
 def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
                  record: ReleaseRecord | None = None) -> Notes:  # fmt: skip
     if lang not in LABELS:
@@ -150,6 +224,7 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         lang=lang,
         t=LABELS[lang],
         record=record,
+        security=security_section(repo, spec, record),
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
         p=lambda text: typeset(text, lang),
         scenario="/".join(names[s] for s in spec.scenario),

@@ -1,6 +1,6 @@
 """``release`` (alias ``build-release``): every stage in order, stopping at the first failure.
 
-validate → render check → lock check → build → smoke test → publish → verify → notes → record.
+validate → render check → lock check → build → smoke test → scan → publish → verify → notes → record.
 A smoke-test failure publishes nothing. A rerun resumes: the build is skipped by its inputs
 hash, a passed smoke test by its marker, publish per endpoint.
 """
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents
+from ..evidence.scan import GatePolicy, plan_of_gate, run_gate
 from ..image.build import build_image, inputs_sha256
 from ..image.engine import Engine
 from ..image.lock import Lock, load_lock
@@ -25,16 +26,18 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..progress import Sink
+from ..settings import cache_dir
 from . import record as records
 from .notes import notes_path, render_notes
 from .plan import make_plan
 from .preflight import preflight, verdict
 from .publish import Options, failure_report, publish
-from .serving import find_published, status
+from .serving import pull_published, status
 from .verify import verify
 
 T = TypeVar("T")
-STAGES = ("validate", "render", "lock", "preflight", "build", "test", "publish", "verify", "notes", "record")
+STAGES = ("validate", "render", "lock", "preflight", "build", "test", "scan", "publish", "verify", "notes",
+          "record")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +99,10 @@ class Reporter:
 
 class Release:
     def __init__(self, repo: Repo, ref: str, registries: Registries, credentials: CredentialStore,
-                 options: Options, reporter: Reporter, *, dry_run: bool, builder: str) -> None:  # fmt: skip
+                 options: Options, reporter: Reporter, *, dry_run: bool, builder: str,
+                 gate: GatePolicy | None = None) -> None:  # fmt: skip
         self.repo = repo
+        self.gate = gate or GatePolicy()
         self.builder = builder
         self.ref = ref
         self.registries = registries
@@ -166,7 +171,13 @@ class Release:
 
         image_id: str = self.stage("build", lambda: self._build(spec, dockerfile, lock))
         self.stage("test", lambda: self._test(spec, image_id))
-        record = self.stage("publish", lambda: self._publish(spec))
+        scanned = self.stage(
+            "scan",
+            lambda: run_gate(
+                self.repo, spec, self.engine, image_id, self.gate, builder=self.builder, cache=cache_dir()
+            ),
+        )
+        record = replace(self.stage("publish", lambda: self._publish(spec)), scan=scanned)
         self.stage("verify", lambda: self._verify(spec, record))
         written = self.stage("notes", lambda: self._notes(spec, record))
         path = records.default_path(root, spec.image, spec.version)
@@ -187,33 +198,14 @@ class Release:
         return "done", f"{spec.manifest_path} (sha256 {spec.content_hash[:12]})", spec
 
     def _build(self, spec: ImageSpec, dockerfile: str, lock: Lock) -> tuple[str, str, str]:
-        pulled = self._pull_published(spec, inputs_sha256(spec, dockerfile, lock))
+        pulled = pull_published(spec, inputs_sha256(spec, dockerfile, lock), self.engine, self.registries,
+                                self.credentials, self.reporter.write)  # fmt: skip
         if pulled is not None:
             return "pulled", f"{pulled[:19]} from an endpoint that serves it (same inputs)", pulled
         built = build_image(self.repo.root, spec, self.registries, self.engine,
                             builder=self.builder, on_line=self.reporter.write)  # fmt: skip
         state = "skipped" if built.skipped else "done"
         return state, f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", built.image_id
-
-    def _pull_published(self, spec: ImageSpec, inputs: str) -> str | None:
-        """Build avoidance: on a runner without the image, an endpoint that already serves this
-        version made from the same inputs gives it by digest. It is smoke-tested like a build,
-        and publish then finishes the other endpoints with that very image."""
-        existing = self.engine.image(spec.ref)
-        if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
-            return None  # the build stage skips it
-        found = find_published(spec, self.registries, self.credentials, inputs)
-        if found is None:
-            return None
-        creds = self.credentials.for_host(found.endpoint.host)
-        self.reporter.write(f"pulling {found.ref}: {found.endpoint.name} serves this version, same inputs")
-        self.engine.pull(found.ref, creds.docker_auth() if creds else None)
-        self.engine.tag(found.image_id, spec.ref)
-        info = self.engine.require_image(spec.ref)
-        if info.id != found.image_id or info.labels.get(INPUTS_LABEL) != inputs:
-            msg = f"the image pulled from {found.ref} is {info.id}, not {found.image_id}"
-            raise PublishError(msg)
-        return info.id
 
     def _test(self, spec: ImageSpec, image_id: str) -> tuple[str, str, None]:
         if already_tested(self.repo.root, spec, image_id):
@@ -299,6 +291,7 @@ class Release:
                 else f"would build (inputs {inputs[:12]})",
             ),
             ("test", "would run the smoke checks in a throwaway container"),
+            ("scan", plan_of_gate(self.gate)),
             ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
             ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
             (

@@ -50,6 +50,9 @@ class ReleaseRecord:
     # Documents attached to the image by digest at every endpoint (attest.py, referrers.py):
     # kind ("sbom", "provenance") → the digest of the artifact manifest that carries it.
     attachments: dict[str, str] = field(default_factory=dict)
+    # The vulnerability gate (evidence/scan.py): passed with its findings, or skipped and why;
+    # None when no release ran it (a bare `publish`).
+    scan: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -148,6 +151,21 @@ SCHEMA: dict[str, Any] = {
             "propertyNames": {"enum": ["sbom", "provenance"]},
             "additionalProperties": _DIGEST,
         },
+        "scan": {"anyOf": [{"type": "null"}, {
+            "type": "object",
+            "required": ["status", "reason", "findings"],
+            "additionalProperties": False,
+            "properties": {
+                "status": {"enum": ["passed", "failed", "skipped"]},
+                "reason": {"type": "string"},
+                "findings": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["id", "package", "installed", "severity"],
+                    "properties": {"id": {"type": "string"}, "package": {"type": "string"},
+                                   "installed": {"type": "string"}, "severity": {"type": "string"}},
+                }},
+            },
+        }]},
     },
 }  # fmt: skip
 

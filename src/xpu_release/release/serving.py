@@ -15,6 +15,7 @@ from ..errors import RegistryAuthError, ReleaseError
 from ..evidence.attachment import KINDS
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
 from ..evidence.signing import ENVELOPE_TYPE
+from ..image.engine import Engine
 from ..labels import INPUTS_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
@@ -22,6 +23,7 @@ from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import RegistryClient, RetryPolicy
 from ..oci.store import remember_config
+from ..progress import Sink
 from .pool import EndpointPool
 from .record import ReleaseRecord
 
@@ -191,3 +193,27 @@ def find_published(
                 image_id=manifest.config_digest,
             )
     return None
+
+
+def pull_published(spec: ImageSpec, inputs: str, engine: Engine, registries: Registries,
+                   credentials: CredentialStore, on_line: Sink) -> str | None:  # fmt: skip
+    """Build avoidance: on a runner without the image, an endpoint that already serves this
+    version made from the same inputs gives it by digest (its image id; None: build it). It is
+    smoke-tested like a build, and publish then finishes the other endpoints with that image."""
+    from ..errors import PublishError
+
+    existing = engine.image(spec.ref)
+    if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
+        return None  # the build stage skips it
+    found = find_published(spec, registries, credentials, inputs)
+    if found is None:
+        return None
+    creds = credentials.for_host(found.endpoint.host)
+    on_line(f"pulling {found.ref}: {found.endpoint.name} serves this version, same inputs")
+    engine.pull(found.ref, creds.docker_auth() if creds else None)
+    engine.tag(found.image_id, spec.ref)
+    info = engine.require_image(spec.ref)
+    if info.id != found.image_id or info.labels.get(INPUTS_LABEL) != inputs:
+        msg = f"the image pulled from {found.ref} is {info.id}, not {found.image_id}"
+        raise PublishError(msg)
+    return info.id

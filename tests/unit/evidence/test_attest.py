@@ -100,6 +100,22 @@ def test_the_sbom_lists_debian_packages_read_in_a_throwaway_container_and_the_ba
     assert found[base]["type"] == "container"
 
 
+def test_debian_packages_carry_their_release_and_source_package_as_syft_writes_them() -> None:
+    # What advisories name is the source package (openssl for libssl3), at the source's version
+    # (a binNMU like bash's +b7 is not in the source version).
+    out = ("os=debian-12\n"
+           "libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2\n"
+           "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2\n"
+           "zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1\n")  # fmt: skip
+
+    found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    assert "pkg:deb/debian/libssl3@3.0.20-1~deb12u2?arch=amd64&distro=debian-12&upstream=openssl" in found
+    bash = found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64&distro=debian-12"]
+    assert {"name": "io.xpu-release:source-version", "value": "5.2.15-2"} in bash["properties"]
+    assert "pkg:deb/debian/zlib1g@1:1.2.13.dfsg-1?arch=amd64&distro=debian-12&upstream=zlib" in found
+
+
 def test_the_sbom_lists_each_artifact_with_its_url_and_sha256() -> None:
     repo = Repo(ROOT)
     spec = repo.load_ref("training-xpu-pytorch:25.03")

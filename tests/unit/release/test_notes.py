@@ -111,3 +111,74 @@ def test_with_per_region_endpoints_the_notes_list_each_region(repo: Path, tmp_pa
     assert "- Public image: `127.0.0.1:15001/egslingjun/training-xpu-pytorch:25.03`" in text
     assert "- VPC image (cn-beijing): `127.0.0.1:15002/egslingjun/training-xpu-pytorch:25.03`" in text
     assert "acs-registry-vpc" not in text
+
+
+def _record_with_scan(path: Path, ref: str, findings: list[dict[str, object]], status: str = "passed"
+                      ) -> Path:  # fmt: skip
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "ref": ref, "manifest": "m", "manifest_sha256": "m", "inputs_sha256": "i",
+        "tested_image_id": "sha256:" + "c" * 64, "digest": "sha256:" + "d" * 64, "published_at": "t",
+        "complete": True, "floating_moved": [], "endpoints": [],
+        "scan": {"status": status, "reason": "threshold high; 3 advisories", "findings": findings},
+    }))  # fmt: skip
+    return path
+
+
+OPEN = {"id": "CVE-2099-0003", "aliases": [], "package": "six", "installed": "1.16.0", "severity": "high",
+        "fixed": ["1.17.0"], "vex": "not_affected",
+        "justification": "vulnerable_code_not_in_execute_path"}  # fmt: skip
+GONE = {"id": "CVE-2099-0001", "aliases": [], "package": "bash", "installed": "5.2.15-2", "severity": "high",
+        "fixed": [], "vex": None, "justification": ""}  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "heading", "fixed_since"),
+                         [("en", "## Security", "Vulnerabilities fixed since training-xpu-pytorch 25.03"),
+                          ("zh", "## 安全", "自training-xpu-pytorch 25.03以来修复的漏洞")])  # fmt: skip
+def test_the_notes_security_section_lists_fixed_and_open_vulnerabilities(
+    repo: Path, tmp_path: Path, lang: str, heading: str, fixed_since: str
+) -> None:
+    write_manifest(repo, "training-xpu-pytorch", "25.04",
+                   'image: training-xpu-pytorch\nversion: "25.04"\nextends: "25.03"\n')  # fmt: skip
+    _record_with_scan(repo / "out" / "releases" / "training-xpu-pytorch" / "25.03.json", XPU, [GONE, OPEN])
+    record = _record_with_scan(tmp_path / "r.json", "training-xpu-pytorch:25.04", [OPEN])
+
+    text = run(repo, "notes", "training-xpu-pytorch:25.04", "--lang", lang, "--record", str(record)).stdout
+
+    section = text[text.index(heading) :]
+    assert fixed_since in section
+    assert "- `CVE-2099-0001` bash 5.2.15-2 (high)" in section
+    assert "- `CVE-2099-0003` six 1.16.0 (high; fixed in 1.17.0)" in section
+    assert "VEX `not_affected`, vulnerable_code_not_in_execute_path" in section
+    assert section.index("CVE-2099-0001") < section.index("CVE-2099-0003")
+
+
+def test_with_nothing_found_the_notes_say_none_and_unscanned_says_why(repo: Path, tmp_path: Path) -> None:
+    clean = _record_with_scan(tmp_path / "clean.json", XPU, [])
+    skipped = _record_with_scan(tmp_path / "skipped.json", XPU, [], status="skipped")
+
+    clean_text = run(repo, "notes", XPU, "--lang", "en", "--record", str(clean)).stdout
+    skipped_text = run(repo, "notes", XPU, "--lang", "en", "--record", str(skipped)).stdout
+
+    assert "Known vulnerabilities in this release:\n\n- (none)" in clean_text
+    assert "Not scanned: threshold high; 3 advisories" in skipped_text
+
+
+def test_diff_shows_the_vulnerabilities_fixed_and_found_between_two_scanned_releases(repo: Path) -> None:
+    import json
+
+    write_manifest(repo, "training-xpu-pytorch", "25.04",
+                   'image: training-xpu-pytorch\nversion: "25.04"\nextends: "25.03"\n')  # fmt: skip
+    releases = repo / "out" / "releases" / "training-xpu-pytorch"
+    _record_with_scan(releases / "25.03.json", XPU, [GONE, OPEN])
+    new = {**OPEN, "id": "CVE-2099-0007", "package": "ray", "installed": "2.43"}
+    _record_with_scan(releases / "25.04.json", "training-xpu-pytorch:25.04", [OPEN, new])
+
+    text = run(repo, "diff", XPU, "training-xpu-pytorch:25.04").stdout
+    listed = json.loads(run(repo, "diff", XPU, "training-xpu-pytorch:25.04", "--json").stdout)
+
+    assert "security     - bash CVE-2099-0001 (5.2.15-2, fixed)" in text
+    assert "security     + ray CVE-2099-0007 (2.43, high)" in text
+    assert [c["id"] for c in listed if c["section"] == "security"] == ["CVE-2099-0001", "CVE-2099-0007"]

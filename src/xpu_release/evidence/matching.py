@@ -1,0 +1,172 @@
+"""Whether an installed package is affected by an OSV record, exactly as the OSV schema's
+evaluation rules say (ossf/osv-schema ``docs/schema.md``, "Evaluation"), and how severe it is.
+
+- ``affected[].versions``: the installed version is listed;
+- ``ECOSYSTEM`` and ``SEMVER`` ranges: events sorted in the ecosystem's version order;
+  ``introduced`` opens (``"0"``: from the first version), ``fixed`` closes exclusively,
+  ``last_affected`` inclusively; ``limit`` caps the range. ``GIT`` ranges name commits, not
+  installed versions, and are ignored.
+- PyPI versions are ordered by PEP 440 (``packaging``); a local label (``2.13.0+cpu``) is
+  compared by its public version. Debian versions by Debian's rules (epochs, ``~``, revisions)
+  with python-debian's implementation.
+- Severity: the base score of the record's CVSS vector (v4, else v3, else v2; the ``cvss``
+  library), else the ecosystem's own rating; else ``unknown``, a level of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+LEVELS = ("low", "medium", "high", "critical")  # ordered; "unknown" stands beside them
+Key = Callable[[str], Any]
+
+
+def _pypi_key(version: str) -> Any:
+    from packaging.version import Version
+
+    v = Version(version)
+    return Version(v.public)
+
+
+def _debian_key(version: str) -> Any:
+    from debian.debian_support import Version
+
+    return Version(version)
+
+
+def version_key(ecosystem: str) -> Key | None:
+    """The ordering of ``ecosystem``'s versions (None: an ecosystem we do not evaluate)."""
+    if ecosystem == "PyPI":
+        return _pypi_key
+    if ecosystem.split(":")[0] == "Debian":
+        return _debian_key
+    return None
+
+
+def _key_or_none(key: Key, version: str) -> Any:
+    try:
+        return key(version)
+    except (ValueError, TypeError):  # a version the ecosystem cannot order: that event says nothing
+        return None
+
+
+def _in_range(installed: Any, events: list[dict[str, Any]], key: Key) -> bool:
+    """The schema's ``includedByEvents`` and ``includedByLimits``."""
+    limits = [_key_or_none(key, str(e["limit"])) for e in events if "limit" in e]
+    if any(lim is not None for lim in limits) and not any(
+        lim is not None and installed < lim for lim in limits
+    ):
+        return False
+    ordered: list[tuple[int, Any, str]] = []
+    for e in events:
+        for kind in ("introduced", "fixed", "last_affected"):
+            if kind not in e:
+                continue
+            value = str(e[kind])
+            if kind == "introduced" and value == "0":
+                ordered.append((0, None, kind))
+                continue
+            k = _key_or_none(key, value)
+            if k is not None:
+                ordered.append((1, k, kind))
+    ordered.sort(key=lambda t: (t[0], t[1]) if t[1] is not None else (t[0],))
+    vulnerable = False
+    for rank, k, kind in ordered:
+        if kind == "introduced" and (rank == 0 or installed >= k):
+            vulnerable = True
+        elif (kind == "fixed" and installed >= k) or (kind == "last_affected" and installed > k):
+            vulnerable = False
+    return vulnerable
+
+
+@dataclass(frozen=True)
+class Match:
+    fixed: tuple[str, ...]  # the versions that fix it, as the record names them
+
+
+def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
+    """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
+    from .osv import package_key
+
+    key = version_key(ecosystem)
+    if key is None:
+        return None
+    installed = _key_or_none(key, version)
+    if installed is None:
+        return None
+    want = package_key(ecosystem, name)
+    for affected in record.get("affected") or ():
+        pkg = (affected or {}).get("package") or {}
+        if package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
+            continue
+        listed = {_key_or_none(key, str(v)) for v in affected.get("versions") or ()}
+        hit = installed in listed
+        fixed: list[str] = []
+        for rng in affected.get("ranges") or ():
+            if rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
+                continue  # GIT: commits, not installed versions
+            events = [e for e in rng.get("events") or () if isinstance(e, dict)]
+            fixed += [str(e["fixed"]) for e in events if "fixed" in e]
+            hit = hit or _in_range(installed, events, key)
+        if hit:
+            return Match(fixed=tuple(sorted(set(fixed))))
+    return None
+
+
+# --- severity --------------------------------------------------------------------------------
+
+_RATINGS = {
+    "low": "low", "moderate": "medium", "medium": "medium", "important": "high", "high": "high",
+    "critical": "critical", "negligible": "low", "unimportant": "low",
+}  # fmt: skip
+
+
+def level_of_score(score: float) -> str:
+    """CVSS's qualitative scale: 0.1 to 3.9 low, 4.0 to 6.9 medium, 7.0 to 8.9 high, from 9.0 critical."""
+    if score >= 9.0:
+        return "critical"
+    if score >= 7.0:
+        return "high"
+    if score >= 4.0:
+        return "medium"
+    return "low" if score > 0 else "unknown"
+
+
+def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
+    """(level, base score, where it came from) of ``record``."""
+    from cvss import CVSS2, CVSS3, CVSS4
+
+    scored: dict[str, tuple[float, str]] = {}
+    for s in record.get("severity") or ():
+        kind, vector = str((s or {}).get("type")), str((s or {}).get("score") or "")
+        try:
+            if kind == "CVSS_V4":
+                scored["4"] = (float(CVSS4(vector).base_score), vector)
+            elif kind == "CVSS_V3":
+                scored["3"] = (float(CVSS3(vector).scores()[0]), vector)
+            elif kind == "CVSS_V2":
+                scored["2"] = (float(CVSS2(vector).scores()[0]), vector)
+        except Exception:  # the cvss library raises its own error classes for a bad vector
+            continue
+    for version in ("4", "3", "2"):
+        if version in scored:
+            score, vector = scored[version]
+            return level_of_score(score), score, vector
+    ratings = [record.get("database_specific") or {}]
+    ratings += [(a or {}).get("ecosystem_specific") or {} for a in record.get("affected") or ()]
+    ratings += [(a or {}).get("database_specific") or {} for a in record.get("affected") or ()]
+    for r in ratings:
+        for field in ("severity", "urgency"):
+            rating = str(r.get(field) or "").lower()
+            if rating in _RATINGS:
+                return _RATINGS[rating], None, f"{field}: {r.get(field)}"
+    return "unknown", None, "no CVSS vector, no rating"
+
+
+def at_or_above(level: str, threshold: str) -> bool:
+    """``level`` is ``threshold`` or worse (``unknown`` is never ordered among them)."""
+    if level not in LEVELS or threshold not in LEVELS:
+        return False
+    return LEVELS.index(level) >= LEVELS.index(threshold)

@@ -1,0 +1,303 @@
+"""The vulnerability gate: the SBOM a release publishes (the very bytes), matched offline
+against OSV advisories (``osv.py``, ``matching.py``), with the repository's reviewed exceptions
+(``vex.py``).
+
+A finding is one vulnerability (its ids and aliases merged) in one package: a Python
+distribution by its PyPI name, a Debian package by its **source** package (what advisories
+name), at the version advisories compare. It stops the release when it is at or above the
+manifest's threshold (``security.fail_on``, default ``high``; unknown severity too, unless
+``security.fail_on_unknown: false``) and no valid exception covers it. An exception that covers
+nothing in this release is stale and stops the release too (as AWS's ECR-scan test does), with
+the file:line that holds it; an expired one no longer counts, and the gate says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..image.engine import Engine
+from ..manifest import Repo
+from ..manifest.model import ImageSpec
+from .matching import affects, at_or_above, severity
+from .osv import Advisories, Counts, pypi_name
+from .vex import Purl, Statement
+
+ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
+
+
+@dataclass(frozen=True)
+class Package:
+    ecosystem: str  # PyPI, Debian:12
+    name: str  # the name advisories use: a PyPI distribution, a Debian source package
+    version: str  # the version advisories compare (a Debian source's version)
+    purl: Purl  # as the SBOM names it (the binary package, for Debian)
+    binaries: tuple[str, ...] = ()  # a Debian source's installed binary packages
+
+
+@dataclass(frozen=True)
+class Finding:
+    package: Package
+    ids: tuple[str, ...]  # the main id first (a CVE where there is one), then its aliases
+    summary: str
+    level: str  # low, medium, high, critical, unknown
+    score: float | None
+    rated_by: str  # the CVSS vector, or the ecosystem rating it came from
+    fixed: tuple[str, ...]
+    exception: Statement | None  # the valid exception that covers it
+    note: str  # what else VEX says of it (an expired exception, a claim of `fixed`)
+    blocking: bool
+
+    def to_json(self) -> dict[str, Any]:
+        ex = self.exception
+        return {
+            "id": self.ids[0], "aliases": list(self.ids[1:]), "package": self.package.name,
+            "ecosystem": self.package.ecosystem, "installed": self.package.version,
+            "binaries": list(self.package.binaries), "fixed": list(self.fixed), "severity": self.level,
+            "score": self.score, "rated_by": self.rated_by, "summary": self.summary,
+            "vex": {"status": ex.status, "justification": ex.justification or ex.impact or ex.action,
+                    "review_by": str(ex.review_by), "where": ex.where} if ex else None,
+            "note": self.note, "blocking": self.blocking,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    ref: str
+    threshold: str
+    fail_on_unknown: bool
+    findings: tuple[Finding, ...]
+    stale: tuple[Statement, ...]  # exceptions that cover nothing in this release
+    packages: int
+    sources: tuple[str, ...]
+    counts: Counts
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.blocking)
+
+    @property
+    def passed(self) -> bool:
+        return not self.blocking and not self.stale
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref, "passed": self.passed, "threshold": self.threshold,
+            "fail_on_unknown": self.fail_on_unknown, "packages": self.packages,
+            "advisories": list(self.sources), "records": vars(self.counts),
+            "findings": [f.to_json() for f in self.findings],
+            "stale_exceptions": [{"vulnerability": s.vulnerability, "status": s.status, "where": s.where}
+                                 for s in self.stale],
+        }  # fmt: skip
+
+
+def packages_of(sbom: bytes) -> tuple[Package, ...]:
+    """The packages advisories can name, from a CycloneDX SBOM: PyPI distributions, and Debian
+    packages grouped by source (``upstream`` qualifier; ``io.xpu-release:source-version``)."""
+    from packageurl import PackageURL
+
+    pypi: list[Package] = []
+    sources: dict[tuple[str, str, str], list[tuple[Purl, str]]] = {}
+    for c in json.loads(sbom).get("components") or ():
+        text = c.get("purl")
+        if not text:
+            continue
+        p = PackageURL.from_string(text)
+        purl = Purl.parse(text)
+        if p.type == "pypi" and p.version:
+            pypi.append(Package(ecosystem="PyPI", name=pypi_name(p.name), version=p.version, purl=purl))
+        elif p.type == "deb" and p.version:
+            distro = str((p.qualifiers or {}).get("distro") or "")
+            release = distro.partition("-")[2]
+            ecosystem = f"Debian:{release}" if p.namespace == "debian" and release else ""
+            if not ecosystem:
+                continue  # a Debian package of unknown release: no advisory set to match
+            props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
+            source = str((p.qualifiers or {}).get("upstream") or p.name)
+            version = str(props.get("io.xpu-release:source-version") or p.version)
+            sources.setdefault((ecosystem, source, version), []).append((purl, p.name))
+    debs = [
+        Package(ecosystem=eco, name=src, version=ver, purl=members[0][0],
+                binaries=tuple(sorted(n for _, n in members)))
+        for (eco, src, ver), members in sorted(sources.items())
+    ]  # fmt: skip
+    return tuple(pypi + debs)
+
+
+def _ordered_ids(ids: set[str]) -> tuple[str, ...]:
+    def rank(i: str) -> tuple[int, str]:
+        return next((n for n, p in enumerate(ID_ORDER) if i.startswith(p)), len(ID_ORDER)), i
+
+    return tuple(sorted(ids, key=rank))
+
+
+def _groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Records of one package that name the same vulnerability (by id or alias), together."""
+    groups: list[tuple[set[str], list[dict[str, Any]]]] = []
+    for r in records:
+        ids = {str(r["id"]), *(str(a) for a in r.get("aliases") or ())}
+        joined = [g for g in groups if g[0] & ids]
+        merged_ids, merged = ids, [r]
+        for g in joined:
+            merged_ids |= g[0]
+            merged += g[1]
+            groups.remove(g)
+        groups.append((merged_ids, merged))
+    return [g[1] for g in groups]
+
+
+def scan(
+    spec: ImageSpec,
+    sbom: bytes,
+    advisories: Advisories,
+    statements: tuple[Statement, ...],
+    *,
+    today: date,
+) -> ScanResult:
+    """Every finding in ``sbom``, what VEX says of each, and the stale exceptions."""
+    from .matching import LEVELS
+
+    mine = tuple(s for s in statements if not s.images or spec.image in s.images)
+    used: set[int] = set()
+    findings: list[Finding] = []
+    packages = packages_of(sbom)
+    for pkg in packages:
+        hits = []
+        for adv in advisories.lookup(pkg.ecosystem, pkg.name):
+            match = affects(adv.data, pkg.ecosystem, pkg.name, pkg.version)
+            if match is not None:
+                hits.append((adv.data, match))
+        for group in _groups([h[0] for h in hits]):
+            ids = {str(i) for r in group for i in (r["id"], *(r.get("aliases") or ()))}
+            rated = [severity(r) for r in group]
+            known = [r for r in rated if r[0] in LEVELS]
+            level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]
+            fixed = sorted({f for r, m in hits if any(r is g for g in group) for f in m.fixed})
+            covering = [(n, s) for n, s in enumerate(mine)
+                        if s.covers(spec.image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
+            used.update(n for n, s in covering if s.is_exception)
+            valid = [s for _, s in covering if s.is_exception and not s.expired(today)]
+            notes = [f"the exception at {s.where} expired on {s.review_by}: review it"
+                     for _, s in covering if s.is_exception and s.expired(today)]  # fmt: skip
+            notes += [f"{s.where} says fixed, but {pkg.version} is affected"
+                      for _, s in covering if s.status == "fixed"]  # fmt: skip
+            severe = at_or_above(level, spec.fail_on) or (level == "unknown" and spec.fail_on_unknown)
+            findings.append(Finding(
+                package=pkg, ids=_ordered_ids(ids), summary=str(group[0].get("summary") or "")[:200],
+                level=level, score=score, rated_by=rated_by, fixed=tuple(fixed),
+                exception=valid[0] if valid else None, note="; ".join(notes),
+                blocking=severe and not valid,
+            ))  # fmt: skip
+    stale = tuple(s for n, s in enumerate(mine) if s.is_exception and n not in used)
+    findings.sort(key=lambda f: (-_rank(f.level), f.package.name, f.ids[0]))
+    return ScanResult(ref=spec.ref, threshold=spec.fail_on, fail_on_unknown=spec.fail_on_unknown,
+                      findings=tuple(findings), stale=stale, packages=len(packages),
+                      sources=tuple(advisories.sources), counts=advisories.counts)  # fmt: skip
+
+
+def _rank(level: str) -> int:
+    from .matching import LEVELS
+
+    return LEVELS.index(level) + 1 if level in LEVELS else 5  # unknown first: it needs a look
+
+
+# --- the gate in a release ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """What a release's scan stage reads: the advisories (none: the release says nothing was
+    checked), or the reason given with ``--no-scan``; and the day exceptions are reviewed by."""
+
+    advisories: tuple[str, ...] = ()
+    skip_reason: str | None = None
+    today: date | None = None  # None: the day the release runs
+
+
+def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> dict[str, Any]:
+    """The record's ``scan``: passed with what was found and excepted, or skipped and why."""
+    if result is None:
+        return {"status": "skipped", "reason": skipped or "", "findings": []}
+    return {
+        "status": "passed" if result.passed else "failed",
+        "reason": f"threshold {result.threshold}; {result.counts.records} advisories",
+        "findings": [
+            {"id": f.ids[0], "aliases": list(f.ids[1:]), "package": f.package.name,
+             "installed": f.package.version, "severity": f.level, "fixed": list(f.fixed),
+             "vex": f.exception.status if f.exception else None,
+             "justification": (f.exception.justification or f.exception.impact or f.exception.action)
+             if f.exception else ""}
+            for f in result.findings
+        ],
+    }  # fmt: skip
+
+
+def gate_failure(result: ScanResult) -> str:
+    """Why the gate stops the release, one line per reason, each saying what to do."""
+    lines = [f"the vulnerability gate stops {result.ref}: nothing is published"]
+    for f in result.blocking:
+        fix = f"fixed in {', '.join(f.fixed)}" if f.fixed else "no fixed version yet"
+        note = f" ({f.note})" if f.note else ""
+        lines.append(f"  {f.level:<8} {f.ids[0]} in {f.package.name} {f.package.version}: {fix}{note}")
+    for s in result.stale:
+        lines.append(f"  stale exception {s.vulnerability} at {s.where}: it matches nothing in this "
+                     "release; remove it")  # fmt: skip
+    lines.append("upgrade the package, or add a reviewed statement to the image's vex.openvex.json")
+    return "\n".join(lines)
+
+
+def scan_image(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: GatePolicy, *,
+               builder: str, cache: Path) -> ScanResult:  # fmt: skip
+    """Scan the SBOM publish would attach to ``image_id`` (made here, the same bytes) with the
+    image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named)."""
+    from ..errors import ManifestError
+    from .attest import Documents
+    from .osv import Advisories
+    from .vex import read_vex, vex_path
+
+    statements: tuple[Statement, ...] = ()
+    path = vex_path(repo.root, spec.image)
+    if path.exists():
+        statements, problems = read_vex(path, repo.rel(path))
+        if problems:
+            raise ManifestError(problems)
+    sbom = Documents(repo=repo, spec=spec, engine=engine, builder=builder).make("sbom", image_id, "").payload
+    advisories = Advisories([Path(p) for p in gate.advisories], cache)
+    try:
+        return scan(spec, sbom, advisories, statements, today=gate.today or date.today())
+    finally:
+        advisories.close()
+
+
+def run_gate(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: GatePolicy, *,
+             builder: str, cache: Path) -> tuple[str, str, dict[str, Any]]:  # fmt: skip
+    """A release's scan stage, between the smoke test and the publish: (status, detail, the
+    record's ``scan``). A finding it stops on raises, and nothing is published. Skipped only
+    when said (``--no-scan REASON``); with no advisories it says that nothing was checked."""
+    from ..errors import VulnerabilityGateFailed
+
+    if gate.skip_reason is not None:
+        why = f"--no-scan: {gate.skip_reason}"
+        return "skipped", why, record_entry(None, skipped=why)
+    if not gate.advisories:
+        why = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES): nothing was checked"
+        return "skipped", why, record_entry(None, skipped=why)
+    result = scan_image(repo, spec, engine, image_id, gate, builder=builder, cache=cache)
+    if not result.passed:
+        raise VulnerabilityGateFailed(gate_failure(result))
+    excepted = sum(1 for f in result.findings if f.exception is not None)
+    detail = (f"{len(result.findings)} findings in {result.packages} packages, none blocking "
+              f"({excepted} excepted by VEX)")  # fmt: skip
+    return "done", detail, record_entry(result)
+
+
+def plan_of_gate(gate: GatePolicy) -> str:
+    """What a dry run says the scan stage would do."""
+    if gate.skip_reason is not None:
+        return f"would skip: --no-scan: {gate.skip_reason}"
+    if not gate.advisories:
+        return "would check nothing: no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
+    return f"would scan the SBOM against {', '.join(gate.advisories)}"

@@ -1,0 +1,170 @@
+"""Reviewed exceptions: OpenVEX documents in the repository (``images/<image>/vex.openvex.json``).
+
+Each statement says, for a vulnerability (by id or alias) and the packages it names (purls, as
+products or as subcomponents of the image's ``pkg:oci/<image>`` product), one of:
+
+- ``not_affected``, with a ``justification`` (OpenVEX's five) or an ``impact_statement``;
+- ``affected``, with an ``action_statement`` (a risk accepted, and what users should do);
+- ``under_investigation``;
+- ``fixed``.
+
+The first three are exceptions: each carries ``review_by`` (a date; an xpu-release field, as
+OpenVEX has no expiry), past which it stops counting and the gate says so. ``fixed`` is a
+claim, never an exception: a finding it names is still a finding. Every statement keeps the
+file and line it was written at, so that a stale or expired one can be pointed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem
+from ..manifest.yamlsrc import Source, YamlProblems, load
+
+STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
+EXCEPTIONS = ("not_affected", "affected", "under_investigation")
+JUSTIFICATIONS = (
+    "component_not_present",
+    "vulnerable_code_not_present",
+    "vulnerable_code_not_in_execute_path",
+    "vulnerable_code_cannot_be_controlled_by_adversary",
+    "inline_mitigations_already_exist",
+)
+CONTEXT = "https://openvex.dev/ns/v0.2.0"
+
+
+def vex_path(root: Path, image: str) -> Path:
+    return root / "images" / image / "vex.openvex.json"
+
+
+@dataclass(frozen=True)
+class Purl:
+    type: str
+    namespace: str
+    name: str
+    version: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> Purl:
+        from packageurl import PackageURL
+
+        from .osv import pypi_name
+
+        p = PackageURL.from_string(text)
+        name = pypi_name(p.name) if p.type == "pypi" else p.name
+        return cls(type=p.type, namespace=p.namespace or "", name=name, version=p.version)
+
+
+@dataclass(frozen=True)
+class Statement:
+    vulnerability: str
+    aliases: tuple[str, ...]
+    status: str
+    justification: str
+    impact: str
+    action: str
+    images: tuple[str, ...]  # the pkg:oci products it is about (none: any image)
+    packages: tuple[Purl, ...]  # the packages it names (none: every package of those images)
+    review_by: date | None
+    where: str  # file:line
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset((self.vulnerability, *self.aliases))
+
+    @property
+    def is_exception(self) -> bool:
+        return self.status in EXCEPTIONS
+
+    def covers(self, image: str, ids: frozenset[str], package: Purl, also: tuple[str, ...] = ()) -> bool:
+        """It speaks of one of ``ids`` for ``package`` (or one of the ``also`` names: a Debian
+        source's binaries) in ``image``."""
+        if not self.ids & ids or (self.images and image not in self.images):
+            return False
+        if not self.packages:
+            return True
+        names = {package.name, *also}
+        return any(
+            p.type == package.type and p.name in names and p.version in (None, package.version)
+            for p in self.packages
+        )
+
+    def expired(self, today: date) -> bool:
+        return self.review_by is not None and today > self.review_by
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) -> Statement | None:
+    path: tuple[str | int, ...] = ("statements", i)
+    where = f"{src.file}:{src.mark(path).line}"
+    vuln = s.get("vulnerability")
+    name = _str(vuln.get("name") if isinstance(vuln, dict) else vuln)
+    status = _str(s.get("status"))
+    if not name:
+        problems.append(src.problem((*path, "vulnerability"), "needs a vulnerability name (CVE-…, GHSA-…)"))
+    if status not in STATUSES:
+        problems.append(src.problem((*path, "status"), f"status must be one of {', '.join(STATUSES)}"))
+    justification, impact = _str(s.get("justification")), _str(s.get("impact_statement"))
+    if status == "not_affected" and justification not in JUSTIFICATIONS and not impact:
+        problems.append(src.problem((*path, "justification"), "not_affected needs a justification "
+                                    f"({', '.join(JUSTIFICATIONS)}) or an impact_statement"))  # fmt: skip
+    action = _str(s.get("action_statement"))
+    if status == "affected" and not action:
+        problems.append(src.problem(path, "affected needs an action_statement (what users should do)"))
+    review_by = None
+    raw_review = s.get("review_by")
+    if status in EXCEPTIONS:
+        try:
+            review_by = date.fromisoformat(str(raw_review))
+        except ValueError:
+            why = "an exception needs review_by, the date it is reviewed again (2027-03-31)"
+            problems.append(src.problem((*path, "review_by"), why))
+    images: list[str] = []
+    packages: list[Purl] = []
+    for j, product in enumerate(s.get("products") or ()):
+        ids = [product]
+        if isinstance(product, dict):
+            subs = product.get("subcomponents") or ()
+            ids = [product.get("@id"), *(c.get("@id") for c in subs if isinstance(c, dict))]
+        for purl in ids:
+            try:
+                parsed = Purl.parse(str(purl))
+            except ValueError:
+                problems.append(src.problem((*path, "products", j), f"{purl!r} is not a package URL"))
+                continue
+            (images.append(parsed.name) if parsed.type == "oci" else packages.append(parsed))
+    aliases = tuple(_str(a) for a in (vuln.get("aliases") or () if isinstance(vuln, dict) else ()))
+    if problems:
+        return None
+    return Statement(vulnerability=name, aliases=tuple(a for a in aliases if a), status=status,
+                     justification=justification, impact=impact, action=action, images=tuple(images),
+                     packages=tuple(packages), review_by=review_by, where=where)  # fmt: skip
+
+
+def read_vex(path: Path, display: str) -> tuple[tuple[Statement, ...], list[Problem]]:
+    """The statements of one OpenVEX document, and every problem of its shape (file:line)."""
+    try:
+        src = load(path, display)
+    except YamlProblems as exc:
+        return (), exc.problems
+    problems: list[Problem] = []
+    data = src.data
+    if not isinstance(data, dict) or not str(data.get("@context", "")).startswith("https://openvex.dev/ns"):
+        return (), [src.problem((), f"not an OpenVEX document (its @context must be {CONTEXT})")]
+    statements = data.get("statements")
+    if not isinstance(statements, list):
+        return (), [src.problem(("statements",), "needs a list of statements")]
+    out = []
+    for i, s in enumerate(statements):
+        mine: list[Problem] = []
+        st = _statement(src, i, s if isinstance(s, dict) else {}, mine)
+        problems += mine
+        if st is not None:
+            out.append(st)
+    return tuple(out), problems
