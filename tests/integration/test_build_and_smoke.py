@@ -124,6 +124,22 @@ def test_the_smoke_run_loads_no_conftest_of_the_repositorys_own_test_suite(
     assert summary["passed"] >= 15
 
 
+def test_the_sbom_as_spdx_passes_spdx_tools_validator(
+    built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, tmp_path: Path
+) -> None:
+    import shutil
+    import sys
+
+    out = tmp_path / "sbom.spdx.json"
+    fixture_cli.run("sbom", "xpu-fixture:1.0", "--format", "spdx-json", "-o", str(out), check=True)
+    tool = shutil.which("pyspdxtools") or str(Path(sys.executable).parent / "pyspdxtools")
+    check = subprocess.run([tool, "-i", str(out)], capture_output=True, text=True, check=False)
+
+    assert check.returncode == 0, check.stdout + check.stderr
+    names = {p["name"] for p in json.loads(out.read_text())["packages"]}
+    assert {"six", "bash", "Blob"} <= names  # a pip pin, a Debian package, the artifact
+
+
 def test_a_wrong_pin_fails_the_smoke_test_and_names_it(
     built_fixture: subprocess.CompletedProcess[str], fixture_cli: Cli, tmp_path: Path
 ) -> None:

@@ -189,20 +189,22 @@ def repro(state: State, ref: str, as_json: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["cyclonedx"]),
+    type=click.Choice(["cyclonedx", "spdx-json"]),
     default="cyclonedx",
     show_default=True,
-    help="CycloneDX 1.6 JSON (SPDX is not written).",
+    help="CycloneDX 1.6 JSON (what publish attaches), or SPDX 2.3 JSON made from it.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE ('-': stdout).")
 @pass_state
 def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     """The SBOM of the built NAME:VERSION: every Python distribution (the base's too), Debian
-    package and artifact, and the base by digest. The very bytes publish attaches to the image.
+    package and artifact, and the base by digest. The very bytes publish attaches to the image;
+    --format spdx-json gives the same facts as SPDX 2.3.
 
     \b
     Examples:
       xpu-release sbom training-cpu-pytorch:25.03 -o sbom.cdx.json
+      xpu-release sbom training-cpu-pytorch:25.03 --format spdx-json -o sbom.spdx.json
     """
 
     from ..evidence.attest import Documents
@@ -214,6 +216,13 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     document = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder).make(
         "sbom", image_id, ""
     )
+    if fmt == "spdx-json":
+        from dataclasses import replace
+
+        from .. import __version__
+        from ..evidence.spdx import to_spdx
+
+        document = replace(document, payload=to_spdx(document.payload, tool_version=__version__))
     if write_output(output, document.payload + b"\n" if output in (None, "-") else document.payload,
                     what="SBOM"):  # fmt: skip
         info(f"wrote {output} ({fmt}, {document.digest})")

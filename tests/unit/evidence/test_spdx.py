@@ -1,0 +1,89 @@
+"""SPDX 2.3 from the same facts as the CycloneDX SBOM, valid by spdx-tools' own validator
+(`pyspdxtools -i FILE`: exit 0 when valid, 1 naming the problem)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xpu_release.evidence.spdx import to_spdx
+
+from .test_attest import IMAGE_ID, SUBJECT, FakeEngine, documents
+
+DPKG = ("os=debian-12\n"
+        "libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2\n"
+        "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2\n")  # fmt: skip
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which("pyspdxtools") or str(Path(sys.executable).parent / "pyspdxtools")
+    return subprocess.run([tool, "-i", str(path)], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def spdx(tmp_path: Path) -> tuple[bytes, bytes]:
+    cyclonedx = documents(engine=FakeEngine(DPKG)).make("sbom", IMAGE_ID, SUBJECT).payload
+    return cyclonedx, to_spdx(cyclonedx, tool_version="0.1.0")
+
+
+def test_the_spdx_document_passes_spdx_tools_validator(spdx: tuple[bytes, bytes], tmp_path: Path) -> None:
+    path = tmp_path / "sbom.spdx.json"
+    path.write_bytes(spdx[1])
+
+    result = validate(path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_validator_can_fail(spdx: tuple[bytes, bytes], tmp_path: Path) -> None:
+    doc = json.loads(spdx[1])
+    del doc["dataLicense"]
+    doc["packages"][1]["SPDXID"] = "not an spdx id"
+    path = tmp_path / "broken.spdx.json"
+    path.write_text(json.dumps(doc))
+
+    assert validate(path).returncode != 0
+
+
+def test_every_cyclonedx_component_is_a_package_the_image_contains(spdx: tuple[bytes, bytes]) -> None:
+    cyclonedx, spdx_bytes = spdx
+    cdx, doc = json.loads(cyclonedx), json.loads(spdx_bytes)
+    purls = {r["referenceLocator"] for p in doc["packages"] for r in p.get("externalRefs", ())}
+
+    assert {c["purl"] for c in cdx["components"] if "purl" in c} <= purls
+    assert len(doc["packages"]) == len(cdx["components"]) + 1  # and the image itself
+    contains = [r for r in doc["relationships"] if r["relationshipType"] == "CONTAINS"]
+    assert len(contains) == len(cdx["components"])
+    assert {"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES",
+            "relatedSpdxElement": "SPDXRef-Image"} in doc["relationships"]  # fmt: skip
+    torch = next(p for p in doc["packages"] if p["name"] == "torch")
+    assert torch["checksums"][0]["algorithm"] == "SHA256"
+
+
+def test_the_same_sbom_gives_the_same_spdx_bytes(spdx: tuple[bytes, bytes]) -> None:
+    assert to_spdx(spdx[0], tool_version="0.1.0") == spdx[1]
+
+
+@pytest.mark.parametrize(
+    ("url", "where"),
+    [("https://artifacts.example.com/accl/accl-p-1.3.7.tar.gz", "downloadLocation"),
+     ("http://127.0.0.1:8080/blob.tar.gz", "sourceInfo"), ("https://artifacts/blob.tar.gz", "sourceInfo")],
+)  # fmt: skip
+def test_an_artifact_url_that_spdx_cannot_take_as_download_location_is_kept_beside_it(
+    tmp_path: Path, url: str, where: str
+) -> None:
+    cdx = {"metadata": {"component": {"name": "demo", "version": "1.0"}, "timestamp": "2025-03-31T00:00:00Z"},
+           "components": [{"name": "Blob", "version": "1.0", "externalReferences": [
+               {"type": "distribution", "url": url}]}]}  # fmt: skip
+    path = tmp_path / "doc.spdx.json"
+    path.write_bytes(to_spdx(json.dumps(cdx).encode(), tool_version="0.1.0"))
+
+    blob = next(p for p in json.loads(path.read_text())["packages"] if p["name"] == "Blob")
+
+    assert url in str(blob[where])
+    assert validate(path).returncode == 0
