@@ -88,7 +88,7 @@ class Match:
 
 def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
     """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
-    from .osv import package_key
+    from .osv import as_list, package_key
 
     key = version_key(ecosystem)
     if key is None:
@@ -97,17 +97,17 @@ def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> 
     if installed is None:
         return None
     want = package_key(ecosystem, name)
-    for affected in record.get("affected") or ():
-        pkg = (affected or {}).get("package") or {}
-        if package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
+    for affected in as_list(record.get("affected")):
+        pkg = affected.get("package") if isinstance(affected, dict) else None
+        if not isinstance(pkg, dict) or package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
             continue
-        listed = {_key_or_none(key, str(v)) for v in affected.get("versions") or ()}
+        listed = {_key_or_none(key, str(v)) for v in as_list(affected.get("versions"))}
         hit = installed in listed
         fixed: list[str] = []
-        for rng in affected.get("ranges") or ():
-            if rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
+        for rng in as_list(affected.get("ranges")):
+            if not isinstance(rng, dict) or rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
                 continue  # GIT: commits, not installed versions
-            events = [e for e in rng.get("events") or () if isinstance(e, dict)]
+            events = [e for e in as_list(rng.get("events")) if isinstance(e, dict)]
             fixed += [str(e["fixed"]) for e in events if "fixed" in e]
             hit = hit or _in_range(installed, events, key)
         if hit:
@@ -138,9 +138,13 @@ def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
     """(level, base score, where it came from) of ``record``."""
     from cvss import CVSS2, CVSS3, CVSS4
 
+    from .osv import as_list
+
     scored: dict[str, tuple[float, str]] = {}
-    for s in record.get("severity") or ():
-        kind, vector = str((s or {}).get("type")), str((s or {}).get("score") or "")
+    for s in as_list(record.get("severity")):
+        if not isinstance(s, dict):
+            continue
+        kind, vector = str(s.get("type")), str(s.get("score") or "")
         try:
             if kind == "CVSS_V4":
                 scored["4"] = (float(CVSS4(vector).base_score), vector)
@@ -154,10 +158,10 @@ def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
         if version in scored:
             score, vector = scored[version]
             return level_of_score(score), score, vector
-    ratings = [record.get("database_specific") or {}]
-    ratings += [(a or {}).get("ecosystem_specific") or {} for a in record.get("affected") or ()]
-    ratings += [(a or {}).get("database_specific") or {} for a in record.get("affected") or ()]
-    for r in ratings:
+    affected = [a for a in as_list(record.get("affected")) if isinstance(a, dict)]
+    ratings = [record.get("database_specific")]
+    ratings += [a.get(field) for a in affected for field in ("ecosystem_specific", "database_specific")]
+    for r in (r for r in ratings if isinstance(r, dict)):
         for field in ("severity", "urgency"):
             rating = str(r.get(field) or "").lower()
             if rating in _RATINGS:

@@ -19,11 +19,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import ConfigError
 from ..files import sha256_file
 
 INDEX_VERSION = 1  # of the cached index's layout
+
+
+def as_list(value: Any) -> list[Any]:
+    """A record's list field as a list (advisories are outside data: a field of another type
+    counts as absent, never as an error of ours)."""
+    return value if isinstance(value, list) else []
 
 
 def pypi_name(name: str) -> str:
@@ -72,17 +79,19 @@ def _usable(data: Any, counts: Counts) -> bool:
 
 def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
     out = set()
-    for affected in data.get("affected") or ():
-        pkg = (affected or {}).get("package") or {}
-        if isinstance(pkg.get("ecosystem"), str) and isinstance(pkg.get("name"), str):
-            out.add(package_key(pkg["ecosystem"], pkg["name"]))
+    for affected in as_list(data.get("affected")):
+        pkg = affected.get("package") if isinstance(affected, dict) else None
+        if isinstance(pkg, dict):
+            eco, name = pkg.get("ecosystem"), pkg.get("name")
+            if isinstance(eco, str) and isinstance(name, str):
+                out.add(package_key(eco, name))
     return out
 
 
 def _advisory(data: dict[str, Any]) -> Advisory:
     return Advisory(
         id=data["id"],
-        aliases=tuple(sorted(str(a) for a in data.get("aliases") or () if isinstance(a, str))),
+        aliases=tuple(sorted(a for a in as_list(data.get("aliases")) if isinstance(a, str))),
         summary=str(data.get("summary") or data.get("details") or "")[:200],
         data=data,
     )
@@ -140,10 +149,19 @@ class Advisories:
     def _add_zip(self, path: Path, cache: Path) -> None:
         digest = sha256_file(path)
         index = cache / "advisories" / f"{digest}.v{INDEX_VERSION}.sqlite"
-        if not index.is_file():
-            build_index(path, index)
-        db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
-        for name, value in db.execute("SELECT name, value FROM counts"):
+        for attempt in (1, 2):
+            if not index.is_file():
+                build_index(path, index)
+            db = sqlite3.connect(f"file:{quote(str(index))}?mode=ro", uri=True)
+            try:
+                counts = list(db.execute("SELECT name, value FROM counts"))
+                break
+            except sqlite3.DatabaseError:  # a damaged index (a full disk, a killed writer): made again
+                db.close()
+                if attempt == 2:
+                    raise
+                index.unlink(missing_ok=True)
+        for name, value in counts:
             setattr(self.counts, name, getattr(self.counts, name) + int(value))
         self._indexes.append(db)
         self.sources.append(f"{path} (sha256:{digest[:12]})")

@@ -23,7 +23,7 @@ from ..image.engine import Engine
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import affects, at_or_above, severity
-from .osv import Advisories, Counts, pypi_name
+from .osv import Advisories, Counts, as_list, pypi_name
 from .vex import Purl, Statement
 
 ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
@@ -138,7 +138,7 @@ def _groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Records of one package that name the same vulnerability (by id or alias), together."""
     groups: list[tuple[set[str], list[dict[str, Any]]]] = []
     for r in records:
-        ids = {str(r["id"]), *(str(a) for a in r.get("aliases") or ())}
+        ids = {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}
         joined = [g for g in groups if g[0] & ids]
         merged_ids, merged = ids, [r]
         for g in joined:
@@ -171,7 +171,7 @@ def scan(
             if match is not None:
                 hits.append((adv.data, match))
         for group in _groups([h[0] for h in hits]):
-            ids = {str(i) for r in group for i in (r["id"], *(r.get("aliases") or ()))}
+            ids = {str(i) for r in group for i in (r["id"], *as_list(r.get("aliases")))}
             rated = [severity(r) for r in group]
             known = [r for r in rated if r[0] in LEVELS]
             level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]

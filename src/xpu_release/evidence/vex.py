@@ -127,10 +127,15 @@ def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) 
             problems.append(src.problem((*path, "review_by"), why))
     images: list[str] = []
     packages: list[Purl] = []
-    for j, product in enumerate(s.get("products") or ()):
+    products = s.get("products") or []
+    if not isinstance(products, list):
+        problems.append(src.problem((*path, "products"), "products must be a list of package URLs"))
+        products = []
+    for j, product in enumerate(products):
         ids = [product]
         if isinstance(product, dict):
-            subs = product.get("subcomponents") or ()
+            subs = product.get("subcomponents")
+            subs = subs if isinstance(subs, list) else []
             ids = [product.get("@id"), *(c.get("@id") for c in subs if isinstance(c, dict))]
         for purl in ids:
             try:
@@ -139,7 +144,8 @@ def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) 
                 problems.append(src.problem((*path, "products", j), f"{purl!r} is not a package URL"))
                 continue
             (images.append(parsed.name) if parsed.type == "oci" else packages.append(parsed))
-    aliases = tuple(_str(a) for a in (vuln.get("aliases") or () if isinstance(vuln, dict) else ()))
+    raw_aliases = vuln.get("aliases") if isinstance(vuln, dict) else None
+    aliases = tuple(_str(a) for a in (raw_aliases if isinstance(raw_aliases, list) else ()))
     if problems:
         return None
     return Statement(vulnerability=name, aliases=tuple(a for a in aliases if a), status=status,

@@ -151,13 +151,21 @@ class Security:
     open: tuple[dict[str, Any], ...]
 
 
+def _finding(f: dict[str, Any]) -> dict[str, Any]:
+    """A finding of a record as the notes show it (a record may have been written by an
+    earlier version: every field the template reads is there)."""
+    return {"id": str(f["id"]), "package": str(f["package"]), "installed": str(f["installed"]),
+            "severity": str(f["severity"]), "fixed": [str(x) for x in f.get("fixed") or ()],
+            "vex": f.get("vex"), "justification": str(f.get("justification") or "")}  # fmt: skip
+
+
 def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) -> Security | None:
     if record is None or record.scan is None:
         return None
     scan = record.scan
     if scan.get("status") == "skipped":
         return Security(scanned=False, reason=str(scan.get("reason")), previous=None, fixed=(), open=())
-    findings = tuple(scan.get("findings") or ())
+    findings = tuple(_finding(f) for f in scan.get("findings") or ())
     previous = previous_spec(repo, spec)
     fixed: tuple[dict[str, Any], ...] | None = None
     if previous is not None:
@@ -167,7 +175,8 @@ def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) 
             earlier = None
         if earlier is not None and earlier.scan is not None and earlier.scan.get("status") != "skipped":
             now = {(f["id"], f["package"]) for f in findings}
-            fixed = tuple(f for f in earlier.scan.get("findings") or () if (f["id"], f["package"]) not in now)
+            gone = (_finding(f) for f in earlier.scan.get("findings") or ())
+            fixed = tuple(f for f in gone if (f["id"], f["package"]) not in now)
     return Security(scanned=True, reason=str(scan.get("reason")), fixed=fixed, open=findings,
                     previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
 

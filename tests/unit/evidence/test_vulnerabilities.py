@@ -201,6 +201,21 @@ def test_an_export_archive_is_indexed_once_by_its_sha256(tmp_path: Path) -> None
     assert second.counts.records == 50
 
 
+def test_a_damaged_index_is_made_again(tmp_path: Path) -> None:
+    archive = tmp_path / "all.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        r = record("TEST-D1", "PyPI", "demo", {"introduced": "0"})
+        z.writestr("TEST-D1.json", json.dumps(r))
+    cache = tmp_path / "cache"
+    Advisories([archive], cache).close()
+    (index,) = (cache / "advisories").iterdir()
+    index.write_bytes(b"not a database" * 100)  # a killed writer, a full disk
+
+    adv = Advisories([archive], cache)
+
+    assert [a.id for a in adv.lookup("PyPI", "demo")] == ["TEST-D1"]
+
+
 def test_a_path_that_is_no_advisory_set_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ConfigError, match="OSV"):
@@ -486,3 +501,47 @@ def test_advisories_that_do_not_exist_fail_a_dry_run_as_they_would_fail_the_rele
 
     assert result.exit_code == 3
     assert "advisories: /nonexistent/osv does not exist" in result.stderr
+
+
+# --- advisories and VEX are outside data: whatever they hold, never an error of ours ---------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.sampled_from(["PyPI", "Debian:12", "six", "0", "1.0", "ECOSYSTEM", "GIT", "CVSS_V3", "introduced",
+                       "fixed", "pkg:pypi/six", "not_affected", "2027-01-01"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "aliases", "affected", "package", "ecosystem", "name", "ranges", "type",
+                         "events", "introduced", "fixed", "last_affected", "limit", "versions", "severity",
+                         "score", "schema_version", "withdrawn", "database_specific", "vulnerability",
+                         "products", "subcomponents", "@id", "status", "justification", "review_by",
+                         "action_statement"]),
+        inner, max_size=6),
+    max_leaves=30,
+)  # fmt: skip
+
+
+@given(record=JSON, version=st.sampled_from(["1.0", "1.16.0", "2.13.0+cpu", "not a version", "1:2.3-4~b1"]))
+def test_any_json_as_an_advisory_is_matched_or_skipped_never_an_exception(record: Any, version: str) -> None:
+    from xpu_release.evidence.osv import Counts, _keys, _usable
+
+    if isinstance(record, dict):
+        record = {**record, "id": "TEST-H"}
+    if _usable(record, Counts()):
+        _keys(record)
+        for eco in ("PyPI", "Debian:12"):
+            affects(record, eco, "six", version)
+        severity(record)
+
+
+@given(statement=JSON)
+def test_any_json_as_a_vex_statement_is_read_or_named_as_a_problem(statement: Any) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        statements, problems = read_vex(vex_file(Path(tmp), statement), "vex.json")
+    assert len(statements) + len(problems) >= 1  # each statement is either taken or named
+    for p in problems:
+        assert str(p).startswith("vex.json:")
