@@ -182,7 +182,8 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: boo
         from ..release.cache import in_use
 
         # Held for the whole command: a prune never removes what this run uses.
-        state.cache_hold = ctx.with_resource(in_use(read.cache))
+        waiting = lambda: click.echo("waiting: a cache prune is running", err=True)  # noqa: E731
+        state.cache_hold = ctx.with_resource(in_use(read.cache, waiting))
 
 
 def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:

@@ -195,13 +195,19 @@ def _open_lock(cache: Path) -> IO[bytes] | None:
 
 
 @contextmanager
-def in_use(cache: Path) -> Iterator[IO[bytes] | None]:
+def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[IO[bytes] | None]:
     """Held (shared) by a command that uses the cache, for its whole run; released at exit, also
-    when the process dies (the kernel drops a dead process's flock: no stale lock)."""
+    when the process dies (the kernel drops a dead process's flock: no stale lock). While a
+    prune holds the cache, ``on_wait`` hears that the command waits for it."""
     f = _open_lock(cache)
     try:
         if f is not None:
-            fcntl.flock(f, fcntl.LOCK_SH)
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(f, fcntl.LOCK_SH)
         yield f
     finally:
         if f is not None:

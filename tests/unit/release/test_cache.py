@@ -160,6 +160,21 @@ def test_a_prune_that_may_not_wait_removes_nothing_while_a_run_uses_the_cache(ca
         assert held is True
 
 
+def test_a_run_that_starts_during_a_prune_says_it_waits(cache: Path) -> None:
+    import threading
+
+    heard: list[str] = []
+    with exclusive(cache, wait=False) as held:
+        assert held
+        waiter = threading.Thread(target=lambda: in_use(cache, lambda: heard.append("waiting")).__enter__())
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive()  # it waits for the prune
+    waiter.join(timeout=5)
+    assert not waiter.is_alive()
+    assert heard == ["waiting"]
+
+
 def test_the_cap_after_a_run_waits_for_no_one_and_keeps_its_own_hold(cache: Path) -> None:
     with in_use(cache) as mine, in_use(cache):  # another run is still going
         assert cap_after_run(cache, 0, mine) is None
