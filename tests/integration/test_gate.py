@@ -6,7 +6,6 @@ covered by a VEX statement, and one stale exception."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import uuid
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ..needs import sarif_schema
 from .conftest import Cli
 from .test_publish import REF, registries_file, served
 
@@ -106,11 +106,7 @@ def test_the_gate_stops_the_release_before_publish_and_a_reviewed_vex_lets_it_th
 
 def _sarif_is_valid(path: Path) -> None:
     """SARIF 2.1.0's own schema, as Microsoft's SARIF multitool ships it (npm; ci/test.sh)."""
-    schema = Path(__file__).resolve().parents[2] / ".cache" / "sarif" / "sarif-2.1.0.json"
-    if not schema.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the SARIF schema is not installed at {schema}: ci/test.sh installs it")
-        pytest.skip("the SARIF schema is not installed")
+    schema = sarif_schema()
     tool = shutil.which("check-jsonschema") or "check-jsonschema"
     check = subprocess.run([tool, "--schemafile", str(schema), str(path)], capture_output=True, text=True,
                            check=False)  # fmt: skip

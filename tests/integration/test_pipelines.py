@@ -11,7 +11,6 @@ the npm registry) with its shell executor, against the local stack.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import uuid
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ..needs import missing
 from .conftest import ROOT, Cli
 from .test_publish import REF, registries_file, served
 
@@ -32,10 +32,7 @@ PROJECT_DIRS = ("src", "ci", "schema", "templates")
 
 def _gitlab_ci_local() -> Path:
     if not GCL.is_file():
-        message = f"gitlab-ci-local is not installed at {GCL}: ci/test.sh installs it"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(f"gitlab-ci-local is not installed at {GCL}: ci/test.sh installs it")
     return GCL
 
 

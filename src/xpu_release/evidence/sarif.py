@@ -29,8 +29,7 @@ def _message(f: Finding) -> str:
     text = f"{f.ids[0]} ({f.level}) in {f.package.name} {f.package.version}: {fix}."
     if f.exception is not None:
         ex = f.exception
-        why = ex.justification or ex.impact or ex.action
-        text += f" VEX {ex.status} ({why}) at {ex.where}, review by {ex.review_by}."
+        text += f" VEX {ex.status} ({ex.reason}) at {ex.where}, review by {ex.review_by}."
     if f.note:
         text += f" {f.note}."
     return text

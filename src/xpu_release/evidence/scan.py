@@ -23,9 +23,10 @@ from ..image.engine import Engine
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import affects, at_or_above, severity
-from .osv import Advisories, Counts, as_list, pypi_name
+from .osv import Advisories, Counts, as_list
 from .vex import Purl, Statement
 
+NO_ADVISORIES = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
 ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
 
 
@@ -58,7 +59,7 @@ class Finding:
             "ecosystem": self.package.ecosystem, "installed": self.package.version,
             "binaries": list(self.package.binaries), "fixed": list(self.fixed), "severity": self.level,
             "score": self.score, "rated_by": self.rated_by, "summary": self.summary,
-            "vex": {"status": ex.status, "justification": ex.justification or ex.impact or ex.action,
+            "vex": {"status": ex.status, "justification": ex.reason,
                     "review_by": str(ex.review_by), "where": ex.where} if ex else None,
             "note": self.note, "blocking": self.blocking,
         }  # fmt: skip
@@ -97,28 +98,22 @@ class ScanResult:
 def packages_of(sbom: bytes) -> tuple[Package, ...]:
     """The packages advisories can name, from a CycloneDX SBOM: PyPI distributions, and Debian
     packages grouped by source (``upstream`` qualifier; ``io.xpu-release:source-version``)."""
-    from packageurl import PackageURL
-
     pypi: list[Package] = []
     sources: dict[tuple[str, str, str], list[tuple[Purl, str]]] = {}
     for c in json.loads(sbom).get("components") or ():
-        text = c.get("purl")
-        if not text:
+        if not c.get("purl"):
             continue
-        p = PackageURL.from_string(text)
-        purl = Purl.parse(text)
-        if p.type == "pypi" and p.version:
-            pypi.append(Package(ecosystem="PyPI", name=pypi_name(p.name), version=p.version, purl=purl))
-        elif p.type == "deb" and p.version:
-            distro = str((p.qualifiers or {}).get("distro") or "")
-            release = distro.partition("-")[2]
-            ecosystem = f"Debian:{release}" if p.namespace == "debian" and release else ""
-            if not ecosystem:
+        purl = Purl.parse(c["purl"])
+        if purl.type == "pypi" and purl.version:
+            pypi.append(Package(ecosystem="PyPI", name=purl.name, version=purl.version, purl=purl))
+        elif purl.type == "deb" and purl.version:
+            release = purl.qualifier("distro").partition("-")[2]
+            if purl.namespace != "debian" or not release:
                 continue  # a Debian package of unknown release: no advisory set to match
             props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
-            source = str((p.qualifiers or {}).get("upstream") or p.name)
-            version = str(props.get("io.xpu-release:source-version") or p.version)
-            sources.setdefault((ecosystem, source, version), []).append((purl, p.name))
+            source = purl.qualifier("upstream") or purl.name
+            version = str(props.get("io.xpu-release:source-version") or purl.version)
+            sources.setdefault((f"Debian:{release}", source, version), []).append((purl, purl.name))
     debs = [
         Package(ecosystem=eco, name=src, version=ver, purl=members[0][0],
                 binaries=tuple(sorted(n for _, n in members)))
@@ -228,8 +223,7 @@ def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> di
             {"id": f.ids[0], "aliases": list(f.ids[1:]), "package": f.package.name,
              "installed": f.package.version, "severity": f.level, "fixed": list(f.fixed),
              "vex": f.exception.status if f.exception else None,
-             "justification": (f.exception.justification or f.exception.impact or f.exception.action)
-             if f.exception else ""}
+             "justification": f.exception.reason if f.exception else ""}
             for f in result.findings
         ],
     }  # fmt: skip
@@ -283,7 +277,7 @@ def run_gate(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: G
         why = f"--no-scan: {gate.skip_reason}"
         return "skipped", why, record_entry(None, skipped=why)
     if not gate.advisories:
-        why = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES): nothing was checked"
+        why = f"{NO_ADVISORIES}: nothing was checked"
         return "skipped", why, record_entry(None, skipped=why)
     result = scan_image(repo, spec, engine, image_id, gate, builder=builder, cache=cache)
     if not result.passed:
@@ -299,5 +293,5 @@ def plan_of_gate(gate: GatePolicy) -> str:
     if gate.skip_reason is not None:
         return f"would skip: --no-scan: {gate.skip_reason}"
     if not gate.advisories:
-        return "would check nothing: no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
+        return f"would check nothing: {NO_ADVISORIES}"
     return f"would scan the SBOM against {', '.join(gate.advisories)}"

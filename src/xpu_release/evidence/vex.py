@@ -46,6 +46,10 @@ class Purl:
     namespace: str
     name: str
     version: str | None
+    qualifiers: tuple[tuple[str, str], ...] = ()
+
+    def qualifier(self, key: str) -> str:
+        return dict(self.qualifiers).get(key, "")
 
     @classmethod
     def parse(cls, text: str) -> Purl:
@@ -55,7 +59,9 @@ class Purl:
 
         p = PackageURL.from_string(text)
         name = pypi_name(p.name) if p.type == "pypi" else p.name
-        return cls(type=p.type, namespace=p.namespace or "", name=name, version=p.version)
+        raw = p.qualifiers if isinstance(p.qualifiers, dict) else {}
+        return cls(type=p.type, namespace=p.namespace or "", name=name, version=p.version,
+                   qualifiers=tuple(sorted((str(k), str(v)) for k, v in raw.items())))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,11 @@ class Statement:
     @property
     def ids(self) -> frozenset[str]:
         return frozenset((self.vulnerability, *self.aliases))
+
+    @property
+    def reason(self) -> str:
+        """Why it holds, as it says: the justification, else the impact or action statement."""
+        return self.justification or self.impact or self.action
 
     @property
     def is_exception(self) -> bool:

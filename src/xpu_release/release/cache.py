@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..image.engine import Engine
-from ..labels import INPUTS_LABEL
-from ..manifest import Repo
-from . import record as records
+
+if TYPE_CHECKING:  # only `--engine` needs them: a command taking the lock does not load them
+    from ..image.engine import Engine
+    from ..manifest import Repo
 
 LOCK_NAME = ".in-use.lock"
 BULKY = {
@@ -194,6 +194,21 @@ def _open_lock(cache: Path) -> IO[bytes] | None:
         return None  # a cache that cannot be written: the command fails where it needs it
 
 
+def _take(f: IO[bytes], mode: int, *, wait: bool, on_wait: Callable[[], None] | None) -> bool:
+    """Take ``mode`` (shared or exclusive) on the lock file: at once if free; else, with
+    ``wait``, after telling ``on_wait`` that we wait; without, not at all (False)."""
+    try:
+        fcntl.flock(f, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        if not wait:
+            return False
+        if on_wait is not None:
+            on_wait()
+        fcntl.flock(f, mode)
+        return True
+
+
 @contextmanager
 def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[IO[bytes] | None]:
     """Held (shared) by a command that uses the cache, for its whole run; released at exit, also
@@ -202,12 +217,7 @@ def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[I
     f = _open_lock(cache)
     try:
         if f is not None:
-            try:
-                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if on_wait is not None:
-                    on_wait()
-                fcntl.flock(f, fcntl.LOCK_SH)
+            _take(f, fcntl.LOCK_SH, wait=True, on_wait=on_wait)
         yield f
     finally:
         if f is not None:
@@ -217,23 +227,13 @@ def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[I
 @contextmanager
 def exclusive(cache: Path, *, wait: bool, on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
     """Hold the cache alone: True once held; with ``wait=False``, False at once if another run
-    uses it (nothing is removed then). ``on_wait`` (a callable) hears that we wait."""
+    uses it (nothing is removed then). ``on_wait`` hears that we wait."""
     f = _open_lock(cache)
     if f is None:
         yield True
         return
     try:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held = True
-        except BlockingIOError:
-            held = False
-            if wait:
-                if on_wait is not None:
-                    on_wait()
-                fcntl.flock(f, fcntl.LOCK_EX)
-                held = True
-        yield held
+        yield _take(f, fcntl.LOCK_EX, wait=wait, on_wait=on_wait)
     finally:
         f.close()
 
@@ -244,9 +244,7 @@ def cap_after_run(cache: Path, limit: int, held: IO[bytes] | None) -> PruneRepor
     next run (None)."""
     if held is None:
         return None
-    try:
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    if not _take(held, fcntl.LOCK_EX, wait=False, on_wait=None):
         fcntl.flock(held, fcntl.LOCK_SH)  # a failed conversion drops the shared hold: taken again
         return None
     try:
@@ -271,6 +269,9 @@ def prune_engine(engine: Engine, repo: Repo, *, dry_run: bool = False) -> Engine
     repository, and every image a release record names as tested. Anything unlabelled is not
     ours and is never looked at; an image a container uses stays (the engine refuses)."""
     from docker.errors import APIError
+
+    from ..labels import INPUTS_LABEL
+    from . import record as records
 
     keep: set[str] = set()
     for ref in repo.refs():

@@ -159,6 +159,18 @@ def _finding(f: dict[str, Any]) -> dict[str, Any]:
             "vex": f.get("vex"), "justification": str(f.get("justification") or "")}  # fmt: skip
 
 
+def scanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """(id, package) → finding, from the record of ``spec``'s release when the gate ran for it
+    (None: no record, a damaged one, or no scan on it)."""
+    try:
+        rec = read_optional(default_path(repo.root, spec.image, spec.version))
+    except ReleaseError:
+        return None
+    if rec is None or rec.scan is None or rec.scan.get("status") == "skipped":
+        return None
+    return {(f["id"], f["package"]): f for f in map(_finding, rec.scan.get("findings") or ())}
+
+
 def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) -> Security | None:
     if record is None or record.scan is None:
         return None
@@ -167,16 +179,9 @@ def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) 
         return Security(scanned=False, reason=str(scan.get("reason")), previous=None, fixed=(), open=())
     findings = tuple(_finding(f) for f in scan.get("findings") or ())
     previous = previous_spec(repo, spec)
-    fixed: tuple[dict[str, Any], ...] | None = None
-    if previous is not None:
-        try:
-            earlier = read_optional(default_path(repo.root, previous.image, previous.version))
-        except ReleaseError:
-            earlier = None
-        if earlier is not None and earlier.scan is not None and earlier.scan.get("status") != "skipped":
-            now = {(f["id"], f["package"]) for f in findings}
-            gone = (_finding(f) for f in earlier.scan.get("findings") or ())
-            fixed = tuple(f for f in gone if (f["id"], f["package"]) not in now)
+    earlier = scanned_findings(repo, previous) if previous is not None else None
+    now = {(f["id"], f["package"]) for f in findings}
+    fixed = None if earlier is None else tuple(f for k, f in earlier.items() if k not in now)
     return Security(scanned=True, reason=str(scan.get("reason")), fixed=fixed, open=findings,
                     previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
 
@@ -185,30 +190,12 @@ def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]
     """What ``diff OLD NEW`` adds from the two releases' records, when both ran the gate: each
     vulnerability OLD had and NEW has not (``removed``: fixed), and each NEW has that OLD had
     not (``added``); the name is the package, the values the id at its installed version."""
-
-    def found(spec: ImageSpec) -> dict[tuple[str, str], dict[str, Any]] | None:
-        try:
-            rec = read_optional(default_path(repo.root, spec.image, spec.version))
-        except ReleaseError:
-            return None
-        if rec is None or rec.scan is None or rec.scan.get("status") == "skipped":
-            return None
-        return {(f["id"], f["package"]): f for f in rec.scan.get("findings") or ()}
-
-    before, after = found(old), found(new)
+    before, after = scanned_findings(repo, old), scanned_findings(repo, new)
     if before is None or after is None:
         return []
-    out = [
-        Change(
-            section="security",
-            id=i,
-            name=p,
-            kind="removed",
-            new=None,
-            old=f"{i} ({before[(i, p)]['installed']}, fixed)",
-        )
-        for i, p in sorted(before.keys() - after.keys())
-    ]
+    out = [Change(section="security", id=i, name=p, kind="removed", new=None,
+                  old=f"{i} ({before[(i, p)]['installed']}, fixed)")
+           for i, p in sorted(before.keys() - after.keys())]  # fmt: skip
     out += [Change(section="security", id=i, name=p, kind="added", old=None,
                    new=f"{i} ({after[(i, p)]['installed']}, {after[(i, p)]['severity']})")
             for i, p in sorted(after.keys() - before.keys())]  # fmt: skip
