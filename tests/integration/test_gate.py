@@ -128,3 +128,104 @@ def test_a_release_without_advisories_says_nothing_was_checked(tested: Cli, tmp_
     record = json.loads((tested.root / "out" / "releases" / "xpu-fixture" / "1.0.json").read_text())
     why = "--no-scan: advisories mirror down"
     assert record["scan"] == {"status": "skipped", "reason": why, "findings": []}
+
+
+CPU = "training-cpu-pytorch:25.03"
+
+
+def test_the_training_image_is_gated_and_its_vex_travels_to_every_endpoint(
+    fixture_cli: Cli, tmp_path: Path
+) -> None:
+    """The family's own training image: one finding in a pip package (transformers), one in a
+    Debian source package (bash), one covered by a VEX statement (accelerate), and a stale
+    exception (torch). The gate stops the release before publish; reviewed, it publishes, and
+    its VEX is attached by digest at all four endpoints, where trivy's discovery looks."""
+    from .test_attestations import ENDPOINTS, referrers_index, skopeo
+
+    cli = fixture_cli
+    folder = tmp_path / "osv"
+    folder.mkdir()
+    for r in (osv("TEST-CPU-PY-1", "CVE-2099-0101", "PyPI", "transformers", CRITICAL),
+              osv("TEST-CPU-DEB-1", "CVE-2099-0102", "Debian:12", "bash", HIGH),
+              osv("TEST-CPU-PY-2", "CVE-2099-0103", "PyPI", "accelerate", HIGH)):  # fmt: skip
+        (folder / f"{r['id']}.json").write_text(json.dumps(r))
+    vex = cli.root / "images" / "training-cpu-pytorch" / "vex.openvex.json"
+    namespace = "g" + uuid.uuid4().hex[:10]
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    repo = f"{namespace}/training-cpu-pytorch"
+    product = "pkg:oci/training-cpu-pytorch"
+
+    def about(cve: str, purl: str, **fields: str) -> dict[str, Any]:
+        return {
+            **statement(cve, purl, **fields),
+            "products": [{"@id": product, "subcomponents": [{"@id": purl}]}],
+        }
+
+    covered = about("CVE-2099-0103", "pkg:pypi/accelerate", status="not_affected",
+                    justification="vulnerable_code_not_in_execute_path")  # fmt: skip
+    try:
+        write_vex(vex, covered, about("CVE-2099-0999", "pkg:pypi/torch", status="not_affected",
+                                      justification="component_not_present"))  # fmt: skip
+        stopped = cli.run("--registries", str(regs), "release", CPU, "--advisories", str(folder), "--json",
+                          timeout=1800)  # fmt: skip
+        nothing = served(cli, regs, "25.03", "training-cpu-pytorch")
+
+        write_vex(vex, covered,
+                  about("CVE-2099-0101", "pkg:pypi/transformers", status="affected",
+                        action_statement="the affected code path is not reached by training jobs"),
+                  about("CVE-2099-0102", "pkg:deb/debian/bash", status="not_affected",
+                        justification="vulnerable_code_cannot_be_controlled_by_adversary"))  # fmt: skip
+        released = cli.run("--registries", str(regs), "release", CPU, "--advisories", str(folder),
+                           timeout=1800)  # fmt: skip
+        published = served(cli, regs, "25.03", "training-cpu-pytorch")["public"] or ""
+        first = {h: referrers_index(h, repo, published) for h in ENDPOINTS}
+        again = cli.run("--registries", str(regs), "release", CPU, "--advisories", str(folder),
+                        timeout=1800)  # fmt: skip
+    finally:
+        vex.unlink(missing_ok=True)
+
+    assert stopped.returncode == 14, stopped.stderr[-3000:]
+    assert json.loads(stopped.stdout)["failed"]["stage"] == "scan"
+    error = json.loads(stopped.stdout)["failed"]["error"]
+    assert "CVE-2099-0101 in transformers 4.49.0" in error
+    assert "CVE-2099-0102 in bash" in error
+    assert "stale exception CVE-2099-0999 at images/training-cpu-pytorch/vex.openvex.json:" in error
+    assert "CVE-2099-0103" not in error
+    assert set(nothing.values()) == {None}  # nothing at any endpoint
+
+    assert released.returncode == 0, released.stderr[-3000:]
+    assert again.returncode == 0, again.stderr[-3000:]
+    # A rerun reuses the VEX it attached: every endpoint's referrers are as they were.
+    assert {h: referrers_index(h, repo, published) for h in ENDPOINTS} == first
+    out = cli.root / "out" / "releases" / "training-cpu-pytorch"
+    record = json.loads((out / "25.03.json").read_text())
+    digest = record["digest"]
+    assert digest == published
+    vexes = {}
+    for host in ENDPOINTS:
+        (entry,) = [e for e in referrers_index(host, repo, digest)
+                    if e["annotations"].get("io.xpu-release.attachment") == "vex"]  # fmt: skip
+        assert entry["artifactType"] == "application/vnd.in-toto+json"
+        vexes[host] = entry["digest"]
+    assert set(vexes.values()) == {record["attachments"]["vex"]}  # the same artifact everywhere
+    host = ENDPOINTS[3]
+    skopeo("copy", f"docker://{host}/{repo}@{vexes[host]}", f"dir:{tmp_path / 'vex'}", host=host)
+    manifest = json.loads((tmp_path / "vex" / "manifest.json").read_text())
+    (layer,) = manifest["layers"]
+    assert layer["annotations"] == {"in-toto.io/predicate-type": "https://openvex.dev/ns"}
+    doc = json.loads((tmp_path / "vex" / layer["digest"].split(":")[1]).read_text())
+    assert doc["subject"][0]["digest"] == {"sha256": digest.removeprefix("sha256:")}
+    stated = {s["vulnerability"]["name"]: s["status"] for s in doc["predicate"]["statements"]}
+    assert stated == {"CVE-2099-0101": "affected", "CVE-2099-0102": "not_affected",
+                      "CVE-2099-0103": "not_affected"}  # fmt: skip
+
+    status = cli.run("--registries", str(regs), "status", CPU, "--json")
+    rows = [r for r in json.loads(status.stdout)["endpoints"] if r["tag"] == "25.03"]
+    assert [r["attached"] for r in rows] == [["sbom", "provenance", "vex"]] * 4
+    verified = cli.run("--registries", str(regs), "verify", CPU)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    for lang in ("en", "zh"):
+        notes = (out / f"25.03.{lang}.md").read_text()
+        line = next(x for x in notes.splitlines() if "CVE-2099-0103" in x)
+        assert "accelerate 1.5.2" in line
+        assert "VEX `not_affected`, vulnerable_code_not_in_execute_path" in line

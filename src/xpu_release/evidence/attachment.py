@@ -11,11 +11,21 @@ from typing import Literal
 
 from ..oci.store import sha256_digest
 
-Kind = Literal["sbom", "provenance"]
+Kind = Literal["sbom", "provenance", "vex"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"
-PROVENANCE_TYPE = "application/vnd.in-toto+json"
-ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE}
+IN_TOTO_TYPE = "application/vnd.in-toto+json"
+PROVENANCE_TYPE = IN_TOTO_TYPE
+# trivy's VEX discovery (``--vex oci``) reads an OCI 1.1 referrer of the generic in-toto
+# artifact type, a bare statement or a DSSE envelope, and picks the VEX one by the layer's
+# ``in-toto.io/predicate-type`` annotation; ``cosign attest --type openvex`` names it so.
+VEX_TYPE = IN_TOTO_TYPE
+OPENVEX_PREDICATE = "https://openvex.dev/ns"
+PREDICATE_ANNOTATION = "in-toto.io/predicate-type"
+ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE, "vex": VEX_TYPE}
 KINDS: tuple[Kind, ...] = ("sbom", "provenance")  # what every release carries, in this order
+# What a release carries when its gate ran: the exceptions that applied and what it fixed.
+ALL_KINDS: tuple[Kind, ...] = (*KINDS, "vex")
+SIGNED_KINDS: tuple[Kind, ...] = ("provenance", "vex")  # in-toto statements: signed with a key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +44,12 @@ class Attachment:
     @property
     def layer_type(self) -> str:
         return self.media_type or self.artifact_type
+
+    @property
+    def layer_annotations(self) -> dict[str, str]:
+        """The VEX's layer names its predicate type, as trivy looks for it (the provenance's
+        layer stays as earlier releases attached it, so their reruns add nothing)."""
+        return {PREDICATE_ANNOTATION: OPENVEX_PREDICATE} if self.kind == "vex" else {}
 
     @property
     def digest(self) -> str:

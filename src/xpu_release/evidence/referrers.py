@@ -57,7 +57,14 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
             "mediaType": OCI_MANIFEST,
             "artifactType": att.artifact_type,
             "config": {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)},
-            "layers": [{"mediaType": att.layer_type, "digest": att.digest, "size": len(att.payload)}],
+            "layers": [
+                {
+                    "mediaType": att.layer_type,
+                    "digest": att.digest,
+                    "size": len(att.payload),
+                    **({"annotations": a} if (a := att.layer_annotations) else {}),
+                }
+            ],
             "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
             "annotations": {CREATED_ANNOTATION: created, KIND_ANNOTATION: att.kind},
         },

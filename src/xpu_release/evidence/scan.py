@@ -37,6 +37,12 @@ class Package:
     version: str  # the version advisories compare (a Debian source's version)
     purl: Purl  # as the SBOM names it (the binary package, for Debian)
     binaries: tuple[str, ...] = ()  # a Debian source's installed binary packages
+    members: tuple[Purl, ...] = ()  # a Debian source's binary packages, as the SBOM names them
+
+    @property
+    def purls(self) -> tuple[Purl, ...]:
+        """Every package the SBOM lists for it (a Debian source: each of its binaries)."""
+        return self.members or (self.purl,)
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,8 @@ def packages_of(sbom: bytes) -> tuple[Package, ...]:
             sources.setdefault((f"Debian:{release}", source, version), []).append((purl, purl.name))
     debs = [
         Package(ecosystem=eco, name=src, version=ver, purl=members[0][0],
-                binaries=tuple(sorted(n for _, n in members)))
+                binaries=tuple(sorted(n for _, n in members)),
+                members=tuple(sorted((p for p, _ in members), key=str)))
         for (eco, src, ver), members in sorted(sources.items())
     ]  # fmt: skip
     return tuple(pypi + debs)
@@ -221,6 +228,7 @@ def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> di
         "reason": f"threshold {result.threshold}; {result.counts.records} advisories",
         "findings": [
             {"id": f.ids[0], "aliases": list(f.ids[1:]), "package": f.package.name,
+             "purls": [str(p) for p in f.package.purls],
              "installed": f.package.version, "severity": f.level, "fixed": list(f.fixed),
              "vex": f.exception.status if f.exception else None,
              "justification": f.exception.reason if f.exception else ""}
@@ -266,26 +274,35 @@ def scan_image(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate:
         advisories.close()
 
 
+@dataclass(frozen=True)
+class Gated:
+    """What a release's scan stage hands on: the record's ``scan``, and the result (None: the
+    gate did not run) that the release's VEX is made from."""
+
+    entry: dict[str, Any]
+    result: ScanResult | None = None
+
+
 def run_gate(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: GatePolicy, *,
-             builder: str, cache: Path) -> tuple[str, str, dict[str, Any]]:  # fmt: skip
-    """A release's scan stage, between the smoke test and the publish: (status, detail, the
-    record's ``scan``). A finding it stops on raises, and nothing is published. Skipped only
-    when said (``--no-scan REASON``); with no advisories it says that nothing was checked."""
+             builder: str, cache: Path) -> tuple[str, str, Gated]:  # fmt: skip
+    """A release's scan stage, between the smoke test and the publish. A finding it stops on
+    raises, and nothing is published. Skipped only when said (``--no-scan REASON``); with no
+    advisories it says that nothing was checked."""
     from ..errors import VulnerabilityGateFailed
 
     if gate.skip_reason is not None:
         why = f"--no-scan: {gate.skip_reason}"
-        return "skipped", why, record_entry(None, skipped=why)
+        return "skipped", why, Gated(record_entry(None, skipped=why))
     if not gate.advisories:
         why = f"{NO_ADVISORIES}: nothing was checked"
-        return "skipped", why, record_entry(None, skipped=why)
+        return "skipped", why, Gated(record_entry(None, skipped=why))
     result = scan_image(repo, spec, engine, image_id, gate, builder=builder, cache=cache)
     if not result.passed:
         raise VulnerabilityGateFailed(gate_failure(result))
     excepted = sum(1 for f in result.findings if f.exception is not None)
     detail = (f"{len(result.findings)} findings in {result.packages} packages, none blocking "
               f"({excepted} excepted by VEX)")  # fmt: skip
-    return "done", detail, record_entry(result)
+    return "done", detail, Gated(record_entry(result), result)
 
 
 def plan_of_gate(gate: GatePolicy) -> str:

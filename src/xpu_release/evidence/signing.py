@@ -204,13 +204,16 @@ def signed_by(document: bytes, verifier: Verifier) -> bool:
     return any(verifier.verify(pae(PAYLOAD_TYPE, payload), s) for s in sigs)
 
 
-def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, Any]:
-    """The verified statement of a signed provenance, or a VerifyFailed saying why not."""
+def open_envelope(
+    document: bytes, verifier: Verifier, where: str, what: str = "provenance"
+) -> dict[str, Any]:
+    """The verified statement of a signed ``what`` (the provenance, the VEX), or a VerifyFailed
+    saying why not."""
     if not is_envelope(document):
-        msg = f"{where}: the provenance is not signed (no DSSE envelope)"
+        msg = f"{where}: the {what} is not signed (no DSSE envelope)"
         raise VerifyFailed(msg)
     if not signed_by(document, verifier):
-        msg = f"{where}: the provenance's signature does not verify with key {verifier.keyid[:19]}"
+        msg = f"{where}: the {what}'s signature does not verify with key {verifier.keyid[:19]}"
         raise VerifyFailed(msg)
     statement = statement_of(document)
     try:
@@ -218,6 +221,6 @@ def open_envelope(document: bytes, verifier: Verifier, where: str) -> dict[str, 
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        msg = f"{where}: the signed provenance's payload is not an in-toto statement"
+        msg = f"{where}: the signed {what}'s payload is not an in-toto statement"
         raise VerifyFailed(msg)
     return data

@@ -51,6 +51,12 @@ class Purl:
     def qualifier(self, key: str) -> str:
         return dict(self.qualifiers).get(key, "")
 
+    def __str__(self) -> str:
+        from packageurl import PackageURL
+
+        return str(PackageURL(self.type, self.namespace or None, self.name, self.version,
+                              dict(self.qualifiers) or None).to_string())  # fmt: skip
+
     @classmethod
     def parse(cls, text: str) -> Purl:
         from packageurl import PackageURL

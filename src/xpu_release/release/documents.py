@@ -1,30 +1,36 @@
 """The documents a publish attaches: this run's SBOM and provenance, or what the first endpoint
-already holds where it is provably the same (``evidence.attest.choose``): never a document found
+already holds where it is provably the same (``evidence.reuse.choose``): never a document found
 at an endpoint signed as found."""
 
 from __future__ import annotations
 
 from ..errors import ReleaseError
-from ..evidence.attachment import KINDS, Attachment
-from ..evidence.attest import Documents, choose
+from ..evidence.attachment import Attachment
+from ..evidence.attest import Documents
 from ..evidence.referrers import fetch_attachment, list_referrers
+from ..evidence.reuse import choose
+from ..evidence.scan import ScanResult
 from ..evidence.signing import Signer
+from ..evidence.vexdoc import ReleaseVex, release_vex
+from ..manifest import ImageSpec, Repo
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink
+from .notes import previous_spec, scanned_findings
 
 
 def documents_for(
     client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest, image_id: str,
     signer: Signer | None, on_line: Sink,
 ) -> tuple[Attachment, ...]:  # fmt: skip
-    """The SBOM and the provenance to attach to ``source`` everywhere, one of each per image.
+    """The SBOM and the provenance (and the VEX, after a gate) to attach to ``source``
+    everywhere, one of each per image.
     Both are made from this run's inputs; what the first endpoint (``client``, ``repo``)
     already holds (an earlier or interrupted run) is outside data, reused only where
     ``choose`` proves it the same, and never signed as found."""
     found = list_referrers(client, repo, source.digest)
     run_known = documents.run_known(image_id)
     out: list[Attachment] = []
-    for kind in KINDS:
+    for kind in documents.kinds:
         earlier: Attachment | None = None
         if found.ours(kind):
             try:
@@ -40,3 +46,13 @@ def documents_for(
                          "attaching this run's")  # fmt: skip
         out.append(choice.attachment)
     return tuple(out)
+
+
+def gate_vex(repo: Repo, spec: ImageSpec, result: ScanResult | None) -> ReleaseVex | None:
+    """The release's VEX, when its gate ran: the exceptions that apply to ``result``, and
+    ``fixed`` for what the release this one extends had on record and this one does not."""
+    if result is None:
+        return None
+    previous = previous_spec(repo, spec)
+    earlier = scanned_findings(repo, previous) if previous is not None else None
+    return release_vex(result, earlier.values() if earlier else None)

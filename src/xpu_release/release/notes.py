@@ -34,6 +34,7 @@ LABELS: dict[str, dict[str, str]] = {
         "tested_image": "Image tested before publishing (config digest)",
         "attached": "Attached to the image by digest at every endpoint (OCI referrers)",
         "sbom": "SBOM (CycloneDX 1.6)", "provenance": "provenance (in-toto, SLSA v1)",
+        "vex": "VEX (OpenVEX, the vulnerability gate's conclusions)",
         "switch": "How to enable", "pull": "Choose the image",
         "switches": "Enable the compiler and recompute optimisations through the API",
         "usage_advice": "Usage advice",
@@ -62,6 +63,7 @@ LABELS: dict[str, dict[str, str]] = {
         "tested_image": "发布前经过测试的镜像（config digest）",
         "attached": "在每个端点按digest附加到镜像（OCI referrers）",
         "sbom": "SBOM（CycloneDX 1.6）", "provenance": "来源证明（in-toto，SLSA v1）",
+        "vex": "VEX（OpenVEX，漏洞门禁的结论）",
         "switch": "开启方式", "pull": "选择镜像",
         "switches": "调用API开启编译器+重计算显存优化", "usage_advice": "使用建议",
         "upgraded": "{name}升级至{new}", "base_upgraded": "基础镜像升级{name}至{new}",
@@ -154,7 +156,9 @@ class Security:
 def _finding(f: dict[str, Any]) -> dict[str, Any]:
     """A finding of a record as the notes show it (a record may have been written by an
     earlier version: every field the template reads is there)."""
-    return {"id": str(f["id"]), "package": str(f["package"]), "installed": str(f["installed"]),
+    return {"id": str(f["id"]), "aliases": [str(a) for a in f.get("aliases") or ()],
+            "purls": [str(p) for p in f.get("purls") or ()],
+            "package": str(f["package"]), "installed": str(f["installed"]),
             "severity": str(f["severity"]), "fixed": [str(x) for x in f.get("fixed") or ()],
             "vex": f.get("vex"), "justification": str(f.get("justification") or "")}  # fmt: skip
 

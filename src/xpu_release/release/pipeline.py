@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents
 from ..evidence.scan import GatePolicy, plan_of_gate, run_gate
+from ..evidence.vexdoc import ReleaseVex
 from ..image.build import build_image, inputs_sha256
 from ..image.engine import Engine
 from ..image.lock import Lock, load_lock
@@ -28,6 +29,7 @@ from ..oci.credentials import CredentialStore
 from ..progress import Sink
 from ..settings import cache_dir
 from . import record as records
+from .documents import gate_vex
 from .notes import notes_path, render_notes
 from .plan import make_plan
 from .preflight import preflight, verdict
@@ -171,13 +173,14 @@ class Release:
 
         image_id: str = self.stage("build", lambda: self._build(spec, dockerfile, lock))
         self.stage("test", lambda: self._test(spec, image_id))
-        scanned = self.stage(
+        gated = self.stage(
             "scan",
             lambda: run_gate(
                 self.repo, spec, self.engine, image_id, self.gate, builder=self.builder, cache=cache_dir()
             ),
         )
-        record = replace(self.stage("publish", lambda: self._publish(spec)), scan=scanned)
+        vex = gate_vex(self.repo, spec, gated.result)
+        record = replace(self.stage("publish", lambda: self._publish(spec, vex)), scan=gated.entry)
         self.stage("verify", lambda: self._verify(spec, record))
         written = self.stage("notes", lambda: self._notes(spec, record))
         path = records.default_path(root, spec.image, spec.version)
@@ -213,8 +216,8 @@ class Release:
         result = smoke_test(self.repo.root, spec, self.engine, on_line=self.reporter.write)
         return "done", f"{result.passed} checks passed", None
 
-    def _publish(self, spec: ImageSpec) -> tuple[str, str, records.ReleaseRecord]:
-        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, builder=self.builder)
+    def _publish(self, spec: ImageSpec, vex: ReleaseVex | None) -> tuple[str, str, records.ReleaseRecord]:
+        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, builder=self.builder, vex=vex)
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import DamagedFileError, NotFoundError, OutputError
+from ..evidence.attachment import ALL_KINDS
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -48,7 +49,8 @@ class ReleaseRecord:
     floating_moved: tuple[str, ...]
     endpoints: tuple[EndpointRecord, ...] = field(default_factory=tuple)
     # Documents attached to the image by digest at every endpoint (attest.py, referrers.py):
-    # kind ("sbom", "provenance") → the digest of the artifact manifest that carries it.
+    # kind ("sbom", "provenance", and "vex" when the gate ran) → the digest of the artifact
+    # manifest that carries it.
     attachments: dict[str, str] = field(default_factory=dict)
     # The vulnerability gate (evidence/scan.py): passed with its findings, or skipped and why;
     # None when no release ran it (a bare `publish`).
@@ -148,7 +150,7 @@ SCHEMA: dict[str, Any] = {
         "endpoints": {"type": "array", "items": _ENDPOINT},
         "attachments": {
             "type": "object",
-            "propertyNames": {"enum": ["sbom", "provenance"]},
+            "propertyNames": {"enum": list(ALL_KINDS)},
             "additionalProperties": _DIGEST,
         },
         "scan": {"anyOf": [{"type": "null"}, {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import RegistryAuthError, ReleaseError
-from ..evidence.attachment import KINDS
+from ..evidence.attachment import ALL_KINDS, SIGNED_KINDS
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
 from ..evidence.signing import ENVELOPE_TYPE
 from ..image.engine import Engine
@@ -29,7 +29,7 @@ from .record import ReleaseRecord
 
 ErrorKind = Literal["auth", "unreachable"]
 # What one of our documents is at an endpoint: ok (the recorded one, or with no record one of
-# ours), unsigned (a provenance with no DSSE envelope), missing (the referrers list it, the
+# ours), unsigned (a provenance or VEX with no DSSE envelope), missing (the referrers list it, the
 # registry no longer serves it), foreign (not the digest the record names: someone else's).
 DocState = Literal["ok", "unsigned", "missing", "foreign"]
 
@@ -54,7 +54,7 @@ class StatusRow:
     expected: str | None  # the digest the release record says (None: no record)
     error: str | None = None
     error_kind: ErrorKind | None = None
-    # Which of our documents (sbom, provenance) the referrers of what it serves list; asked for
+    # Which of our documents (sbom, provenance, vex) the referrers of what it serves list; asked for
     # version tags only (a floating tag serves the same manifest).
     attached: tuple[str, ...] = ()
     # Each document the referrers list, with what it is (``DocState``).
@@ -77,7 +77,7 @@ def _document_states(
     client: RegistryClient, repo: str, found: Referrers, record: ReleaseRecord | None
 ) -> tuple[tuple[str, DocState], ...]:
     out: list[tuple[str, DocState]] = []
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         listed = found.ours(kind)
         if not listed:
             continue
@@ -89,7 +89,7 @@ def _document_states(
             state = "missing"
         elif recorded and recorded != digest:
             state = "foreign"
-        elif kind == "provenance":
+        elif kind in SIGNED_KINDS:
             layers = manifest.data.get("layers") or [{}]
             first = layers[0] if isinstance(layers[0], dict) else {}
             state = "ok" if first.get("mediaType") == ENVELOPE_TYPE else "unsigned"

@@ -9,7 +9,8 @@ Two levels, as the README's reliability section says:
   streamed (memory stays at one chunk per worker): a flipped byte in a stored blob is found,
   named by endpoint and digest.
 
-At both levels the image's attachments (SBOM, provenance) are checked the same way: each
+At both levels the image's attachments (SBOM, provenance, and the VEX of a release whose gate
+ran) are checked the same way: each
 endpoint's referrers of the image list the very artifact manifests the record names (with no
 record: those the first endpoint lists), and their blobs are checked like the image's.
 
@@ -23,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import ReleaseError
-from ..evidence.attachment import KINDS
+from ..evidence.attachment import ALL_KINDS, KINDS, SIGNED_KINDS, Kind
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..manifest import ImageSpec
@@ -91,14 +92,17 @@ def _attachments(
     key: Verifier | None = None,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
     """Problems with the attachments at one endpoint, and the blobs to check like the image's.
-    With ``key``: the provenance must be an envelope it signed, about the image it is attached to."""
+    With ``key``: the provenance (and the VEX) must be an envelope it signed, about the image it
+    is attached to."""
     if not expected:
         return [("attachments", "no SBOM and no provenance are attached to the image")], []
     problems: list[tuple[str, str]] = []
     blobs: list[tuple[str, int]] = []
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         want = expected.get(kind)
         listed = [str(d.get("digest")) for d in found.ours(kind)]
+        if want is None and kind not in KINDS:
+            continue  # the VEX: only a release whose gate ran has one
         if want is None:
             problems.append((kind, "not attached at the first endpoint, so not expected anywhere"))
         elif want not in listed:
@@ -110,19 +114,20 @@ def _attachments(
                 problems.append((kind, f"{want} is listed but not served"))
                 continue
             blobs += manifest.blobs()
-            if kind == "provenance" and key is not None:
-                problems += _signature(client, repo, manifest, key)
+            if kind in SIGNED_KINDS and key is not None:
+                problems += _signature(client, repo, manifest, key, kind)
     return problems, blobs
 
 
-def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verifier) -> list[tuple[str, str]]:
+def _signature(
+    client: RegistryClient, repo: str, manifest: Manifest, key: Verifier, kind: Kind
+) -> list[tuple[str, str]]:
     subject = str((manifest.data.get("subject") or {}).get("digest") or "")
     try:
-        statement = open_envelope(
-            attachment_of(client, repo, manifest, "provenance").payload, key, manifest.digest
-        )
+        payload = attachment_of(client, repo, manifest, kind).payload
+        statement = open_envelope(payload, key, manifest.digest, kind)
     except ReleaseError as exc:
-        return [("provenance", exc.message)]
+        return [(kind, exc.message)]
     subjects = statement.get("subject")
     about = [
         "sha256:" + str((s.get("digest") or {}).get("sha256", ""))
@@ -130,7 +135,7 @@ def _signature(client: RegistryClient, repo: str, manifest: Manifest, key: Verif
         if isinstance(s, dict) and isinstance(s.get("digest") or {}, dict)
     ]
     if subject not in about:
-        return [("provenance", f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]
+        return [(kind, f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]
     return []
 
 
@@ -175,7 +180,7 @@ def verify(
         try:
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
-                attached = {k: d[0]["digest"] for k in KINDS if (d := found.ours(k))}
+                attached = {k: d[0]["digest"] for k in ALL_KINDS if (d := found.ours(k))}
             problems, blobs = _attachments(client, repo, found, attached, key)
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))

@@ -1,6 +1,6 @@
 """The release key signs only what this run made. A document found at an endpoint is outside
 data: reused only when it is provably the statement (or SBOM) this run makes, never signed as
-found (``attest.choose``)."""
+found (``reuse.choose``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from xpu_release.evidence.attachment import Attachment
-from xpu_release.evidence.attest import Choice, choose
+from xpu_release.evidence.reuse import Choice, choose
 from xpu_release.evidence.signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
 
 SUBJECT = "2" * 64

@@ -74,22 +74,46 @@ def test_a_bump_lists_what_changed_against_its_parent(repo: Path) -> None:
     assert "training-xpu-pytorch:25.04" in en
 
 
-def test_notes_show_the_digests_of_a_release_record(repo: Path, tmp_path: Path) -> None:
+def _published(path: Path, **extra: object) -> Path:
+    """A record of XPU published at one endpoint (``extra``: more of its fields)."""
     import json
 
-    record = tmp_path / "record.json"
-    record.write_text(json.dumps({
+    path.write_text(json.dumps({
         "ref": XPU, "manifest": "m", "manifest_sha256": "m", "inputs_sha256": "i",
         "tested_image_id": "sha256:" + "c" * 64, "digest": "sha256:" + "d" * 64, "published_at": "t",
         "complete": True, "floating_moved": [],
         "endpoints": [{"endpoint": "vpc/cn-beijing", "host": "h", "version_ref": "h/x:25.03",
                        "floating_refs": [], "status": "verified", "digest": "sha256:" + "d" * 64}],
+        **extra,
     }))  # fmt: skip
+    return path
+
+
+def test_notes_show_the_digests_of_a_release_record(repo: Path, tmp_path: Path) -> None:
+    record = _published(tmp_path / "record.json")
 
     result = run(repo, "notes", XPU, "--lang", "en", "--record", str(record))
 
     assert "| vpc/cn-beijing | `h/x:25.03` | `sha256:" + "d" * 64 + "` |" in result.stdout
     assert "sha256:" + "c" * 64 in result.stdout
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_document_a_release_can_carry_is_named_in_the_notes(
+    repo: Path, tmp_path: Path, lang: str
+) -> None:
+    """Every kind of attachment (the SBOM, the provenance, the gate's VEX) has a name in every
+    language: a release that attaches a new kind never fails at its notes."""
+    from xpu_release.evidence.attachment import ALL_KINDS
+
+    attached = {kind: f"sha256:{n}" + "e" * 63 for n, kind in enumerate(ALL_KINDS)}
+    record = _published(tmp_path / "record.json", attachments=attached)
+
+    result = run(repo, "notes", XPU, "--lang", lang, "--record", str(record))
+
+    assert result.exit_code == 0, result.stderr
+    for digest in attached.values():
+        assert f"`h/x@{digest}`" in result.stdout
 
 
 def test_an_unknown_language_is_a_usage_error(repo: Path) -> None:

@@ -109,7 +109,7 @@ def _edit(change: str) -> str:
         (_edit("d['endpoints'] = {}"), "endpoints: {} is not of type 'array'"),
         (_edit("d['complete'] = 'yes'"), "complete: 'yes' is not of type 'boolean'"),
         (_edit("d['endpoints'][0]['status'] = 'done'"), "endpoints.0.status: 'done' is not one of"),
-        (_edit("d['attachments']['vex'] = d['digest']"), "attachments: 'vex' is not one of"),
+        (_edit("d['attachments']['signature'] = d['digest']"), "attachments: 'signature' is not one of"),
         (_edit("d['surprise'] = 1"), "Additional properties are not allowed ('surprise'"),
         (_edit("d['endpoints'][0]['seconds'] = -1"), "endpoints.0.seconds: -1 is less than the minimum"),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
@@ -159,8 +159,31 @@ def test_a_record_path_that_is_no_file_is_exit_12_not_silently_ignored(
     assert "Traceback" not in result.output
 
 
-def test_the_record_written_by_this_version_passes_its_own_schema(tmp_path: Path) -> None:
+def _gated() -> ReleaseRecord:
+    """A release whose gate ran: every kind of document, and the scan as the gate records it."""
+    from xpu_release.evidence.attachment import ALL_KINDS
+    from xpu_release.evidence.scan import Finding, Package, ScanResult, record_entry
+    from xpu_release.evidence.vex import Purl
+
+    deb = Purl.parse("pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64&distro=debian-12")
+    package = Package(ecosystem="Debian:12", name="bash", version="5.2.15-2", purl=deb, binaries=("bash",),
+                      members=(deb,))  # fmt: skip
+    finding = Finding(package=package, ids=("CVE-2099-1", "TEST-1"), summary="s", level="high", score=7.5,
+                      rated_by="v", fixed=("6",), exception=None, note="", blocking=False)  # fmt: skip
+    from xpu_release.evidence.osv import Counts
+
+    result = ScanResult(ref=COMPLETE.ref, threshold="high", fail_on_unknown=True, findings=(finding,),
+                        stale=(), packages=1, sources=("osv",), counts=Counts())  # fmt: skip
+    return replace(COMPLETE, attachments={k: f"sha256:{n}" + "5" * 63 for n, k in enumerate(ALL_KINDS)},
+                   scan=record_entry(result))  # fmt: skip
+
+
+@pytest.mark.parametrize("record", [COMPLETE, FAILED, _gated()], ids=["complete", "failed", "gated"])
+def test_the_record_written_by_this_version_passes_its_own_schema(
+    tmp_path: Path, record: ReleaseRecord
+) -> None:
     path = tmp_path / "r.json"
-    records.write(COMPLETE, path)
+    records.write(record, path)
 
     assert records._shape_problem(json.loads(path.read_text())) is None
+    assert records.read(path) == record

@@ -1,0 +1,104 @@
+"""Which document a publish attaches: the one this run made, or one an endpoint already holds
+when it is provably the same. A found document is outside data: the release key signs only
+what this run made from its own inputs, never a document as found."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .attachment import SIGNED_KINDS, Attachment
+from .signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
+
+# Facts of one build run that a publishing runner may not know (another runner built the same
+# image id, or it was pulled by build avoidance): the only fields a found statement may differ
+# in from this run's, and only when our own key already signed it.
+RUN_FACTS: tuple[tuple[str, ...], ...] = (
+    ("predicate", "runDetails", "builder", "id"),
+    ("predicate", "runDetails", "metadata", "startedOn"),
+    ("predicate", "runDetails", "metadata", "finishedOn"),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    """The document to attach, and why a document found at an endpoint was not reused (None:
+    it was, or none was found)."""
+
+    attachment: Attachment
+    replaced: str | None = None
+
+
+def _without_run_facts(statement: Any) -> Any:
+    if not isinstance(statement, dict):
+        return statement
+    out = json.loads(json.dumps(statement))
+    for path in RUN_FACTS:
+        node = out
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return out
+
+
+def _differences(found: Any, ours: Any, where: str = "") -> list[str]:
+    """The dotted paths at which two JSON values differ (the first few)."""
+    if isinstance(found, dict) and isinstance(ours, dict):
+        out: list[str] = []
+        for key in sorted(set(found) | set(ours), key=str):
+            out += _differences(found.get(key), ours.get(key), f"{where}.{key}" if where else str(key))
+        return out
+    return [] if found == ours else [where or "(the whole statement)"]
+
+
+def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool) -> Choice:
+    """What to attach, given ``ours`` (what this run makes from its own inputs: the SBOM, or the
+    provenance's unsigned statement) and ``found`` (what an endpoint already holds, outside
+    data). The release key signs only ``ours``; a found document is reused only when it is
+    provably the same:
+
+    - an SBOM, when it is byte for byte the one this image gives;
+    - a VEX, when its statement is byte for byte this run's (as found when unsigned or signed
+      by our key);
+    - a provenance, when its statement is byte for byte this run's (kept as found when
+      unsigned or signed by our key, so an ECDSA envelope is not remade); or when it differs
+      only in the build run's facts (builder, start and finish) and our own key signed it, or,
+      with no key, when this runner does not know the run it came from.
+    Anything else is replaced by this run's document, signed when there is a key."""
+    mine = ours
+    if ours.kind in SIGNED_KINDS and signer is not None:
+        mine = Attachment(kind=ours.kind, payload=envelope(ours.payload, signer), media_type=ENVELOPE_TYPE)
+    if found is None:
+        return Choice(attachment=mine)
+    if ours.kind not in SIGNED_KINDS:
+        if found.payload == ours.payload and found.layer_type == ours.layer_type:
+            return Choice(attachment=found)
+        return Choice(attachment=mine, replaced=f"it is not the {ours.kind} this image gives")
+    statement = statement_of(found.payload)
+    if statement is None:
+        return Choice(
+            attachment=mine, replaced="it is neither an in-toto statement nor a DSSE envelope of one"
+        )
+    by_our_key = signer is not None and signed_by(found.payload, signer.verifier())
+    if statement == ours.payload:
+        return Choice(attachment=found if signer is None or by_our_key else mine)
+    try:
+        theirs: Any = json.loads(statement)
+    except ValueError:
+        return Choice(attachment=mine, replaced="its statement is not JSON")
+    own = json.loads(ours.payload)
+    differ = _differences(_without_run_facts(theirs), _without_run_facts(own))
+    if differ:
+        shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+        return Choice(attachment=mine, replaced=f"its statement is not this run's ({shown} differ)")
+    if by_our_key or (signer is None and not run_known and ours.kind == "provenance"):
+        return Choice(attachment=found)
+    if ours.kind != "provenance":
+        why = "it is not written byte for byte as this run writes it"
+    elif signer is not None:
+        why = "no key of ours signed its build facts"
+    else:
+        why = "its build facts are not this run's"
+    return Choice(attachment=mine, replaced=why)
