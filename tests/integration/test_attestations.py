@@ -4,6 +4,7 @@ tag schema (distribution 2.8 has no referrers API), equal everywhere, and never 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -197,6 +198,66 @@ def test_a_signed_provenance_verifies_with_its_public_key_only(tested: Cli, tmp_
     )
 
 
+BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+
+def test_a_signed_provenance_is_where_both_cosign_layouts_look_at_every_endpoint(
+    tested: Cli, tmp_path: Path
+) -> None:
+    """cosign 2.x reads the ``.att`` tag; cosign >= 2.5's new bundle format lists referrers for a
+    Sigstore bundle. Both hold the very envelope attached as the provenance, at every endpoint,
+    read back with skopeo; the bundle parses with Sigstore's own model; a rerun adds nothing;
+    a key that is not the release's fails each layout at each endpoint."""
+    from sigstore_protobuf_specs.dev.sigstore.bundle.v1 import Bundle
+
+    namespace = "c" + uuid.uuid4().hex[:10]
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+    private, public, _ = _keypair(tmp_path / "mine")
+    _, other, _ = _keypair(tmp_path / "other")
+    assert publish(tested, regs, "--signing-key", str(private)).returncode == 0
+    repo = f"{namespace}/xpu-fixture"
+    digest = skopeo_digest(f"127.0.0.1:15001/{repo}:1.0")
+
+    def layouts() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for host in ENDPOINTS:
+            entries = referrers_index(host, repo, digest)
+            att = skopeo(
+                "inspect", "--raw", f"docker://{host}/{repo}:{digest.replace(':', '-')}.att", host=host
+            )
+            out[host] = (entries, json.loads(att.stdout))
+        return out
+
+    first = layouts()
+    rerun = publish(tested, regs, "--signing-key", str(private))
+    mine = tested.run("--registries", str(regs), "verify", FIXTURE_REF, "--key", str(public))
+    theirs = tested.run("--registries", str(regs), "verify", FIXTURE_REF, "--key", str(other))
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert layouts() == first  # nothing new anywhere
+    assert len({json.dumps(v, sort_keys=True) for v in first.values()}) == 1  # the same everywhere
+    entries, att = first[ENDPOINTS[3]]
+    (prov,) = [e for e in entries if e["annotations"]["io.xpu-release.attachment"] == "provenance"]
+    (bundled,) = [e for e in entries if e["artifactType"] == BUNDLE_TYPE]
+    assert bundled["annotations"]["dev.sigstore.bundle.predicateType"] == "https://slsa.dev/provenance/v1"
+    envelope = document(ENDPOINTS[3], repo, prov["digest"], tmp_path / "prov")
+    bundle_doc = document(ENDPOINTS[3], repo, bundled["digest"], tmp_path / "bundle")
+    (layer,) = att["layers"]
+    assert layer["mediaType"] == "application/vnd.dsse.envelope.v1+json"
+    assert layer["annotations"] == {"predicateType": "https://slsa.dev/provenance/v1",
+                                    "dev.cosignproject.cosign/signature": ""}  # fmt: skip
+    att_ref = f"docker://{ENDPOINTS[3]}/{repo}:{digest.replace(':', '-')}.att"
+    skopeo("copy", att_ref, f"dir:{tmp_path / 'att'}", host=ENDPOINTS[3])
+    assert json.loads((tmp_path / "att" / layer["digest"].split(":")[1]).read_text()) == envelope
+    parsed = Bundle.from_dict(bundle_doc)
+    assert parsed.dsse_envelope.signatures[0].sig == base64.b64decode(envelope["signatures"][0]["sig"])
+    assert parsed.dsse_envelope.payload == base64.b64decode(envelope["payload"])
+    assert mine.returncode == 0, mine.stdout + mine.stderr
+    assert theirs.returncode == 7
+    assert theirs.stderr.count("does not verify") == 4  # the provenance, at each endpoint
+    assert theirs.stderr.count("not this key's") == 4  # its bundle, at each endpoint
+
+
 def test_a_region_that_refuses_the_attachments_gets_no_tag_and_neither_does_any_other(
     tested: Cli, tmp_path: Path
 ) -> None:
@@ -275,8 +336,17 @@ def test_publish_never_signs_a_forged_provenance_or_reuses_a_forged_sbom(tested:
     ours = serialization.load_pem_public_key(public.read_bytes())
     for n, host in enumerate(ENDPOINTS):
         entries = referrers_index(host, repo, digest)
-        assert sorted(e["artifactType"] for e in entries) == [SBOM_TYPE, PROVENANCE_TYPE], host
+        assert sorted(e["artifactType"] for e in entries) == [SBOM_TYPE, BUNDLE_TYPE, PROVENANCE_TYPE], host
         env = document(host, repo, listed(host, repo, digest, PROVENANCE_TYPE), tmp_path / f"p{n}")
+        # The attacker's `attach` also put its envelope in cosign's .att tag: ours replaced it,
+        # and the bundle wraps ours.
+        att = json.loads(skopeo("inspect", "--raw", f"docker://{host}/{repo}:{digest.replace(':', '-')}.att",
+                                host=host).stdout)  # fmt: skip
+        att_dir = tmp_path / f"att{n}"
+        skopeo("copy", f"docker://{host}/{repo}:{digest.replace(':', '-')}.att", f"dir:{att_dir}", host=host)
+        assert [json.loads((att_dir / x["digest"].split(":")[1]).read_text()) for x in att["layers"]] == [env]
+        bundled = document(host, repo, listed(host, repo, digest, BUNDLE_TYPE), tmp_path / f"b{n}")
+        assert bundled["dsseEnvelope"]["signatures"][0]["sig"] == env["signatures"][0]["sig"], host
         payload = base64.b64decode(env["payload"])
         for sig in env["signatures"]:
             ours.verify(base64.b64decode(sig["sig"]), pae(env["payloadType"], payload))  # type: ignore[union-attr,call-arg]

@@ -11,7 +11,7 @@ from typing import Literal
 
 from ..oci.store import sha256_digest
 
-Kind = Literal["sbom", "provenance", "vex"]
+Kind = Literal["sbom", "provenance", "vex", "provenance-bundle", "vex-bundle"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"
 IN_TOTO_TYPE = "application/vnd.in-toto+json"
 PROVENANCE_TYPE = IN_TOTO_TYPE
@@ -19,13 +19,27 @@ PROVENANCE_TYPE = IN_TOTO_TYPE
 # artifact type, a bare statement or a DSSE envelope, and picks the VEX one by the layer's
 # ``in-toto.io/predicate-type`` annotation; ``cosign attest --type openvex`` names it so.
 VEX_TYPE = IN_TOTO_TYPE
+SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 OPENVEX_PREDICATE = "https://openvex.dev/ns"
 PREDICATE_ANNOTATION = "in-toto.io/predicate-type"
-ARTIFACT_TYPES: dict[Kind, str] = {"sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE, "vex": VEX_TYPE}
+# cosign >= 2.5 with its new bundle format (the default in 3.x) finds an attestation as an OCI
+# 1.1 referrer holding a Sigstore bundle v0.3 (``cosign.py``), with these manifest annotations
+# (sigstore/cosign ``pkg/oci/remote/write.go``, ``WriteAttestationNewBundleFormat``).
+BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+BUNDLE_CONTENT_ANNOTATION = "dev.sigstore.bundle.content"
+BUNDLE_PREDICATE_ANNOTATION = "dev.sigstore.bundle.predicateType"
+ARTIFACT_TYPES: dict[Kind, str] = {
+    "sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE, "vex": VEX_TYPE,
+    "provenance-bundle": BUNDLE_TYPE, "vex-bundle": BUNDLE_TYPE,
+}  # fmt: skip
 KINDS: tuple[Kind, ...] = ("sbom", "provenance")  # what every release carries, in this order
-# What a release carries when its gate ran: the exceptions that applied and what it fixed.
-ALL_KINDS: tuple[Kind, ...] = (*KINDS, "vex")
 SIGNED_KINDS: tuple[Kind, ...] = ("provenance", "vex")  # in-toto statements: signed with a key
+# A signed statement is also published as cosign's bundle: the same envelope, wrapped.
+BUNDLES: dict[Kind, Kind] = {"provenance": "provenance-bundle", "vex": "vex-bundle"}
+BUNDLED: dict[Kind, Kind] = {b: k for k, b in BUNDLES.items()}
+PREDICATES: dict[Kind, str] = {"provenance": SLSA_PROVENANCE, "vex": OPENVEX_PREDICATE}
+# Every kind: the VEX when the gate ran, the bundles when there is a key.
+ALL_KINDS: tuple[Kind, ...] = (*KINDS, "vex", "provenance-bundle", "vex-bundle")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +64,16 @@ class Attachment:
         """The VEX's layer names its predicate type, as trivy looks for it (the provenance's
         layer stays as earlier releases attached it, so their reruns add nothing)."""
         return {PREDICATE_ANNOTATION: OPENVEX_PREDICATE} if self.kind == "vex" else {}
+
+    @property
+    def manifest_annotations(self) -> dict[str, str]:
+        """A bundle's artifact manifest says what it holds, as cosign writes it."""
+        if self.kind not in BUNDLED:
+            return {}
+        return {
+            BUNDLE_CONTENT_ANNOTATION: "dsse-envelope",
+            BUNDLE_PREDICATE_ANNOTATION: PREDICATES[BUNDLED[self.kind]],
+        }
 
     @property
     def digest(self) -> str:

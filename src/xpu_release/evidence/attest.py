@@ -37,10 +37,9 @@ from ..image.normalize import iso
 from ..manifest import ImageSpec, Repo
 from ..manifest.model import canonical_name
 from ..oci.store import canonical_json
-from .attachment import KINDS, Attachment, Kind
+from .attachment import KINDS, SLSA_PROVENANCE, Attachment, Kind
 from .vexdoc import ReleaseVex, vex_statement
 
-SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
 BUILD_TYPE = "https://xpu-release.invalid/build/v1"  # assumed: no public URI is registered for it
 

@@ -9,6 +9,9 @@ layer (the document), and ``subject`` pointing at the image manifest. How a clie
   the OCI distribution spec 1.1: an image index at the tag ``sha256-<hex of the subject>``,
   which this module keeps: read, merged, written, read back.
 
+A signed statement is also written in cosign's two layouts (``cosign.py``): as a Sigstore
+bundle referrer, and in the ``sha256-<hex>.att`` tag cosign 2.x reads.
+
 Attachments are pushed by digest; one kind (SBOM, provenance) has one attachment per image:
 a rerun adds no duplicate, and an earlier attachment of ours of the same kind with other bytes
 is dropped from the index. Descriptors that are not ours stay.
@@ -26,6 +29,7 @@ from ..errors import PublishError
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from ..oci.store import atomic_write, canonical_json, holds
 from .attachment import ARTIFACT_TYPES, Attachment, Kind
+from .cosign import att_manifest, att_tag, signed_statements
 
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
@@ -37,11 +41,12 @@ def referrers_tag(subject: str) -> str:
     return subject.replace(":", "-")
 
 
-_REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}")
+_REFERRERS_TAG = re.compile(r"sha256-[0-9a-f]{64}(\.att)?")
 
 
 def is_referrers_tag(tag: str) -> bool:
-    """A tag of the referrers tag schema (an index of documents), not a release's tag."""
+    """A tag of the referrers tag schema (an index of documents) or cosign's ``.att`` tag of
+    the same image, not a release's tag."""
     return bool(_REFERRERS_TAG.fullmatch(tag))
 
 
@@ -51,12 +56,15 @@ def _manifest(data: dict[str, Any], media_type: str) -> Manifest:
 
 
 def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manifest:
+    config: dict[str, Any] = {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)}
+    if att.manifest_annotations:  # a bundle: cosign names the artifact type on the config too
+        config["artifactType"] = att.artifact_type
     return _manifest(
         {
             "schemaVersion": 2,
             "mediaType": OCI_MANIFEST,
             "artifactType": att.artifact_type,
-            "config": {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)},
+            "config": config,
             "layers": [
                 {
                     "mediaType": att.layer_type,
@@ -66,7 +74,11 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
                 }
             ],
             "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
-            "annotations": {CREATED_ANNOTATION: created, KIND_ANNOTATION: att.kind},
+            "annotations": {
+                CREATED_ANNOTATION: created,
+                KIND_ANNOTATION: att.kind,
+                **att.manifest_annotations,
+            },
         },
         OCI_MANIFEST,
     )
@@ -156,6 +168,7 @@ def attach(
 ) -> tuple[Manifest, ...]:
     """Push each attachment by digest and make it findable from ``subject``; idempotent. Blobs
     are mounted from ``mount_from`` (a repository of the same registry) where it has them."""
+    attachments = tuple(attachments)
     pushed: list[Manifest] = []
     for att in attachments:
         manifest = artifact_manifest(att, subject, created)
@@ -167,6 +180,7 @@ def attach(
         client.put_manifest(repo, manifest.digest, manifest)
     if not pushed:
         return ()
+    _write_att(client, repo, subject, tuple(attachments), spool, mount_from)
     # A registry with the referrers API lists them by itself (it answers their push with
     # OCI-Subject); asking it is the proof. Otherwise the tag schema's index is kept here.
     found = list_referrers(client, repo, subject.digest)
@@ -174,6 +188,29 @@ def attach(
         return tuple(pushed)
     _merge_tag_index(client, repo, subject.digest, pushed, found)
     return tuple(pushed)
+
+
+def _write_att(
+    client: RegistryClient,
+    repo: str,
+    subject: Manifest,
+    attachments: tuple[Attachment, ...],
+    spool: Path,
+    mount_from: str | None,
+) -> None:
+    """cosign's ``.att`` tag for the signed statements (``cosign.py``): written, idempotent,
+    keeping what others attested there."""
+    signed = signed_statements(attachments)
+    if not signed:
+        return
+    tag = att_tag(subject.digest)
+    manifest, config = att_manifest(signed, client.get_manifest(repo, tag))
+    if client.head_manifest(repo, tag) == manifest.digest:
+        return
+    _upload(client, repo, config, spool, mount_from)
+    for att in signed:
+        _upload(client, repo, att.payload, spool, mount_from)
+    client.put_manifest(repo, tag, manifest)
 
 
 def _merge_tag_index(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..errors import ReleaseError
 from ..evidence.attachment import Attachment
 from ..evidence.attest import Documents
+from ..evidence.cosign import bundles_for
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.reuse import choose
 from ..evidence.scan import ScanResult
@@ -45,6 +46,8 @@ def documents_for(
             on_line(f"{where}: the attached {kind} is not reused: {choice.replaced}; "
                          "attaching this run's")  # fmt: skip
         out.append(choice.attachment)
+    if signer is not None:  # cosign's bundle of each signed statement: the same envelope, wrapped
+        out += bundles_for(tuple(out), signer.verifier())
     return tuple(out)
 
 

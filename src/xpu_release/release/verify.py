@@ -20,11 +20,14 @@ Neither re-reads what the record says: both ask the endpoints.
 from __future__ import annotations
 
 import hashlib
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ReleaseError
-from ..evidence.attachment import ALL_KINDS, KINDS, SIGNED_KINDS, Kind
+from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_KINDS, Attachment, Kind
+from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..manifest import ImageSpec
@@ -93,16 +96,18 @@ def _attachments(
 ) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
     """Problems with the attachments at one endpoint, and the blobs to check like the image's.
     With ``key``: the provenance (and the VEX) must be an envelope it signed, about the image it
-    is attached to."""
+    is attached to, in each of cosign's layouts too (its bundle, its ``.att`` tag)."""
     if not expected:
         return [("attachments", "no SBOM and no provenance are attached to the image")], []
     problems: list[tuple[str, str]] = []
     blobs: list[tuple[str, int]] = []
+    envelopes: dict[Kind, str] = {}  # a signed statement's envelope digest
+    subject = ""
     for kind in ALL_KINDS:
         want = expected.get(kind)
         listed = [str(d.get("digest")) for d in found.ours(kind)]
         if want is None and kind not in KINDS:
-            continue  # the VEX: only a release whose gate ran has one
+            continue  # the VEX, the bundles: only a release with a gate, a key
         if want is None:
             problems.append((kind, "not attached at the first endpoint, so not expected anywhere"))
         elif want not in listed:
@@ -114,17 +119,30 @@ def _attachments(
                 problems.append((kind, f"{want} is listed but not served"))
                 continue
             blobs += manifest.blobs()
-            if kind in SIGNED_KINDS and key is not None:
-                problems += _signature(client, repo, manifest, key, kind)
+            subject = subject or str((manifest.data.get("subject") or {}).get("digest") or "")
+            if (kind in SIGNED_KINDS or kind in BUNDLED) and key is not None:
+                document = attachment_of(client, repo, manifest, kind)
+                if kind in SIGNED_KINDS:
+                    envelopes[kind] = document.digest
+                problems += _signature(document, manifest, key)
+    if envelopes and key is not None:
+        att, att_blobs = _att(client, repo, subject, envelopes)
+        problems += att
+        blobs += att_blobs
     return problems, blobs
 
 
-def _signature(
-    client: RegistryClient, repo: str, manifest: Manifest, key: Verifier, kind: Kind
-) -> list[tuple[str, str]]:
+def _signature(document: Attachment, manifest: Manifest, key: Verifier) -> list[tuple[str, str]]:
+    """A signed statement (or cosign's bundle of one) verifies with ``key`` and is about the
+    image its artifact manifest refers to."""
+    kind, payload = document.kind, document.payload
     subject = str((manifest.data.get("subject") or {}).get("digest") or "")
+    if kind in BUNDLED:
+        hint = (_json(payload).get("verificationMaterial") or {}).get("publicKey", {}).get("hint")
+        if hint != key_hint(key):
+            return [(kind, f"{manifest.digest}: the bundle names key hint {hint!r}, not this key's")]
+        payload = envelope_of(payload) or b""
     try:
-        payload = attachment_of(client, repo, manifest, kind).payload
         statement = open_envelope(payload, key, manifest.digest, kind)
     except ReleaseError as exc:
         return [(kind, exc.message)]
@@ -137,6 +155,34 @@ def _signature(
     if subject not in about:
         return [(kind, f"signed, but about {', '.join(about) or 'nothing'}, not {subject}")]
     return []
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        out = json.loads(data)
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _att(client: RegistryClient, repo: str, subject: str, envelopes: dict[Kind, str]) -> tuple[
+    list[tuple[str, str]], list[tuple[str, int]]
+]:  # fmt: skip
+    """cosign's ``.att`` tag holds each signed statement's envelope (the very bytes verified as
+    the referrer's), annotated as cosign reads it."""
+    tag = att_tag(subject)
+    manifest = client.get_manifest(repo, tag)
+    if manifest is None:
+        return [(".att", f"cosign's tag {tag} is missing")], []
+    layers = {str(x.get("digest")): x for x in manifest.data.get("layers") or [] if isinstance(x, dict)}
+    problems = []
+    for kind, digest in envelopes.items():
+        notes = (layers.get(digest) or {}).get("annotations") or {}
+        if digest not in layers:
+            problems.append((".att", f"{tag} does not hold the {kind} envelope {digest}"))
+        elif notes.get(PREDICATE_TYPE_ANNOTATION) != PREDICATES[kind] or SIGNATURE_ANNOTATION not in notes:
+            problems.append((".att", f"{tag}: the {kind} layer lacks cosign's annotations"))
+    return problems, manifest.blobs()
 
 
 def verify(
