@@ -181,13 +181,18 @@ def attach(
     if not pushed:
         return ()
     _write_att(client, repo, subject, tuple(attachments), spool, mount_from)
-    # A registry with the referrers API lists them by itself (it answers their push with
-    # OCI-Subject); asking it is the proof. Otherwise the tag schema's index is kept here.
+    findable(client, repo, subject, pushed)
+    return tuple(pushed)
+
+
+def findable(client: RegistryClient, repo: str, subject: Manifest, pushed: list[Manifest]) -> None:
+    """Make the referrers ``pushed`` (already in ``repo`` by digest) findable from ``subject``.
+    A registry with the referrers API lists them by itself (it answers their push with
+    OCI-Subject); asking it is the proof. Otherwise the tag schema's index is kept here."""
     found = list_referrers(client, repo, subject.digest)
     if found.via == "api" and {m.digest for m in pushed} <= {d.get("digest") for d in found.descriptors}:
-        return tuple(pushed)
+        return
     _merge_tag_index(client, repo, subject.digest, pushed, found)
-    return tuple(pushed)
 
 
 def _write_att(
@@ -222,7 +227,7 @@ def _merge_tag_index(
     ``found`` is the index as just read; only a retry reads it again."""
     tag = referrers_tag(subject)
     ours = {m.digest: descriptor(m) for m in pushed}
-    kinds = {(d["annotations"] or {}).get(KIND_ANNOTATION) for d in ours.values()}
+    kinds = {k for d in ours.values() if (k := (d["annotations"] or {}).get(KIND_ANNOTATION))}
     entries, exists = list(found.descriptors), found.via == "tag"
     if found.via == "api":  # the API did not list them yet: the tag's index is read as it is
         current = client.get_manifest(repo, tag)

@@ -35,6 +35,11 @@ IMAGE_FILE = schema.Obj(
     fields={
         "template": schema.Str(pattern=r"[A-Za-z0-9_.\-]+\.j2", what="a template file name in templates/"),
         "description": schema.Text(),
+        "source": schema.Str(
+            pattern=r"https://[^\s]+",
+            what="an https URL",
+            hint="the repository that holds this image's definition",
+        ),
     },
     required=("template",),
     description="images/<image>/image.yaml: the non-versioned definition of an image.",
@@ -51,6 +56,15 @@ def image_template(root: Path, image: str) -> str:
     if not (root / "templates" / name).is_file():
         raise ManifestError([src.problem(("template",), f"templates/{name} does not exist")])
     return name
+
+
+def image_source(root: Path, image: str) -> str:
+    """The repository URL ``images/<image>/image.yaml`` gives as ``source`` ("" if none)."""
+    path = root / "images" / image / "image.yaml"
+    if not path.is_file():
+        return ""
+    src = schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE)
+    return str(src.data.get("source") or "")
 
 
 def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered:

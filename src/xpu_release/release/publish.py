@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 from ..errors import PublishError, ReleaseError
+from ..evidence.annotations import image_annotations
 from ..evidence.attachment import Attachment
 from ..evidence.attest import Documents
 from ..evidence.referrers import artifact_manifest, attach
@@ -64,6 +65,8 @@ class Options:
     move_floating: bool = True
     # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
     signer: Signer | None = None
+    # The image manifest's standard annotations (evidence/annotations.py); publish() makes them.
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 class Publisher:
@@ -125,6 +128,7 @@ class Publisher:
                 self.engine, image_id, client, repo, None,
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
+                annotations=self.options.annotations,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -299,6 +303,9 @@ def publish(
     ``documents``); the record says what each endpoint serves."""
     info = engine.require_image(spec.ref)
     require_tested(spec, info.id)
+    if documents is not None and not options.annotations:
+        annotations = image_annotations(documents.repo.root, spec, documents.lock)
+        options = replace(options, annotations=annotations)
     publisher = Publisher(spec, registries, engine, credentials, options, on_line, documents)
     return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import PublishError, WireError
 from ..files import touch
@@ -32,9 +33,15 @@ from ..oci.store import DigestMap, holds, known_config, remember_config
 from ..progress import Sink
 from ..settings import cache_dir
 
-MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
-CONFIG_TYPE = "application/vnd.docker.container.image.v1+json"
-LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+# OCI image manifests (annotations are theirs; skopeo's oci: layouts read only these). Releases
+# pushed by earlier versions as Docker schema 2 keep their manifests: a rerun reuses what is
+# served, and their layers are reused by digest (the same gzip bytes under either type).
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+DOCKER_MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+_AS_OCI = {DOCKER_LAYER_TYPE: LAYER_TYPE}
 GZIP_LEVEL = 6
 MEMBER = 32 << 20  # bytes of layer per gzip member
 CHUNK = 1 << 20
@@ -131,7 +138,7 @@ def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> 
     for tag in tags:
         try:
             manifest = client.get_manifest(repo, tag)
-            if manifest is None or manifest.media_type != MANIFEST_TYPE:
+            if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
                 continue
             config = json.loads(client.blob_bytes(repo, manifest.config_digest))
         except (WireError, ValueError):
@@ -195,16 +202,19 @@ def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
 # --- the push ----------------------------------------------------------------------------------
 
 
-def image_manifest(config: bytes, layers: list[Blob]) -> Manifest:
-    body = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": MANIFEST_TYPE,
-            "config": {"mediaType": CONFIG_TYPE, "size": len(config), "digest": sha256_digest(config)},
-            "layers": [{"mediaType": b.media_type, "size": b.size, "digest": b.digest} for b in layers],
-        },
-        indent=3,
-    ).encode()
+def image_manifest(config: bytes, layers: list[Blob], annotations: dict[str, str] | None = None) -> Manifest:
+    data: dict[str, Any] = {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_TYPE,
+        "config": {"mediaType": CONFIG_TYPE, "size": len(config), "digest": sha256_digest(config)},
+        "layers": [
+            {"mediaType": _AS_OCI.get(b.media_type, b.media_type), "size": b.size, "digest": b.digest}
+            for b in layers
+        ],
+    }
+    if annotations:
+        data["annotations"] = dict(sorted(annotations.items()))
+    body = json.dumps(data, indent=3).encode()
     return Manifest(digest=sha256_digest(body), media_type=MANIFEST_TYPE, body=body)
 
 
@@ -220,6 +230,7 @@ def push_image(
     chunk_size: int | None,
     on_line: Sink,
     on_spooled: Callable[[Blob], None] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> PushReport:
     """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
     ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
@@ -274,7 +285,7 @@ def push_image(
                 for j in jobs:
                     j.result()
             remember_config(config)
-    manifest = image_manifest(config, [blobs[d] for d in diff_ids])
+    manifest = image_manifest(config, [blobs[d] for d in diff_ids], annotations)
     for d in diff_ids:
         if d not in need:
             upload(blobs[d])

@@ -1,0 +1,139 @@
+"""``mirror``: a release and everything that refers to it, copied by digest from a registry to an
+OCI layout and from the layout into another registry (the air-gapped way), against the
+in-process fake of the distribution API (with and without the referrers API). The same on the
+real stack, with skopeo reading the layout: ``tests/integration/test_mirror.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xpu_release.errors import TagConflict
+from xpu_release.evidence.attachment import Attachment
+from xpu_release.evidence.cosign import att_tag
+from xpu_release.evidence.referrers import attach, list_referrers
+from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
+from xpu_release.oci.layout import REF_NAME, Layout
+from xpu_release.oci.registry import OCI_MANIFEST, Manifest, sha256_digest
+from xpu_release.release.mirror import LayoutSide, RegistrySide, mirror
+
+from ..evidence.test_sign_only_ours import OURS, key
+from ..fake_registry import State, fake_registry
+from ..oci.test_registry_client import REPO, client_for
+
+TAG = "1.0"
+
+
+@pytest.fixture
+def two() -> Iterator[tuple[tuple[str, State], tuple[str, State]]]:
+    with fake_registry() as a, fake_registry() as b:
+        b[1].referrers_api = True  # one registry with the referrers API, one without
+        yield a, b
+
+
+def published(host: str, state: State, tmp_path: Path) -> tuple[RegistrySide, Manifest]:
+    """A release at ``host``: an image of two layers, an SBOM and a signed provenance attached
+    (with cosign's .att tag), the version tag last."""
+    client = client_for(host, state)
+    blobs = [b"config " * 10, b"layer one " * 1000, b"layer two " * 3000]
+    spool = tmp_path / "spool"
+    spool.mkdir(exist_ok=True)
+    for data in blobs:
+        path = spool / sha256_digest(data).replace(":", "-")
+        path.write_bytes(data)
+        client.upload_blob(REPO, sha256_digest(data), path)
+    layers = [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": sha256_digest(b),
+               "size": len(b)} for b in blobs[1:]]  # fmt: skip
+    config = {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha256_digest(blobs[0]),
+              "size": len(blobs[0])}  # fmt: skip
+    body = json.dumps(
+        {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "layers": layers, "config": config}
+    ).encode()
+    image = Manifest(digest=sha256_digest(body), media_type=OCI_MANIFEST, body=body)
+    client.put_manifest(REPO, image.digest, image)
+    attach(client, REPO, image, [
+        Attachment(kind="sbom", payload=b'{"bomFormat":"CycloneDX"}'),
+        Attachment(kind="provenance", payload=envelope(OURS, key()), media_type=ENVELOPE_TYPE),
+    ], created="2026-12-03T00:00:00Z", spool=spool)  # fmt: skip
+    client.put_manifest(REPO, TAG, image)
+    return RegistrySide(client, REPO), image
+
+
+def ends(
+    two: tuple[tuple[str, State], tuple[str, State]], tmp_path: Path
+) -> tuple[RegistrySide, Manifest, Layout, RegistrySide]:
+    """The release at the first registry, an empty layout, a repository at the second."""
+    (host_a, state_a), (host_b, state_b) = two
+    source, image = published(host_a, state_a, tmp_path)
+    layout = Layout(tmp_path / "usb")
+    layout.create()
+    return source, image, layout, RegistrySide(client_for(host_b, state_b), "mirror/image")
+
+
+def test_a_release_goes_into_a_layout_and_from_it_into_another_registry_digests_unchanged(
+    two: tuple[tuple[str, State], tuple[str, State]], tmp_path: Path
+) -> None:
+    source, image, layout, target = ends(two, tmp_path)
+
+    out = mirror(source, LayoutSide(layout), TAG, tmp_path / "spool-1")
+    back = mirror(LayoutSide(layout), target, TAG, tmp_path / "spool-2")
+
+    assert out.ok, out.problems
+    assert back.ok, back.problems
+    assert out.digest == back.digest == image.digest
+    assert len(out.referrers) == 2
+    assert out.att
+    assert back.att
+    assert layout.resolve(TAG) == image.digest
+    tags = {(e.get("annotations") or {}).get(REF_NAME) for e in layout.entries()}
+    assert {TAG, att_tag(image.digest)} <= tags
+    assert target.resolve(TAG) == image.digest
+    found = list_referrers(target.client, "mirror/image", image.digest)
+    assert found.via == "api"
+    assert sorted(d["digest"] for d in found.descriptors) == sorted(out.referrers)  # the same artifacts
+    att = target.get_manifest(att_tag(image.digest))
+    assert att is not None
+    assert att.digest == source.get_manifest(att_tag(image.digest)).digest  # type: ignore[union-attr]
+
+
+def test_a_rerun_copies_nothing_and_another_image_at_the_tag_is_refused(
+    two: tuple[tuple[str, State], tuple[str, State]], tmp_path: Path
+) -> None:
+    (host_a, state_a), (host_b, state_b) = two
+    source, _ = published(host_a, state_a, tmp_path)
+    target = RegistrySide(client_for(host_b, state_b), "mirror/image")
+
+    first = mirror(source, target, TAG, tmp_path / "spool")
+    again = mirror(source, target, TAG, tmp_path / "spool")
+    other = Manifest(digest=sha256_digest(b'{"schemaVersion":2,"other":1}'), media_type=OCI_MANIFEST,
+                     body=b'{"schemaVersion":2,"other":1}')  # fmt: skip
+    target.client.put_manifest("elsewhere/image", TAG, other)
+    with pytest.raises(TagConflict) as refused:
+        mirror(source, RegistrySide(target.client, "elsewhere/image"), TAG, tmp_path / "spool")
+
+    assert first.blobs_copied > 0
+    assert (again.blobs_copied, again.blobs_skipped) == (0, first.blobs_copied + first.blobs_skipped)
+    assert refused.value.exit_code == 9
+    assert other.digest in refused.value.message
+    assert target.client.head_manifest("elsewhere/image", TAG) == other.digest  # left as it was
+
+
+def test_a_layout_blob_that_does_not_hash_to_its_name_is_never_copied(
+    two: tuple[tuple[str, State], tuple[str, State]], tmp_path: Path
+) -> None:
+    from xpu_release.errors import ReleaseError
+
+    source, image, layout, target = ends(two, tmp_path)
+    mirror(source, LayoutSide(layout), TAG, tmp_path / "spool")
+    layer = image.data["layers"][1]["digest"]
+    layout.blob_path(layer).write_bytes(b"flipped")
+
+    with pytest.raises(ReleaseError) as broken:
+        mirror(LayoutSide(layout), target, TAG, tmp_path / "spool-2")
+
+    assert layer in broken.value.message
+    assert "usb" in broken.value.message  # named where it is damaged
+    assert target.resolve(TAG) is None  # no tag for a broken copy
