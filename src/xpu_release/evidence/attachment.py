@@ -11,8 +11,9 @@ from typing import Literal
 
 from ..oci.store import sha256_digest
 
-Kind = Literal["sbom", "provenance", "vex", "provenance-bundle", "vex-bundle"]
+Kind = Literal["sbom", "provenance", "vex", "provenance-bundle", "vex-bundle", "spdx"]
 SBOM_TYPE = "application/vnd.cyclonedx+json"
+SPDX_TYPE = "application/spdx+json"  # the SPDX SBOM, attached when the manifest asks for it
 IN_TOTO_TYPE = "application/vnd.in-toto+json"
 PROVENANCE_TYPE = IN_TOTO_TYPE
 # trivy's VEX discovery (``--vex oci``) reads an OCI 1.1 referrer of the generic in-toto
@@ -30,7 +31,7 @@ BUNDLE_CONTENT_ANNOTATION = "dev.sigstore.bundle.content"
 BUNDLE_PREDICATE_ANNOTATION = "dev.sigstore.bundle.predicateType"
 ARTIFACT_TYPES: dict[Kind, str] = {
     "sbom": SBOM_TYPE, "provenance": PROVENANCE_TYPE, "vex": VEX_TYPE,
-    "provenance-bundle": BUNDLE_TYPE, "vex-bundle": BUNDLE_TYPE,
+    "provenance-bundle": BUNDLE_TYPE, "vex-bundle": BUNDLE_TYPE, "spdx": SPDX_TYPE,
 }  # fmt: skip
 KINDS: tuple[Kind, ...] = ("sbom", "provenance")  # what every release carries, in this order
 SIGNED_KINDS: tuple[Kind, ...] = ("provenance", "vex")  # in-toto statements: signed with a key
@@ -38,8 +39,8 @@ SIGNED_KINDS: tuple[Kind, ...] = ("provenance", "vex")  # in-toto statements: si
 BUNDLES: dict[Kind, Kind] = {"provenance": "provenance-bundle", "vex": "vex-bundle"}
 BUNDLED: dict[Kind, Kind] = {b: k for k, b in BUNDLES.items()}
 PREDICATES: dict[Kind, str] = {"provenance": SLSA_PROVENANCE, "vex": OPENVEX_PREDICATE}
-# Every kind: the VEX when the gate ran, the bundles when there is a key.
-ALL_KINDS: tuple[Kind, ...] = (*KINDS, "vex", "provenance-bundle", "vex-bundle")
+# Every kind: the VEX when the gate ran, the bundles when there is a key, SPDX when asked for.
+ALL_KINDS: tuple[Kind, ...] = (*KINDS, "vex", "provenance-bundle", "vex-bundle", "spdx")
 
 
 @dataclass(frozen=True, kw_only=True)

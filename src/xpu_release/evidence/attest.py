@@ -310,8 +310,10 @@ class Documents:
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
-        """What a publish attaches: the SBOM and the provenance, and the VEX when the gate ran."""
-        return (*KINDS, "vex") if self.vex is not None else KINDS
+        """What a publish attaches: the SBOM and the provenance, the VEX when the gate ran, the
+        SPDX SBOM when the manifest asks for it (``sbom_formats``)."""
+        out: tuple[Kind, ...] = (*KINDS, "vex") if self.vex is not None else KINDS
+        return (*out, "spdx") if "spdx" in self.spec.sbom_formats else out
 
     @functools.cached_property
     def lock(self) -> Lock:
@@ -325,6 +327,12 @@ class Documents:
         if kind == "sbom":
             debs = debian_packages(self.engine, image_id)
             return Attachment(kind=kind, payload=sbom(self.repo, self.spec, self.lock, image_id, debs))
+        if kind == "spdx":  # from the very CycloneDX SBOM attached beside it: the same facts
+            from .. import __version__
+            from .spdx import to_spdx
+
+            cyclonedx = self.make("sbom", image_id, subject).payload
+            return Attachment(kind=kind, payload=to_spdx(cyclonedx, tool_version=__version__))
         if kind == "vex":
             if self.vex is None:  # a defect of ours: ``kinds`` does not list it
                 msg = f"no gate result to make the VEX of {self.spec.ref} from"

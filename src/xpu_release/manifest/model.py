@@ -159,6 +159,7 @@ class ImageSpec:
     floating_tags: tuple[str, ...]
     fail_on: str = "high"  # security.fail_on: the vulnerability gate's threshold
     fail_on_unknown: bool = True  # security.fail_on_unknown
+    sbom_formats: tuple[str, ...] = ("cyclonedx",)  # the SBOMs attached: cyclonedx, and spdx if asked
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
     usage_advice: tuple[Localized, ...]
@@ -225,6 +226,7 @@ class ImageSpec:
             floating_tags=tuple(data.get("floating_tags") or ()),
             fail_on=(data.get("security") or {}).get("fail_on") or "high",
             fail_on_unknown=(data.get("security") or {}).get("fail_on_unknown") is not False,
+            sbom_formats=("cyclonedx", *(f for f in data.get("sbom_formats") or () if f != "cyclonedx")),
             features=tuple(
                 Feature(
                     title=Localized.from_dict(f["title"]),

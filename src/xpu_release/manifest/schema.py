@@ -322,6 +322,12 @@ MANIFEST = Obj(
                 ),
             },
         ),
+        "sbom_formats": List(
+            item=Enum(choices=("cyclonedx", "spdx")),
+            unique=True,
+            description="The SBOMs attached to the image: CycloneDX always; spdx adds SPDX 2.3 JSON, made "
+            "from the same facts (default [cyclonedx]).",
+        ),
         "features": List(item=FEATURE),
         "quick_start": List(item=COMMAND),
         "quick_start_intro": List(item=PROSE_ITEM, description="Paragraphs that open the Quick Start."),

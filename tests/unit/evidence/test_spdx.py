@@ -87,3 +87,51 @@ def test_an_artifact_url_that_spdx_cannot_take_as_download_location_is_kept_besi
 
     assert url in str(blob[where])
     assert validate(path).returncode == 0
+
+
+def test_a_manifest_that_asks_for_spdx_gets_it_attached_beside_cyclonedx(tmp_path: Path) -> None:
+    """``sbom_formats: [cyclonedx, spdx]``: the SPDX document is made from the very CycloneDX SBOM
+    attached beside it, validates, and is attached under SPDX's media type; by default only
+    CycloneDX is attached."""
+    from dataclasses import replace
+
+    from xpu_release.evidence.referrers import artifact_manifest
+    from xpu_release.oci.registry import OCI_MANIFEST, Manifest
+
+    plain = documents(engine=FakeEngine(DPKG))
+    asked = replace(plain, spec=replace(plain.spec, sbom_formats=("cyclonedx", "spdx")))
+
+    attached = asked.make("spdx", IMAGE_ID, SUBJECT)
+    path = tmp_path / "attached.spdx.json"
+    path.write_bytes(attached.payload)
+    subject = Manifest(digest=SUBJECT, media_type=OCI_MANIFEST, body=b"{}")
+
+    assert "spdx" not in plain.kinds
+    assert asked.kinds == ("sbom", "provenance", "spdx")
+    assert attached.payload == to_spdx(asked.make("sbom", IMAGE_ID, SUBJECT).payload, tool_version="0.1.0")
+    assert validate(path).returncode == 0
+    assert (
+        artifact_manifest(attached, subject, "2026-12-03T00:00:00Z").data["artifactType"]
+        == "application/spdx+json"
+    )
+
+
+def test_the_manifest_schema_takes_only_known_sbom_formats(tmp_path: Path) -> None:
+    from xpu_release.manifest import Repo
+
+    from ..helpers import run
+
+    root = tmp_path / "repo"
+    for name in ("manifests", "templates", "images", "schema"):
+        shutil.copytree(Path(__file__).resolve().parents[3] / name, root / name)
+    shutil.copy(Path(__file__).resolve().parents[3] / "registries.yaml", root / "registries.yaml")
+    path = root / "manifests" / "training-cpu-pytorch" / "25.03.yaml"
+    text = path.read_text()
+    path.write_text(text + "sbom_formats: [cyclonedx, spdx]\n")
+    assert Repo(root).load_ref("training-cpu-pytorch:25.03").sbom_formats == ("cyclonedx", "spdx")
+    path.write_text(text + "sbom_formats: [spdx-tag-value]\n")
+
+    result = run(root, "validate", "training-cpu-pytorch:25.03")
+
+    assert result.exit_code == 2
+    assert "sbom_formats" in result.output
