@@ -292,7 +292,8 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
             msg = f"{text!r}: name a directory, oci:DIR (the version is the release's)"
             raise click.BadParameter(msg, param_hint=option)
         layout = Layout(Path(folder))
-        layout.create() if create else layout.check()
+        if not create or layout.exists():  # a target is made on the copy's first write
+            layout.check()
         return LayoutSide(layout)
     host, _, path = text.partition("/")
     component = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DamagedFileError
+from ..errors import ConfigError, DamagedFileError, OutputError
 from .registry import OCI_INDEX, Manifest
 from .store import atomic_write, canonical_json, holds, sha256_digest
 
@@ -38,11 +38,15 @@ class Layout:
         if self.root.exists() and not self.root.is_dir():
             msg = f"{self.root}: not a directory; name a directory for oci:DIR"
             raise ConfigError(msg)
-        (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
-        if not (self.root / "oci-layout").exists():
-            atomic_write(self.root / "oci-layout", json.dumps(LAYOUT_VERSION).encode())
-        if not (self.root / "index.json").exists():
-            self._write_index([])
+        try:
+            (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
+            if not (self.root / "oci-layout").exists():
+                atomic_write(self.root / "oci-layout", json.dumps(LAYOUT_VERSION).encode())
+            if not (self.root / "index.json").exists():
+                self._write_index([])
+        except OSError as exc:
+            msg = f"{self.root}: cannot make an OCI layout there ({exc.strerror or type(exc).__name__})"
+            raise OutputError(msg) from None
 
     def check(self) -> None:
         """It is a layout this reader knows (``--from oci:DIR``)."""
@@ -67,8 +71,13 @@ class Layout:
             msg = f"{source}: does not hash to {digest}; not written into {self.root}"
             raise DamagedFileError(msg)
         tmp = dest.with_name(f".{dest.name}.partial")
-        shutil.copyfile(source, tmp)
-        tmp.replace(dest)
+        try:
+            shutil.copyfile(source, tmp)
+            tmp.replace(dest)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            msg = f"{self.root}: cannot write blob {digest} ({exc.strerror or type(exc).__name__})"
+            raise OutputError(msg) from None
 
     def put_bytes(self, data: bytes) -> str:
         digest = sha256_digest(data)
@@ -91,6 +100,9 @@ class Layout:
 
     # --- index.json ----------------------------------------------------------------------------
 
+    def exists(self) -> bool:
+        return (self.root / "index.json").is_file()
+
     def entries(self) -> list[dict[str, Any]]:
         try:
             data = json.loads((self.root / "index.json").read_text())
@@ -107,17 +119,26 @@ class Layout:
     def resolve(self, reference: str) -> str | None:
         """The digest a tag (or a digest) names in ``index.json``."""
         for e in self.entries():
-            if reference in (str(e.get("digest")), (e.get("annotations") or {}).get(REF_NAME)):
-                return str(e["digest"])
+            notes = e.get("annotations")
+            name = notes.get(REF_NAME) if isinstance(notes, dict) else None
+            if reference in (str(e.get("digest")), name):
+                return str(e.get("digest"))
         return None
 
     def get_manifest(self, reference: str) -> Manifest | None:
+        """The manifest a tag or digest names; a blob there that is no JSON object is damage."""
         digest = self.resolve(reference) if not reference.startswith("sha256:") else reference
         if digest is None or not self.has_blob(digest):
             return None
         body = self.read_blob(digest)
-        media = str(json.loads(body).get("mediaType") or "")
-        return Manifest(digest=digest, media_type=media, body=body)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            msg = f"{self.root}: {digest} is listed as a manifest but is not a JSON object"
+            raise DamagedFileError(msg)
+        return Manifest(digest=digest, media_type=str(data.get("mediaType") or ""), body=body)
 
     def put_manifest(self, manifest: Manifest, tag: str | None = None) -> None:
         """The manifest as a blob, listed in ``index.json``: under ``tag`` (moved there from any
@@ -147,7 +168,8 @@ class Layout:
         """The manifests ``index.json`` lists whose ``subject`` is ``subject``."""
         out = []
         for e in self.entries():
-            if REF_NAME in (e.get("annotations") or {}):
+            notes = e.get("annotations")
+            if isinstance(notes, dict) and REF_NAME in notes:
                 continue
             m = self.get_manifest(str(e.get("digest")))
             if m is not None and (m.data.get("subject") or {}).get("digest") == subject:

@@ -16,6 +16,7 @@ On a registry without the referrers API the referrers tag schema's index is kept
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +98,7 @@ class LayoutSide:
         return f"oci:{self.layout.root}"
 
     def resolve(self, tag: str) -> str | None:
-        return self.layout.resolve(tag)
+        return self.layout.resolve(tag) if self.layout.exists() else None
 
     def get_manifest(self, reference: str) -> Manifest | None:
         return self.layout.get_manifest(reference)
@@ -117,13 +118,15 @@ class LayoutSide:
             raise DamagedFileError(msg)
 
     def put_blob(self, digest: str, path: Path) -> None:
+        self.layout.create()  # made on the first write: a copy that cannot start leaves nothing
         self.layout.put_file(digest, path)
 
     def put_manifest(self, manifest: Manifest, tag: str | None) -> None:
+        self.layout.create()
         self.layout.put_manifest(manifest, tag)
 
     def referrers(self, subject: str) -> list[Manifest]:
-        return self.layout.referrers(subject)
+        return self.layout.referrers(subject) if self.layout.exists() else []
 
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
         return None  # put_manifest listed each one in index.json
@@ -147,9 +150,22 @@ class MirrorReport:
         return not self.problems
 
 
+def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
+    """The blobs a manifest read from ``side`` lists; one of another shape is damage, named."""
+    try:
+        out = [(str(d), int(size)) for d, size in manifest.blobs()]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        msg = f"{side.name}: {manifest.digest} is not an image manifest (no config and layers to copy)"
+        raise DamagedFileError(msg) from None
+    if not all(re.fullmatch(r"sha256:[0-9a-f]{64}", d) and size >= 0 for d, size in out):
+        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest with a size"
+        raise DamagedFileError(msg)
+    return out
+
+
 def _copy(source: Side, target: Side, manifest: Manifest, tag: str | None, spool: Path, report: MirrorReport,
           on_line: Sink) -> None:  # fmt: skip
-    for digest, size in manifest.blobs():
+    for digest, size in _blobs(source, manifest):
         if target.has_blob(digest):
             report.blobs_skipped += 1
             continue
@@ -206,7 +222,7 @@ def check(
         problems.append(f"{target.name}:{tag} does not name {image.digest}")
     for m in [image, *referrers, *([att] if att else [])]:
         problems += [f"{target.name}: blob {d} of {m.digest[:19]} is missing"
-                     for d, _ in m.blobs() if not target.has_blob(d)]  # fmt: skip
+                     for d, _ in _blobs(target, m) if not target.has_blob(d)]  # fmt: skip
     listed = {m.digest for m in target.referrers(image.digest)}
     problems += [
         f"{target.name}: the referrer {m.digest} is not listed" for m in referrers if m.digest not in listed

@@ -79,6 +79,12 @@ def commands() -> st.SearchStrategy[list[str]]:
             lambda t: ["notes", t[0], "--lang", t[1], "-o", t[2]]
         ),
         REF.map(lambda r: ["lock", "--check", r]),
+        # The source is read first (a layout that is not there, a closed port): the target,
+        # whatever is typed for it, is never reached nor written.
+        st.tuples(REF, OUT | TEXT, TEXT).map(
+            lambda t: ["mirror", t[0], "--from", f"oci:{t[1]}", "--to", t[2]]
+        ),
+        st.tuples(REF, OUT | TEXT).map(lambda t: ["mirror", t[0], "--to", f"oci:{t[1]}"]),
     )
 
 

@@ -137,3 +137,56 @@ def test_a_layout_blob_that_does_not_hash_to_its_name_is_never_copied(
     assert layer in broken.value.message
     assert "usb" in broken.value.message  # named where it is damaged
     assert target.resolve(TAG) is None  # no tag for a broken copy
+
+
+# --- a layout is outside data --------------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**40) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10,
+)
+DIGEST = st.sampled_from(["sha256:" + "a" * 64, "sha256:../../etc", "md5:1", ""]) | st.text(max_size=12)
+DESCRIPTOR = st.fixed_dictionaries({"digest": DIGEST | JSON, "size": st.integers(-1, 10) | JSON,
+                                    "mediaType": st.text(max_size=5)})  # fmt: skip
+MANIFEST = JSON | st.fixed_dictionaries({
+    "schemaVersion": st.just(2), "mediaType": st.just(OCI_MANIFEST) | JSON,
+    "config": DESCRIPTOR | JSON, "layers": st.lists(DESCRIPTOR, max_size=3) | JSON,
+})  # fmt: skip
+
+
+@given(manifest=MANIFEST, extra=st.lists(JSON, max_size=3), tagged=st.booleans(), index_json=st.none() | JSON)
+def test_a_damaged_or_hostile_layout_is_named_never_an_internal_error(
+    manifest: object, extra: list[object], tagged: bool, index_json: object
+) -> None:
+    """Whatever a layout holds (any JSON as its index or its manifest, digests that are no
+    digests), bringing it back ends in a ReleaseError that names it, or a complete copy."""
+    import tempfile
+
+    from xpu_release.errors import ReleaseError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Layout(Path(tmp) / "src")
+        source.create()
+        body = json.dumps(manifest).encode()
+        digest = source.put_bytes(body)
+        entry = {"digest": digest, "mediaType": OCI_MANIFEST, "size": len(body)}
+        if tagged:
+            entry["annotations"] = {REF_NAME: TAG}
+        index = {"schemaVersion": 2, "manifests": [entry, *extra]} if index_json is None else index_json
+        (source.root / "index.json").write_text(json.dumps(index))
+        error: str | None = None
+        try:
+            report = mirror(
+                LayoutSide(source), LayoutSide(Layout(Path(tmp) / "dst")), TAG, Path(tmp) / "spool"
+            )
+        except ReleaseError as exc:
+            error = exc.message
+        if error is not None:
+            assert error.strip()
+            assert "Traceback" not in error
+        else:
+            assert report.ok, report.problems
