@@ -81,7 +81,7 @@ ci/local-stack.sh status
 log "tests"
 export CI="${CI:-true}"
 set +e
-python -m pytest -ra "$@"
+python -m pytest -ra --durations=20 "$@"
 status=$?
 set -e
 if [[ $status == 5 ]]; then
