@@ -36,6 +36,8 @@ PASSWORD_ENV = "XPU_RELEASE_PASSWORD"
 KEY_ENV = "XPU_RELEASE_SIGNING_KEY"
 KEY_PASSWORD_ENV = "XPU_RELEASE_SIGNING_KEY_PASSWORD"
 ARTIFACT_TOKEN_ENV = "XPU_RELEASE_ARTIFACT_TOKEN"
+COMPRESSION_ENV = "XPU_RELEASE_COMPRESSION"  # the layer codec, LIBRARY[:LEVEL] (oci/codec.py)
+ZSTD_ENV = "XPU_RELEASE_PULLERS_ACCEPT_ZSTD"  # 1: every engine that pulls the image reads zstd
 # What docker-py reads to find and reach the engine: handed to it as they are.
 DOCKER_ENV = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
 
@@ -65,6 +67,8 @@ class Settings:
     signing_key: str | None = None
     signing_key_password: str | None = field(default=None, repr=False)
     artifact_token: str | None = field(default=None, repr=False)
+    compression: str | None = None  # the layer codec as the environment names it
+    pullers_accept_zstd: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -94,6 +98,8 @@ class Settings:
             signing_key=get(KEY_ENV),
             signing_key_password=register(get(KEY_PASSWORD_ENV)),
             artifact_token=register(get(ARTIFACT_TOKEN_ENV)),
+            compression=get(COMPRESSION_ENV),
+            pullers_accept_zstd=env.get(ZSTD_ENV) == "1",
         )
 
     @property

@@ -175,6 +175,70 @@ def test_a_rerun_is_a_verified_no_op(tested: Cli, tmp_path: Path, namespace: str
     assert sum(e["uploaded_bytes"] for e in record["endpoints"]) == 0
 
 
+def test_zstd_layers_only_when_the_pullers_read_them_and_a_fresh_runner_checks_them_by_unpacking(
+    tested: Cli, tmp_path: Path, namespace: str
+) -> None:
+    regs = registries_file(tmp_path / "regs.yaml", namespace)
+
+    refused = publish(tested, regs, "--compression", "zstd")
+
+    assert refused.returncode == 3
+    assert "Docker before 23" in refused.stderr
+    assert set(served(tested, regs, "1.0").values()) == {None}
+
+    from xpu_release.settings import Settings
+
+    cache = Settings.from_env({**os.environ, **tested.env}).cache
+
+    def forget(*names: str) -> None:  # what this runner knows of blobs it made or checked
+        for name in names:
+            for folder in cache.glob(name):
+                shutil.rmtree(folder)
+
+    forget("compressed/zstd-*")  # nothing compressed ahead by an earlier run of this test
+    result = publish(tested, regs, "--compression", "zstd:3", "--pullers-accept-zstd")
+
+    assert result.returncode == 0, result.stderr
+    assert "(zstd, zstd:3)" in result.stderr
+    client, repo = endpoint_client(tested, regs)
+    manifest = client.get_manifest(repo, "1.0")
+    assert manifest is not None
+    layers = manifest.data["layers"]
+    assert {layer["mediaType"] for layer in layers} == {"application/vnd.oci.image.layer.v1.tar+zstd"}
+    # An outside reader unpacks them: skopeo recompresses every layer as gzip on the way out, and
+    # each gzip layer unpacks to the tested image's own layer.
+    out = tmp_path / "layout"
+    subprocess.run(
+        ["skopeo", "copy", "--authfile", f"{os.environ['DOCKER_CONFIG']}/config.json", "--src-cert-dir",
+         os.environ["XPU_STACK_CERT_DIR"], "--dest-compress-format", "gzip", "--dest-compress",
+         f"docker://127.0.0.1:15001/{namespace}/xpu-fixture:1.0", f"oci:{out}:x"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    index = json.loads((out / "index.json").read_text())
+    copied = json.loads((out / "blobs" / index["manifests"][0]["digest"].replace(":", "/")).read_text())
+    config = json.loads((out / "blobs" / copied["config"]["digest"].replace(":", "/")).read_text())
+    import gzip
+    import hashlib
+
+    def unpack(layer: dict[str, str]) -> str:
+        data = gzip.decompress((out / "blobs" / layer["digest"].replace(":", "/")).read_bytes())
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+
+    unpacked = [unpack(layer) for layer in copied["layers"]]
+    assert unpacked == config["rootfs"]["diff_ids"]
+
+    # A runner that never saw those blobs unpacks each served layer to check it is the tested
+    # image's, and sends nothing.
+    forget("compressed/zstd-*", "unpacked")
+    fresh = publish(tested, regs, "--json")
+
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stderr.count("to check it") >= len(layers)
+    record = json.loads(fresh.stdout)
+    assert record["complete"] is True
+    assert sum(e["uploaded_bytes"] for e in record["endpoints"]) == 0
+
+
 def test_dry_run_touches_nothing(tested: Cli, tmp_path: Path, namespace: str) -> None:
     regs = registries_file(tmp_path / "regs.yaml", namespace)
 

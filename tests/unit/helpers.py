@@ -32,3 +32,29 @@ components:
     kind: pip
     version: 1.16.0
 """
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str] | None = None) -> str:
+    """What a person sees: a process's stderr and stdout on a pseudo-terminal."""
+    import os
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the program on a terminal
+        os.environ.update(env or {})
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out.decode(errors="replace")

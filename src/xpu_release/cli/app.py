@@ -20,7 +20,8 @@ from .. import __version__
 from ..errors import OutputError, ReleaseError
 from ..oci.credentials import CredentialStore
 from ..settings import Settings
-from .output import LiveLine, Verbosity, _bounded, _say_error, as_user_error
+from .live import LiveLine
+from .output import Verbosity, _bounded, _say_error, as_user_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70
@@ -339,3 +340,34 @@ def main() -> None:
         error = as_user_error(exc) or OutputError(f"cannot write the output ({exc})")
         _say_error(error)
         sys.exit(error.exit_code)
+
+
+def compression_options(f: F) -> F:
+    """``--compression LIBRARY[:LEVEL]`` and ``--pullers-accept-zstd``, for the commands that push."""
+    f = click.option(
+        "--pullers-accept-zstd",
+        "accept_zstd",
+        is_flag=True,
+        help="Every engine that pulls the image reads zstd layers (Docker 23 or later); zstd is "
+        "refused without it (also $XPU_RELEASE_PULLERS_ACCEPT_ZSTD=1).",
+    )(f)
+    return click.option(
+        "--compression",
+        metavar="LIBRARY[:LEVEL]",
+        help="How new layers are compressed: isal (the default, level 2), zlib-ng, zlib (gzip, "
+        "levels 0-9; isal 0-3) or zstd (1-19); also $XPU_RELEASE_COMPRESSION.",
+    )(f)
+
+
+def layer_codec(state: State, compression: str | None, accept_zstd: bool) -> Any:
+    """The codec the option names, else the setting, else the default (ConfigError if refused)."""
+    from ..oci.codec import DEFAULT, parse_codec
+    from ..settings import COMPRESSION_ENV
+
+    accept = accept_zstd or state.settings.pullers_accept_zstd
+    if compression is not None:
+        return parse_codec(compression, accept_zstd=accept, where=f"--compression {compression}")
+    if state.settings.compression is not None:
+        text = state.settings.compression
+        return parse_codec(text, accept_zstd=accept, where=f"${COMPRESSION_ENV}={text}")
+    return DEFAULT

@@ -15,7 +15,8 @@ from .app import (
     pass_state,
     ref_argument,
 )
-from .output import _line_sink, info, write_output
+from .live import _line_sink
+from .output import info, write_output
 
 # --- build and test ------------------------------------------------------------------------
 

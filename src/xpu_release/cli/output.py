@@ -4,15 +4,13 @@ and colour on a terminal unless ``NO_COLOR`` is set (https://no-color.org)."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 import click
 
@@ -169,61 +167,3 @@ def _say_error(exc: ReleaseError) -> None:
         click.echo(f"{error_prefix()} {_bounded(exc.render())}", err=True)
         if verbosity().verbose and exc.details:
             click.echo(exc.details, err=True)
-
-
-# --- progress: one live line on a terminal, every line in a CI log ---------------------------
-
-
-class LiveLine:
-    """Progress output. In CI logs (no terminal) every line, as it comes. In a terminal, one
-    status line rewritten in place for build steps and layer chatter, and the lines that matter
-    (stages, pushes, copies, retries) kept above it."""
-
-    open: ClassVar[list[LiveLine]] = []
-    KEEP = ("==>", "    ", "pulling", "pushing", "copying", "smoke-testing", "Successfully", "released")
-
-    def __init__(self, tty: bool | None = None) -> None:
-        self.tty = sys.stderr.isatty() if tty is None else tty
-        self.width = shutil.get_terminal_size((100, 20)).columns
-        self.dirty = False
-        LiveLine.open.append(self)
-        atexit.register(self.close)
-
-    @classmethod
-    def close_all(cls) -> None:
-        for live in cls.open:
-            live.close()
-
-    def close(self) -> None:
-        """Leave the last status line on screen, ended, so later output starts on its own line."""
-        if self.dirty:
-            self._raw("\n")
-            self.dirty = False
-
-    def __call__(self, line: str) -> None:
-        if verbosity().quiet:
-            return
-        if not self.tty:
-            click.echo(line, err=True)
-            return
-        if line.startswith(self.KEEP) or "retrying" in line:
-            self._clear()
-            click.echo(line, err=True)
-        else:
-            self._raw("\r\x1b[K" + line.strip()[: self.width - 1])
-            self.dirty = True
-
-    def _clear(self) -> None:
-        if self.dirty:
-            self._raw("\r\x1b[K")
-            self.dirty = False
-
-    @staticmethod
-    def _raw(text: str) -> None:
-        # Written as is: click.echo would strip the control sequences it does not recognise.
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-
-def _line_sink() -> LiveLine:
-    return LiveLine()

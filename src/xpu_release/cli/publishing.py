@@ -13,7 +13,9 @@ from .app import (
     _emit_json,
     _print_record,
     cli,
+    compression_options,
     json_option,
+    layer_codec,
     newer_version,
     pass_state,
     print_plan,
@@ -21,7 +23,8 @@ from .app import (
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
-from .output import _line_sink, info
+from .live import _line_sink
+from .output import info
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -44,6 +47,7 @@ signing_key_option = click.option(
     is_flag=True,
     help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
 )
+@compression_options
 @json_option()
 @signing_key_option
 @with_login
@@ -56,6 +60,8 @@ def publish(
     record_file: str | None,
     chunk_size: int | None,
     engine_push: bool,
+    compression: str | None,
+    accept_zstd: bool,
     as_json: bool,
     signing_key: str | None,
     username: str | None,
@@ -76,6 +82,7 @@ def publish(
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
+    codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
     if dry_run:
         plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version))
         if as_json:
@@ -94,6 +101,7 @@ def publish(
         move_floating=state.repo.is_latest(spec.image, spec.version),
         engine_push=engine_push,
         signer=state.signer(signing_key),
+        codec=codec,
     )
     engine = Engine.connect()
     documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)

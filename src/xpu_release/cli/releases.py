@@ -11,14 +11,17 @@ from .app import (
     _credentials,
     _emit_json,
     cli,
+    compression_options,
     json_option,
+    layer_codec,
     pass_state,
     ref_argument,
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
 from .images import advisories_option, gate_policy
-from .output import _line_sink, info, write_output
+from .live import _line_sink
+from .output import info, write_output
 from .output import status as status_word
 from .publishing import signing_key_option
 
@@ -74,10 +77,12 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     metavar="REASON",
     help="Skip the vulnerability gate; the reason is written into the release record.",
 )
+@compression_options
 @with_login
 @pass_state
 def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_bases: bool, as_json: bool,
-            signing_key: str | None, advisories: tuple[str, ...], no_scan: str | None, username: str | None,
+            signing_key: str | None, advisories: tuple[str, ...], no_scan: str | None,
+            compression: str | None, accept_zstd: bool, username: str | None,
             password_stdin: bool) -> None:  # fmt: skip
     """Validate, render check, lock check, build, smoke test, scan, publish, verify, notes and record.
 
@@ -96,6 +101,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
     signer = state.signer(signing_key)
+    codec = layer_codec(state, compression, accept_zstd)
     limit = cache_limit(state)
     gate = gate_policy(state, advisories, no_scan, None)
     chain = [ref]
@@ -106,7 +112,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     summaries = []
     for current in chain:
         latest = state.repo.is_latest(*parse_ref(current))
-        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer)
+        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer, codec=codec)
         reporter = Reporter(live := _line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
                       dry_run=dry_run, builder=state.builder, gate=gate)  # fmt: skip

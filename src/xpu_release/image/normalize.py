@@ -36,7 +36,7 @@ from ..oci.store import DigestMap, canonical_json, known_config, remember_config
 from ..settings import cache_dir
 from . import layers
 from .engine import Engine, LineSink
-from .export import save_layers
+from .export import layer_sizes, save_layers
 
 _COPY_HASH = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}")
 # The config keys an image keeps; the rest (container, container_config, docker_version, ...)
@@ -156,7 +156,7 @@ def normalize(
             on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers")
         raw_config = known_config(raw_id)  # the built image's own config, kept by an earlier run
         if need or raw_config is None:
-            raw_config, exported = save_layers(engine, raw_id, need, tmp)
+            raw_config, exported = save_layers(engine, raw_id, need, tmp, layers=raw_diffs)
             remember_config(raw_config)
             for raw_d, path in exported.items():
                 dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
@@ -165,6 +165,7 @@ def normalize(
                 if keep_layers is not None:
                     dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
                 mapping.put(raw_d, norm)
+                layer_sizes().put(norm, str(dest.stat().st_size))
                 known[raw_d] = norm
                 files[norm] = dest
                 rewritten += 1

@@ -86,7 +86,8 @@ class Transport:
         # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
         self.verify: str | bool = endpoint.ca_file or True
         self._tokens: dict[str, str] = {}
-        self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0}
+        self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0,
+                      "sent_bytes": 0}  # fmt: skip
 
     def url(self, path: str) -> str:
         return path if path.startswith("http") else f"{self.base}{path}"

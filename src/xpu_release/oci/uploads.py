@@ -4,7 +4,9 @@ that expires during one is renewed once."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urljoin
 
 from ..errors import WireError
@@ -57,6 +59,7 @@ def _patch_chunks(
                 "Content-Length": str(len(block)),
             }
             resp = t.once("PATCH", location, headers, block, scope, renew=renew)
+            t.stats["sent_bytes"] += len(block)
             if resp.status_code != 202:
                 msg = f"PATCH answered {resp.status_code}"
                 raise BrokenUpload(msg)
@@ -72,7 +75,27 @@ def _put_final(t: Transport, url: str, path: Path | None, scope: str, renew: boo
     else:
         with path.open("rb") as f:
             headers["Content-Length"] = str(path.stat().st_size)
-            resp = t.once("PUT", url, headers, f, scope, renew=renew)
+            resp = t.once("PUT", url, headers, _Counted(f, path.stat().st_size, t.stats), scope, renew=renew)
     if resp.status_code != 201:
         msg = f"PUT answered {resp.status_code}"
         raise BrokenUpload(msg)
+
+
+class _Counted:
+    """A file as an upload's body, counting ``sent_bytes`` as the HTTP client reads it (the
+    publish display shows them while a large blob is on its way)."""
+
+    def __init__(self, f: BinaryIO, size: int, stats: dict[str, int]) -> None:
+        self.f, self.size, self.stats = f, size, stats
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.stats["sent_bytes"] += len(data)
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        while data := self.read(1 << 16):
+            yield data

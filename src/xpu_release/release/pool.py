@@ -4,12 +4,16 @@ read-only questions of ``serving`` ask through it."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import RegistryClient, RetryPolicy
-from ..progress import Sink
+from ..progress import Meter, Sink, meter
 from .plan import Plan, make_plan
 
 
@@ -30,11 +34,13 @@ class EndpointPool:
         self.retry = retry or RetryPolicy()
         self.on_line = on_line
         self._clients: dict[str, RegistryClient] = {}
+        self._made: list[RegistryClient] = []  # every client, fresh ones too: their bytes sent
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
         """The endpoint's client; a ``fresh`` one for work shared across threads."""
         if fresh or ep.name not in self._clients:
             made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
+            self._made.append(made)
             if fresh:
                 return made
             self._clients[ep.name] = made
@@ -42,3 +48,30 @@ class EndpointPool:
 
     def repo(self, ep: Endpoint) -> str:
         return ep.repository(self.spec.image)
+
+    @contextlib.contextmanager
+    def metering(self, every: float = 0.25) -> Iterator[None]:
+        """While the block runs, the bytes sent to each endpoint go to the display as meters
+        (read from the clients' counters by a thread of its own, ``every`` seconds)."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            shown: dict[str, int] = {}
+            while True:
+                sent: dict[str, int] = {}
+                for c in list(self._made):
+                    sent[c.endpoint.name] = sent.get(c.endpoint.name, 0) + c.stats["sent_bytes"]
+                for name, n in sent.items():
+                    if n != shown.get(name, 0):
+                        meter(Meter(f"sending to {name}", n))
+                        shown[name] = n
+                if stop.wait(every):
+                    return
+
+        ticker = threading.Thread(target=tick, name="send-meters", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()

@@ -32,6 +32,7 @@ from ..image.smoke import require_tested
 from ..labels import INPUTS_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..oci.codec import DEFAULT, Codec
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
@@ -67,6 +68,8 @@ class Options:
     signer: Signer | None = None
     # The image manifest's standard annotations (evidence/annotations.py); publish() makes them.
     annotations: dict[str, str] = field(default_factory=dict)
+    # How our first push compresses the layers it makes (oci/codec.py).
+    codec: Codec = DEFAULT
 
 
 class Publisher:
@@ -128,7 +131,7 @@ class Publisher:
                 self.engine, image_id, client, repo, None,
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
-                annotations=self.options.annotations,
+                annotations=self.options.annotations, codec=self.options.codec,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -307,7 +310,8 @@ def publish(
         annotations = image_annotations(documents.repo.root, spec, documents.lock)
         options = replace(options, annotations=annotations)
     publisher = Publisher(spec, registries, engine, credentials, options, on_line, documents)
-    return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
+    with publisher.pool.metering():
+        return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
 
 
 def failure_report(record: ReleaseRecord) -> str:

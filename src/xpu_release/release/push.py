@@ -2,8 +2,9 @@
 
 An engine's ``docker push`` compresses each layer with whatever gzip its build links, and
 remembers what it pushed only for as long as its data root lives. Here a layer's blob is a pure
-function of its content (gzip with no name, mtime 0, a fixed level, from one zlib), so any runner
-that pushes the same image makes the same manifest digest. And a layer an endpoint already holds
+function of its content and the codec (``oci/codec.py``: ISA-L's gzip level 2 unless chosen
+otherwise; no name, mtime 0, fixed members), so any runner that pushes the same image with the
+same codec makes the same manifest digest. And a layer an endpoint already holds
 for an earlier release of the image (the version this one extends, or a floating tag) is reused
 by digest: neither compressed nor sent again, whatever compressed it.
 
@@ -13,12 +14,10 @@ without downloading them back.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import tempfile
-import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,23 +26,23 @@ from typing import Any
 from ..errors import PublishError, WireError
 from ..files import touch
 from ..image.engine import Engine
-from ..image.export import save_layers
+from ..image.export import stream_layers
+from ..oci.codec import DEFAULT, DOCKER_GZIP_TYPE, GZIP_TYPE, Codec, decompressed
+from ..oci.downloads import read_blob
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import DigestMap, holds, known_config, remember_config
-from ..progress import Sink
-from ..settings import cache_dir
+from ..progress import Sink, Tally
 
 # OCI image manifests (annotations are theirs; skopeo's oci: layouts read only these). Releases
 # pushed by earlier versions as Docker schema 2 keep their manifests: a rerun reuses what is
 # served, and their layers are reused by digest (the same gzip bytes under either type).
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
-LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+LAYER_TYPE = GZIP_TYPE
 DOCKER_MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+DOCKER_LAYER_TYPE = DOCKER_GZIP_TYPE
 _AS_OCI = {DOCKER_LAYER_TYPE: LAYER_TYPE}
-GZIP_LEVEL = 6
-MEMBER = 32 << 20  # bytes of layer per gzip member
+MEMBER = 32 << 20  # bytes of layer per gzip member (or zstd frame)
 CHUNK = 1 << 20
 
 
@@ -63,18 +62,18 @@ class PushReport:
 
 
 class CompressedMap:
-    """diff_id → the blob our gzip makes of it. A pure function of the layer (for one zlib and
-    level), so it is kept across runs; the blob itself is in the spool, or at an endpoint."""
+    """diff_id → the blob ``codec`` makes of it. A pure function of the layer (for one codec
+    version, level and member size, all in the map's name), so it is kept across runs; the blob
+    itself is in the spool, or at an endpoint."""
 
-    def __init__(self) -> None:
-        self._map = DigestMap(
-            f"compressed/zlib-{zlib.ZLIB_RUNTIME_VERSION}-level-{GZIP_LEVEL}-members-{MEMBER >> 20}M"
-        )
+    def __init__(self, codec: Codec) -> None:
+        self.codec = codec
+        self._map = DigestMap(f"compressed/{codec.key}-members-{MEMBER >> 20}M")
 
     def get(self, diff_id: str) -> Blob | None:
         try:
             data = json.loads(self._map.get(diff_id) or "")
-            return Blob(digest=str(data["digest"]), size=int(data["size"]))
+            return Blob(digest=str(data["digest"]), size=int(data["size"]), media_type=self.codec.media_type)
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -83,27 +82,28 @@ class CompressedMap:
 
 
 def unpacked_map() -> DigestMap:
-    """blob digest → the diff_id it unpacks to, for blobs checked by downloading them. A blob's
-    digest fixes its bytes, so the answer holds forever."""
+    """blob digest → the diff_id it unpacks to, for the blobs this runner compressed or checked
+    by downloading them. A blob's digest fixes its bytes, so the answer holds forever."""
     return DigestMap("unpacked")
 
 
-def unpacked_digest(client: RegistryClient, repo: str, blob: str) -> str:
-    """The diff_id of a gzip layer blob at an endpoint: downloaded, unpacked and hashed as a
-    stream (every gzip member; memory stays at one chunk)."""
-    resp = client.open_blob(repo, blob)
+def unpacked_digest(client: RegistryClient, repo: str, blob: str, media_type: str = GZIP_TYPE) -> str:
+    """The diff_id of a layer blob at an endpoint: downloaded (read ahead by a thread of its
+    own), inflated by ISA-L (or zstd) and hashed as a stream, every member; memory stays at a
+    few chunks."""
     packed, unpacked = hashlib.sha256(), hashlib.sha256()
-    inflate = zlib.decompressobj(wbits=47)  # gzip or zlib header, automatically
-    for chunk in resp.iter_content(CHUNK):
-        packed.update(chunk)
-        data = chunk
-        while data:
-            unpacked.update(inflate.decompress(data))
-            if not inflate.eof:
-                break
-            data = inflate.unused_data  # the next gzip member, if any
-            inflate = zlib.decompressobj(wbits=47)
-    unpacked.update(inflate.flush())
+
+    def hashed() -> Iterator[bytes]:
+        for chunk in read_blob(client, repo, blob, CHUNK):
+            packed.update(chunk)
+            yield chunk
+
+    try:
+        for data in decompressed(hashed(), media_type):
+            unpacked.update(data)
+    except ValueError as e:
+        msg = f"{client.endpoint.name}: blob {blob} of {repo} does not unpack: {e}"
+        raise PublishError(msg) from None
     if "sha256:" + packed.hexdigest() != blob:
         msg = f"{client.endpoint.name}: blob {blob} of {repo} hashes to sha256:{packed.hexdigest()}"
         raise PublishError(msg)
@@ -118,14 +118,13 @@ def layer_mismatch(
     layers = manifest.data.get("layers") or []
     if len(layers) != len(diff_ids):
         return f"it has {len(layers)} layers, the tested image {len(diff_ids)}"
-    ours, checked = CompressedMap(), unpacked_map()
+    checked = unpacked_map()
     for i, (layer, diff_id) in enumerate(zip(layers, diff_ids, strict=True)):
         blob = str(layer.get("digest"))
-        known = ours.get(diff_id)
-        if (known is not None and known.digest == blob) or checked.get(blob) == diff_id:
+        if checked.get(blob) == diff_id:
             continue
         on_line(f"unpacking layer {i} ({blob[:19]}) at {client.endpoint.name} to check it")
-        got = unpacked_digest(client, repo, blob)
+        got = unpacked_digest(client, repo, blob, str(layer.get("mediaType") or GZIP_TYPE))
         if got != diff_id:
             return f"its layer {i} ({blob}) unpacks to {got}; the tested image's layer {i} is {diff_id}"
         checked.put(blob, diff_id)
@@ -156,34 +155,96 @@ def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> 
 # --- compressing -------------------------------------------------------------------------------
 
 
-def _gzip_member(data: bytes) -> bytes:
-    """One gzip member: no file name, mtime 0, fixed level: the same bytes give the same member."""
-    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+class Members:
+    """A layer's bytes in, its blob out. The bytes (in chunks of any size, as they arrive) are
+    cut into fixed 32 MiB pieces, compressed on ``pool`` (the codecs run outside the GIL) and
+    written in order to a file of the spool as consecutive gzip members (or zstd frames), which
+    RFC 1952 and every registry client (Go's gzip, Python's) read as one stream. The pieces
+    depend only on the content, so the blob does too. At most three pieces wait at a time."""
+
+    def __init__(
+        self, spool: Path, pool: ThreadPoolExecutor, codec: Codec, tally: Tally | None = None
+    ) -> None:
+        self.spool, self.codec, self.tally = spool, codec, tally
+        self._pool, self._member_of = pool, codec.compressor()
+        self._out = tempfile.NamedTemporaryFile(dir=spool, prefix=".gz-", delete=False)  # noqa: SIM115
+        self._sha, self._size = hashlib.sha256(), 0
+        self._piece = bytearray()
+        self._pending: list[tuple[Future[bytes], int]] = []
+
+    def write(self, data: bytes) -> None:
+        self._piece += data
+        while len(self._piece) >= MEMBER:
+            self._submit(bytes(self._piece[:MEMBER]))
+            del self._piece[:MEMBER]
+
+    def _submit(self, piece: bytes) -> None:
+        self._pending.append((self._pool.submit(self._member_of, piece), len(piece)))
+        while len(self._pending) > 2:
+            self._write_oldest()
+
+    def _write_oldest(self) -> None:
+        job, raw = self._pending.pop(0)
+        member = job.result()
+        self._sha.update(member)
+        self._size += len(member)
+        self._out.write(member)
+        if self.tally is not None:
+            self.tally.add(raw)
+
+    def blob(self) -> Blob:
+        """Finish: the blob, now in the spool under its digest."""
+        if self._piece:
+            self._submit(bytes(self._piece))
+            self._piece.clear()
+        while self._pending:
+            self._write_oldest()
+        self._out.close()
+        digest = "sha256:" + self._sha.hexdigest()
+        Path(self._out.name).replace(self.spool / digest.replace(":", "-"))
+        return Blob(digest=digest, size=self._size, media_type=self.codec.media_type)
+
+    def discard(self) -> None:
+        for job, _ in self._pending:
+            job.cancel()
+        for job, _ in self._pending:
+            if not job.cancelled():
+                job.exception()
+        self._pending.clear()
+        self._out.close()
+        Path(self._out.name).unlink(missing_ok=True)
 
 
-def compress(source: Path, spool: Path, pool: ThreadPoolExecutor) -> Blob:
-    """gzip ``source`` into the spool deterministically. The layer is cut into fixed 32 MiB
-    pieces compressed in parallel (zlib runs outside the GIL) and written as consecutive gzip
-    members, which RFC 1952 and every registry client (Go's gzip, Python's) read as one stream;
-    the pieces depend only on the content, so the blob does too."""
-    sha = hashlib.sha256()
-    size = 0
-    with tempfile.NamedTemporaryFile(dir=spool, prefix=".gz-", delete=False) as out, source.open("rb") as src:
-        pending: list[Future[bytes]] = []
-        while True:
-            data = src.read(MEMBER)
-            if data:
-                pending.append(pool.submit(_gzip_member, data))
-            while pending and (len(pending) > 2 or not data):
-                member = pending.pop(0).result()
-                sha.update(member)
-                size += len(member)
-                out.write(member)
-            if not data:
-                break
-    digest = "sha256:" + sha.hexdigest()
-    Path(out.name).replace(spool / digest.replace(":", "-"))
-    return Blob(digest=digest, size=size)
+def compress(
+    source: Path, spool: Path, pool: ThreadPoolExecutor, codec: Codec = DEFAULT, tally: Tally | None = None
+) -> Blob:
+    """Compress the layer tar ``source`` into the spool deterministically (see ``Members``)."""
+    members = Members(spool, pool, codec, tally)
+    try:
+        with source.open("rb") as src:
+            while data := src.read(MEMBER):
+                members.write(data)
+        return members.blob()
+    except BaseException:
+        members.discard()
+        raise
+
+
+class _Compressing:
+    """A sink for ``stream_layers``: the layer compressed while it arrives; ``on_kept`` hears of
+    the blob of a layer asked for."""
+
+    def __init__(self, members: Members, on_kept: Callable[[str, Blob], None]) -> None:
+        self._members, self._on_kept = members, on_kept
+
+    def write(self, data: bytes) -> None:
+        self._members.write(data)
+
+    def keep(self, diff_id: str) -> None:
+        self._on_kept(diff_id, self._members.blob())
+
+    def drop(self) -> None:
+        self._members.discard()
 
 
 def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
@@ -231,12 +292,13 @@ def push_image(
     on_line: Sink,
     on_spooled: Callable[[Blob], None] | None = None,
     annotations: dict[str, str] | None = None,
+    codec: Codec = DEFAULT,
 ) -> PushReport:
     """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
     ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
     endpoints can be sent it while the next layer is still being compressed."""
     diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
-    local = CompressedMap()
+    local, checked = CompressedMap(codec), unpacked_map()
     at_endpoint = published_layers(client, repo, earlier_tags)
     blobs: dict[str, Blob] = {}
     need: set[str] = set()
@@ -262,29 +324,31 @@ def push_image(
             on_spooled(blob)
         client.ensure_blob(repo, blob.digest, lambda: path, chunk_size=chunk_size)
 
-    with tempfile.TemporaryDirectory(prefix="xpu-push-", dir=cache_dir()) as tmp_name:
-        if need or config is None:
-            if need:
-                on_line(f"compressing {len(need)} of {len(diff_ids)} layers (gzip level {GZIP_LEVEL})")
-            # A pipeline: while docker save streams the next layer, the last one is compressed
-            # (its 32 MiB members on both cores) and uploaded.
-            with ThreadPoolExecutor(max_workers=2) as members, ThreadPoolExecutor(max_workers=1) as line:
-                jobs: list[Future[None]] = []
+    if need or config is None:
+        if need:
+            on_line(f"compressing {len(need)} of {len(diff_ids)} layers ({codec.format}, {codec})")
+        # A pipeline: each layer is compressed while docker save streams it (its 32 MiB members
+        # on both cores), and uploaded while the next one streams.
+        with ThreadPoolExecutor(max_workers=2) as members, ThreadPoolExecutor(max_workers=1) as line:
+            jobs: list[Future[None]] = []
 
-                def take(diff: str, path: Path) -> None:
-                    def job() -> None:
-                        blob = compress(path, spool, members)
-                        path.unlink()
-                        local.put(diff, blob)
-                        blobs[diff] = blob
-                        upload(blob)
+            def kept(diff: str, blob: Blob) -> None:
+                local.put(diff, blob)
+                checked.put(blob.digest, diff)
+                blobs[diff] = blob
+                jobs.append(line.submit(upload, blob))
 
-                    jobs.append(line.submit(job))
+            opened = iter(range(1, len(need) + 1))
 
-                config, _ = save_layers(engine, image_id, need, Path(tmp_name), on_layer=take)
-                for j in jobs:
-                    j.result()
-            remember_config(config)
+            def open_layer(size: int) -> _Compressing:
+                n = next(opened, None)
+                task = f"compressing layer {n} of {len(need)}" if n else "compressing a layer that may be new"
+                return _Compressing(Members(spool, members, codec, Tally(f"{task} ({codec})", size)), kept)
+
+            config = stream_layers(engine, image_id, need, open_layer, diff_ids)
+            for j in jobs:
+                j.result()
+        remember_config(config)
     manifest = image_manifest(config, [blobs[d] for d in diff_ids], annotations)
     for d in diff_ids:
         if d not in need:

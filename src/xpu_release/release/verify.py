@@ -33,9 +33,10 @@ from ..evidence.signing import Verifier, open_envelope
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
+from ..oci.downloads import read_blob
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
-from ..progress import Sink
+from ..progress import Sink, Tally
 from .pool import EndpointPool
 
 CHUNK = 1 << 20
@@ -63,8 +64,11 @@ class VerifyReport:
         return not self.findings
 
 
-def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool) -> tuple[str | None, int]:
-    """A problem with one blob at one endpoint (None: fine), and the bytes hashed."""
+def _blob(
+    client: RegistryClient, repo: str, digest: str, size: int, deep: bool, tally: Tally | None = None
+) -> tuple[str | None, int]:
+    """A problem with one blob at one endpoint (None: fine), and the bytes hashed (counted on
+    ``tally`` as they are)."""
     if not deep:
         length = client.blob_size(repo, digest)
         if length is None:
@@ -74,12 +78,13 @@ def _blob(client: RegistryClient, repo: str, digest: str, size: int, deep: bool)
         return None, 0
     if client.blob_size(repo, digest) is None:
         return "missing", 0
-    resp = client.open_blob(repo, digest)
     h = hashlib.sha256()
     got = 0
-    for chunk in resp.iter_content(CHUNK):
+    for chunk in read_blob(client, repo, digest, CHUNK):  # read ahead: hashing beside the read
         h.update(chunk)
         got += len(chunk)
+        if tally is not None:
+            tally.add(len(chunk))
     if "sha256:" + h.hexdigest() != digest:
         return f"its bytes hash to sha256:{h.hexdigest()} ({got} bytes)", got
     if got != size:
@@ -234,11 +239,15 @@ def verify(
         findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
         jobs += [(ep, client, repo, d, size) for d, size in blobs]
     on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
+    tallies: dict[str, Tally] = {}
+    for ep, *_, size in jobs:
+        tally = tallies.setdefault(ep.name, Tally(f"hashing at {ep.name}", 0))
+        tally.total = (tally.total or 0) + size
 
     def one(job: tuple[Endpoint, RegistryClient, str, str, int]) -> tuple[Finding | None, int]:
         ep, client, repo, d, size = job
         try:
-            problem, hashed = _blob(client, repo, d, size, deep)
+            problem, hashed = _blob(client, repo, d, size, deep, tallies[ep.name] if deep else None)
         except ReleaseError as exc:
             problem, hashed = exc.message, 0
         return (Finding(endpoint=ep.name, what=d, problem=problem) if problem else None), hashed

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from xpu_release.cli import cli
 
 from ..helpers import run, write_manifest
 
@@ -73,6 +76,25 @@ def test_plan_and_publish_dry_run_keep_floating_tags_when_a_newer_version_exists
     assert f"latest stay where they are: {XPU}:25.04 is newer" in older.stdout
     assert json.loads(dry.stdout)["moves_floating"] is False
     assert f"then move {PUBLIC}/{XPU}:latest" in newer.stdout
+
+
+def test_a_codec_the_pulling_engines_may_not_read_is_refused_before_anything_is_touched(repo: Path) -> None:
+    refused = run(repo, "publish", f"{XPU}:25.03", "--dry-run", "--compression", "zstd")
+    release = run(repo, "release", f"{XPU}:25.03", "--dry-run", "--compression", "zstd:30")
+    unknown = CliRunner().invoke(cli, ["--root", str(repo), "publish", f"{XPU}:25.03", "--dry-run"],
+                                 env={"XPU_RELEASE_COMPRESSION": "lz4"})  # fmt: skip
+    accepted = run(repo, "publish", f"{XPU}:25.03", "--dry-run", "--compression", "zstd:19",
+                   "--pullers-accept-zstd")  # fmt: skip
+    chosen = run(repo, "publish", f"{XPU}:25.03", "--dry-run", "--compression", "zlib-ng:1")
+
+    assert refused.exit_code == 3
+    assert "--compression zstd: zstd layers cannot be pulled by Docker before 23" in refused.stderr
+    assert release.exit_code == 3
+    assert "--compression zstd:30: zstd takes a level from 1 to 19, not '30'" in release.stderr
+    assert unknown.exit_code == 3
+    assert "$XPU_RELEASE_COMPRESSION=lz4: unknown codec 'lz4'" in unknown.stderr
+    assert "Traceback" not in refused.output + release.output + unknown.output
+    assert (accepted.exit_code, chosen.exit_code) == (0, 0)
 
 
 def test_plan_follows_a_registries_override(repo: Path, tmp_path: Path) -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 
 from xpu_release.cli import cli
 
-from ..helpers import run
+from ..helpers import on_a_terminal, run
 
 CPU = "training-cpu-pytorch:25.03"
 
@@ -132,24 +130,8 @@ def test_shell_completion_offers_the_manifests_refs(repo: Path) -> None:
 
 def _on_a_terminal(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """What a person sees: the command's stderr and stdout on a pseudo-terminal."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the real entry point on a terminal
-        os.environ.update({"XPU_RELEASE_ROOT": str(repo), **(env or {})})
-        os.execv(sys.executable, [sys.executable, "-m", "xpu_release", *args])
-    out = b""
-    while True:
-        ready, _, _ = select.select([fd], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.waitpid(pid, 0)
-    return out.decode(errors="replace")
+    return on_a_terminal([sys.executable, "-m", "xpu_release", *args],
+                         {"XPU_RELEASE_ROOT": str(repo), **(env or {})})  # fmt: skip
 
 
 def test_errors_are_coloured_on_a_terminal_and_never_with_no_color_or_in_a_pipe(repo: Path) -> None:

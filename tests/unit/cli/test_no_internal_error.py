@@ -85,6 +85,9 @@ def commands() -> st.SearchStrategy[list[str]]:
             lambda t: ["mirror", t[0], "--from", f"oci:{t[1]}", "--to", t[2]]
         ),
         st.tuples(REF, OUT | TEXT).map(lambda t: ["mirror", t[0], "--to", f"oci:{t[1]}"]),
+        st.tuples(REF, st.sampled_from(["isal:9", "zstd", "zstd:2", "zlib-ng:", "zlib:-1"]) | TEXT).map(
+            lambda t: ["publish", t[0], "--dry-run", "--compression", t[1]]
+        ),
     )
 
 
