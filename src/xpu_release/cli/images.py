@@ -15,7 +15,7 @@ from .app import (
     pass_state,
     ref_argument,
 )
-from .live import _line_sink
+from .live import line_sink
 from .output import info, write_output
 
 # --- build and test ------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
 
     engine = Engine.connect()
     ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
-    ensure(engine, ref_by_digest, _line_sink(), pull_auth(spec, registries), release=spec.base.release_ref)
+    ensure(engine, ref_by_digest, line_sink(), pull_auth(spec, registries), release=spec.base.release_ref)
     result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
@@ -115,7 +115,7 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
         no_cache=no_cache,
         keep_layers=None,
         builder=state.builder,
-        on_line=(live := _line_sink()),
+        on_line=(live := line_sink()),
     )
     live.close()
     if as_json:
@@ -142,7 +142,7 @@ def test_(state: State, ref: str, as_json: bool) -> None:
     from ..image.smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
-    result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := _line_sink()))
+    result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := line_sink()))
     live.close()
     if as_json:
         _emit_json(asdict(result))
@@ -168,7 +168,7 @@ def repro(state: State, ref: str, as_json: bool) -> None:
     from ..image.repro import check
 
     spec = state.repo.load_ref(ref)
-    engine, live = Engine.connect(), _line_sink()
+    engine, live = Engine.connect(), line_sink()
     report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live)
     live.close()
     if as_json:

@@ -182,5 +182,5 @@ class LiveLine:
         sys.stderr.flush()
 
 
-def _line_sink() -> LiveLine:
+def line_sink() -> LiveLine:
     return LiveLine()

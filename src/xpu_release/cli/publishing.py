@@ -23,7 +23,7 @@ from .app import (
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
-from .live import _line_sink
+from .live import line_sink
 from .output import info
 
 # --- publish -----------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def publish(
     )
     engine = Engine.connect()
     documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
-    result = run_publish(spec, registries, engine, creds, options, live := _line_sink(), documents)
+    result = run_publish(spec, registries, engine, creds, options, live := line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path)
@@ -170,7 +170,7 @@ def verify(
 
     key = load_verifier(key_file) if key_file else None
     report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached, key=key,
-                        on_line=(live := _line_sink()))  # fmt: skip
+                        on_line=(live := line_sink()))  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "ok": report.ok})

@@ -20,7 +20,7 @@ from .app import (
 )
 from .housekeeping import cache_limit, cap_cache
 from .images import advisories_option, gate_policy
-from .live import _line_sink
+from .live import line_sink
 from .output import info, write_output
 from .output import status as status_word
 from .publishing import signing_key_option
@@ -113,7 +113,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     for current in chain:
         latest = state.repo.is_latest(*parse_ref(current))
         options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer, codec=codec)
-        reporter = Reporter(live := _line_sink(), ci=state.settings.ci)
+        reporter = Reporter(live := line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
                       dry_run=dry_run, builder=state.builder, gate=gate)  # fmt: skip
         try:

@@ -140,7 +140,8 @@ def _stream(
                     sink.drop()
                     raise
                 digest = "sha256:" + sha.hexdigest()
-                sizes.put(digest, str(member.size))
+                if sizes.get(digest) != str(member.size):  # learned once, not rewritten per export
+                    sizes.put(digest, str(member.size))
                 if digest in wanted and digest not in found:
                     found.add(digest)
                     sink.keep(digest)

@@ -74,8 +74,9 @@ def _put_final(t: Transport, url: str, path: Path | None, scope: str, renew: boo
         resp = t.once("PUT", url, {**headers, "Content-Length": "0"}, b"", scope, renew=renew)
     else:
         with path.open("rb") as f:
-            headers["Content-Length"] = str(path.stat().st_size)
-            resp = t.once("PUT", url, headers, _Counted(f, path.stat().st_size, t.stats), scope, renew=renew)
+            size = path.stat().st_size
+            headers["Content-Length"] = str(size)
+            resp = t.once("PUT", url, headers, _Counted(f, size, t.stats), scope, renew=renew)
     if resp.status_code != 201:
         msg = f"PUT answered {resp.status_code}"
         raise BrokenUpload(msg)
