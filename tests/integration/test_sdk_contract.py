@@ -1,12 +1,11 @@
 """The SDK base contract on the local stack: training-cpu-pytorch builds on the pytorch-cpu-sdk
 release and uses its PyTorch byte for byte; nothing can replace it, at lock time or in a
-container of the image; and a change to the SDK reaches what builds on it, parents first."""
+container of the image. (A change to the SDK reaches what builds on it, parents first:
+test_second_month.py.)"""
 
 from __future__ import annotations
 
-import json
 import shutil
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pytest
 from xpu_release.image.engine import Engine
 
 from .conftest import SDK, Cli
-from .test_publish import registries_file
 
 pytestmark = pytest.mark.integration
 
@@ -113,34 +111,3 @@ def test_a_pip_install_of_another_torch_in_the_image_fails_and_torch_stays(
     assert returncode != "0"
     assert conflict == "True"
     assert version == "2.13.0+cpu"
-
-
-def test_a_new_sdk_reaches_what_builds_on_it_parents_first(fixture_cli: Cli, tmp_path: Path) -> None:
-    cli = fixture_cli
-    regs = str(registries_file(tmp_path / "regs.yaml", "s" + uuid.uuid4().hex[:10]))
-    sdk_new = cli.root / "manifests" / "pytorch-cpu-sdk" / "2.13.1.yaml"
-    cpu_new = cli.root / "manifests" / "training-cpu-pytorch" / "25.04.yaml"
-    sdk_new.write_text(
-        'image: pytorch-cpu-sdk\nversion: "2.13.1"\nextends: "2.13.0"\n'
-        "env: {OMP_NUM_THREADS: '2'}\n"
-        "release: {highlights: [{en: Two OpenMP threads., zh: 两个OpenMP线程。}]}\n"
-    )
-    cpu_new.write_text(
-        'image: training-cpu-pytorch\nversion: "25.04"\nextends: "25.03"\nbase: {version: \'2.13.1\'}\n'
-    )
-    try:
-        order = cli.run("order", "training-cpu-pytorch:25.04", "pytorch-cpu-sdk:2.13.1", check=True)
-        for ref in order.stdout.split():
-            cli.run("render", ref, check=True)
-            cli.run("--registries", regs, "lock", ref, check=True, timeout=900)
-            cli.run("--registries", regs, "release", ref, check=True, timeout=1800)
-        sdk = json.loads((cli.root / "out" / "releases" / "pytorch-cpu-sdk" / "2.13.1.json").read_text())
-        lock = (cli.root / "images" / "training-cpu-pytorch" / "25.04" / "requirements.lock").read_text()
-    finally:
-        sdk_new.unlink(missing_ok=True)
-        cpu_new.unlink(missing_ok=True)
-        for folder in ("pytorch-cpu-sdk/2.13.1", "training-cpu-pytorch/25.04"):
-            shutil.rmtree(cli.root / "images" / folder, ignore_errors=True)
-
-    assert order.stdout.split() == ["pytorch-cpu-sdk:2.13.1", "training-cpu-pytorch:25.04"]
-    assert f"# base: pytorch-cpu-sdk:2.13.1@{sdk['digest']}" in lock

@@ -1,0 +1,161 @@
+"""The CPU family's second month on the local stack, as a month's work goes: the SDK ships a new
+version (2.13.1), the CPU image starts 25.04 from 25.03 with one pin bumped (`new-version --set
+accelerate=1.6.0`) and its base moved to the new SDK (one edited line), and both are released
+parents first, the CPU image built on a fresh runner. What it proves:
+
+- a new SDK reaches what builds on it, in the order `xpu-release order` gives;
+- `latest` moves to 25.04 at every endpoint and 25.03 still serves what it served;
+- the upgrade ships only what it changed: two small layers of its own, every other layer of its
+  own is 25.03's by digest (a fresh runner rebuilds the unchanged layers byte for byte);
+- the notes and `diff` name the new version.
+
+One scenario serves these tests (its builds are the slowest part of the suite); each test
+asserts one property of it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from xpu_release.image.engine import Engine
+
+from .conftest import SDK, Cli
+from .test_publish import endpoint_client, registries_file, served
+from .test_reproducible import fresh_runner
+
+pytestmark = pytest.mark.integration
+
+CPU = "training-cpu-pytorch"
+SDK_NEW = "pytorch-cpu-sdk:2.13.1"
+
+
+@dataclass(frozen=True)
+class Month:
+    cli: Cli
+    regs: Path
+    order: list[str]
+    first: str  # the digest 25.03 was released as
+    second: str  # the digest 25.04 was released as
+    lock: str  # 25.04's requirements.lock
+    sdk: str  # the digest 2.13.1 was released as
+    notes_en: str
+    notes_zh: str
+    changes: str  # `xpu-release diff 25.03 25.04`
+
+
+def _released(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return str(json.loads(result.stdout)["record"]["digest"])
+
+
+@pytest.fixture(scope="module")
+def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Month]:
+    cli = fixture_cli
+    tmp = tmp_path_factory.mktemp("month")
+    regs = registries_file(tmp / "regs.yaml", "u" + uuid.uuid4().hex[:10])
+    # Month one: the family released parents first where this namespace serves it.
+    cli.run("--registries", str(regs), "release", SDK, check=True, timeout=1800)
+    first = _released(cli.run("--registries", str(regs), "release", f"{CPU}:25.03", "--json", timeout=1800))
+    assert set(served(cli, regs, "latest", CPU).values()) == {first}
+
+    sdk_new = cli.root / "manifests" / "pytorch-cpu-sdk" / "2.13.1.yaml"
+    cpu_new = cli.root / "manifests" / CPU / "25.04.yaml"
+    env = fresh_runner(engine, tmp, f"{CPU}:25.03")
+    try:
+        sdk_new.write_text(
+            'image: pytorch-cpu-sdk\nversion: "2.13.1"\nextends: "2.13.0"\n'
+            "env: {OMP_NUM_THREADS: '2'}\n"
+            "release: {highlights: [{en: Two OpenMP threads., zh: 两个OpenMP线程。}]}\n"
+        )
+        bump = cli.run("new-version", f"{CPU}:25.04", "--from", "25.03", "--set", "accelerate=1.6.0")
+        assert bump.returncode == 0, bump.stderr
+        with cpu_new.open("a") as manifest:  # the one line a person edits to take the new SDK
+            manifest.write("base: {version: '2.13.1'}\n")
+        order = cli.run("order", f"{CPU}:25.04", SDK_NEW, check=True).stdout.split()
+        digests: dict[str, str] = {}
+        for ref in order:
+            cli.run("render", ref, check=True)
+            cli.run("--registries", str(regs), "lock", ref, check=True, timeout=900)
+            if ref.startswith(CPU):
+                cli.run(
+                    "--registries", str(regs), "build", ref, "--no-cache", env=env, check=True, timeout=1800
+                )
+            release = cli.run("--registries", str(regs), "release", ref, "--json", env=env, timeout=1800)
+            digests[ref] = _released(release)
+        yield Month(
+            cli=cli,
+            regs=regs,
+            order=order,
+            first=first,
+            second=digests[f"{CPU}:25.04"],
+            lock=(cli.root / "images" / CPU / "25.04" / "requirements.lock").read_text(),
+            sdk=digests[SDK_NEW],
+            notes_en=cli.run("notes", f"{CPU}:25.04", "--lang", "en", check=True).stdout,
+            notes_zh=cli.run("notes", f"{CPU}:25.04", "--lang", "zh", check=True).stdout,
+            changes=cli.run("diff", f"{CPU}:25.03", f"{CPU}:25.04", check=True).stdout,
+        )
+    finally:
+        sdk_new.unlink(missing_ok=True)
+        cpu_new.unlink(missing_ok=True)
+        for folder in ("pytorch-cpu-sdk/2.13.1", f"{CPU}/25.04"):
+            shutil.rmtree(cli.root / "images" / folder, ignore_errors=True)
+        for ref in (f"{CPU}:25.04", SDK_NEW):
+            with contextlib.suppress(Exception):
+                engine.api.remove_image(ref, force=True)
+
+
+def _layers(cli: Cli, regs: Path, image: str, tag: str) -> dict[str, int]:
+    client, repo = endpoint_client(cli, regs, image=image)
+    manifest = client.get_manifest(repo, tag)
+    assert manifest is not None, f"{repo} is not served at {tag}"
+    return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
+
+
+def test_a_new_sdk_reaches_what_builds_on_it_parents_first(month: Month) -> None:
+    assert month.order == [SDK_NEW, f"{CPU}:25.04"]
+    assert f"# base: {SDK_NEW}@{month.sdk}" in month.lock
+
+
+def test_latest_moves_to_the_new_version_and_the_old_one_serves_what_it_served(month: Month) -> None:
+    cli, regs = month.cli, month.regs
+
+    assert month.second != month.first
+    assert set(served(cli, regs, "latest", CPU).values()) == {month.second}
+    assert set(served(cli, regs, "25.04", CPU).values()) == {month.second}
+    assert set(served(cli, regs, "25.03", CPU).values()) == {month.first}
+
+
+def test_an_upgrade_built_on_a_fresh_runner_ships_only_the_layer_it_changed(month: Month) -> None:
+    """Of 25.04's layers, those that are neither 25.03's nor the new SDK's (the SDK's release
+    shipped those) are the two it changed. (The new SDK's own layers may be new: its lock is
+    resolved again, and takes what the index offers today.)"""
+    old = _layers(month.cli, month.regs, CPU, "25.03")
+    new = _layers(month.cli, month.regs, CPU, "25.04")
+    sdk_old = _layers(month.cli, month.regs, "pytorch-cpu-sdk", "2.13.0")
+    sdk_new = _layers(month.cli, month.regs, "pytorch-cpu-sdk", "2.13.1")
+
+    own_old = {d: s for d, s in old.items() if d not in sdk_old}
+    own_new = {d: s for d, s in new.items() if d not in sdk_new}
+    changed = sorted(size for digest, size in own_new.items() if digest not in old)
+    assert list(new)[: len(sdk_new)] == list(sdk_new)  # built on the new SDK, layer for layer
+    assert len(own_new) == len(own_old)
+    # The accelerate layer, and the image's pip constraints file (every pin: it changes with any
+    # bump, a few KB); every other layer of its own is 25.03's, by digest.
+    assert len(changed) == 2
+    assert changed[0] < 16 << 10
+    assert sum(changed) <= 0.05 * sum(own_new.values()), (changed, sum(own_new.values()))
+
+
+def test_the_notes_and_the_diff_name_the_new_version(month: Month) -> None:
+    assert month.notes_en.startswith(f"# {CPU} 25.04\n")
+    assert "accelerate 1.5.2 → 1.6.0" in month.notes_en
+    assert "accelerate 1.5.2 → 1.6.0，合入对应版本功能和Bug fix。" in month.notes_zh
+    assert "components   ~ accelerate 1.5.2 → 1.6.0" in month.changes
