@@ -9,6 +9,16 @@ ways side by side in one run:
             layers compressed in parallel), then every region in parallel from the local spool
 
     eval "$(ci/local-stack.sh env)" && python bench/publish.py [--repeat 3] [--sweep]
+    python bench/publish.py --size 4GB [--repeat 3]     # the size users publish
+
+``--size`` builds an image of about that size instead: the base, layers of real wheel content
+(the torch 2.13.0+cpu wheel unpacked, one copy per layer: the compressible part, about half)
+and layers of random bytes (the rest, at most 1 GB a layer); its registries keep their blobs on
+disk. Each method then runs in a process of its own, and beside the wall time the table gives
+the first push (time until the first endpoint serves the image, and the image's MB/s over it),
+the bytes every registry stored in all (what was sent, less retries), the CPU seconds of the
+method's process and its children, the CPU seconds the engine (dockerd) spent meanwhile, and the
+process's peak RSS. Writes bench/results/publish-<size>.json.
 
 The headline is public + 3 regions; `--sweep` also measures 1, 2, 3, 6, 9 and 12 regions.
 Every run starts with empty registries and, for ours, an empty xpu-release cache (nothing is
@@ -33,15 +43,20 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "bench-publish:1.0"
-GOALS = {"ours_vs_naive": 0.25, "ours_vs_peer": 1.0, "twelve_vs_three_regions": 1.5}
+GOALS = {"ours_vs_naive": 0.25, "ours_vs_peer": 0.7, "twelve_vs_three_regions": 1.5}
+GOALS_LARGE = {"ours_vs_peer": 0.5}  # --size: an image of the size users publish (#20)
+TORCH_WHEEL = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"  # pip find-links here
+UNPACKED_MB = 755  # the wheel unpacked: what one compressible layer holds
 SWEEP = (1, 2, 3, 6, 9, 12)
 
 MANIFEST = """\
@@ -71,18 +86,62 @@ def make_image(mb: int) -> None:
         sh("docker", "build", "-q", "--network=none", "-t", IMAGE, ctx)
 
 
+def parse_size(text: str) -> int:
+    """``4GB``, ``1.5GB``, ``800MB`` → bytes (decimal units, as the tables print them)."""
+    units = {"GB": 10**9, "MB": 10**6}
+    for unit, factor in units.items():
+        if text.upper().endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    msg = f"--size {text}: give it in MB or GB, e.g. 4GB"
+    raise SystemExit(msg)
+
+
+def make_large_image(size: int) -> None:
+    """An image of about ``size`` bytes: half real wheel content, half random bytes."""
+    base_mb, total_mb = 170, size // 10**6
+    copies = max(1, round((total_mb - base_mb) / 2 / UNPACKED_MB))
+    random_mb = max(0, total_mb - base_mb - copies * UNPACKED_MB)
+    chunks = [1000] * (random_mb // 1000) + ([random_mb % 1000] if random_mb % 1000 else [])
+    with tempfile.TemporaryDirectory() as ctx:
+        shutil.copy(TORCH_WHEEL, Path(ctx, "torch.whl"))
+        lines = [
+            "FROM 127.0.0.1:15000/base/debian/bookworm-python:12 AS wheel",
+            "COPY torch.whl /tmp/torch.whl",
+            "RUN python3 -m zipfile -e /tmp/torch.whl /out",
+            "FROM 127.0.0.1:15000/base/debian/bookworm-python:12",
+            *(f"COPY --from=wheel /out/ /data/wheel-{i}/" for i in range(copies)),
+            *(f"RUN head -c {mb}M /dev/urandom > /data/random-{j}.bin" for j, mb in enumerate(chunks)),
+        ]
+        Path(ctx, "Dockerfile").write_text("\n".join(lines) + "\n")
+        sh("docker", "build", "-q", "--network=none", "--label", "io.xpu-release.bench=publish",
+           "-t", IMAGE, ctx)  # fmt: skip
+
+
 STORAGE = {"memory": "/dev/shm", "disk": None}  # where the registries' blobs live (None: /tmp)
 
 
+class Hosts(list[str]):
+    """The registries of one measured run, and the folder that keeps their blobs."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def stored_bytes(self) -> int:
+        """Every blob every registry keeps: the bytes that arrived, less retries and headers."""
+        return sum(p.stat().st_size for p in self.root.glob("data*/docker/registry/v2/blobs/**/data"))
+
+
 @contextmanager
-def fresh_registries(count: int, storage: str = "memory") -> Iterator[list[str]]:
+def fresh_registries(count: int, storage: str = "memory") -> Iterator[Hosts]:
     """``count`` empty plain-HTTP registries on loopback, started for one measured run (outside
     its timing) and removed after it: no run finds blobs an earlier run left behind."""
     where = STORAGE[storage]
     if where is not None and not Path(where).is_dir():
         msg = f"--storage {storage} needs {where}; use --storage disk"
         raise SystemExit(msg)
-    procs, hosts, tmp = [], [], Path(tempfile.mkdtemp(prefix="bench-registries-", dir=where))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-registries-", dir=where))
+    procs, hosts = [], Hosts(tmp)
     try:
         for i in range(count):
             port = 15110 + i
@@ -120,27 +179,34 @@ def fresh_registries(count: int, storage: str = "memory") -> Iterator[list[str]]
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def naive(public: str, regions: list[str]) -> None:
+def naive(public: str, regions: list[str]) -> float:
+    """Returns the seconds until the first endpoint served the image (so do the others)."""
+    started, first = time.monotonic(), 0.0
     for host in [public, *regions]:
         ref = f"{host}/bench/bench-publish:1.0"
         sh("docker", "tag", IMAGE, ref)
         sh("docker", "push", "-q", ref)
+        first = first or time.monotonic() - started
+    return first
 
 
-def peer(public: str, regions: list[str]) -> None:
+def peer(public: str, regions: list[str]) -> float:
     src = f"{public}/bench/bench-publish:1.0"
+    started = time.monotonic()
     sh("docker", "tag", IMAGE, src)
     sh("docker", "push", "-q", src)
+    first = time.monotonic() - started
     for host in regions:
         sh("skopeo", "copy", "-q", "--src-tls-verify=false", "--dest-tls-verify=false",
            f"docker://{src}", f"docker://{host}/bench/bench-publish:1.0")  # fmt: skip
+    return first
 
 
 def ours(
     public: str, regions: list[str], repo: Path, *, engine_push: bool = False, keep_blobs: Path | None = None
-) -> None:
+) -> float:
     """Publish with xpu-release's publisher, from an empty cache; ``keep_blobs``: copy the
-    blobs it spooled there."""
+    blobs it spooled there. Returns the seconds until the public endpoint was verified."""
     from dataclasses import replace
 
     from xpu_release import settings as current
@@ -173,6 +239,7 @@ def ours(
             options = Options(engine_push=engine_push)
             credentials = CredentialStore.from_settings(settings)
             publisher = Publisher(spec, registries, engine, credentials, options, lambda _: None)
+            started = time.time()
             record = publisher.run(image_id, "")
             if keep_blobs is not None:
                 for blob in (Path(cache) / "oci-blobs").glob("sha256-*"):
@@ -180,10 +247,14 @@ def ours(
         finally:
             current.use(base)
     assert record.complete, record
+    (public_record,) = [e for e in record.endpoints if e.endpoint == "public"]
+    assert public_record.verified_at is not None
+    verified = datetime.strptime(public_record.verified_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return verified.timestamp() - started
 
 
-def engine_first(public: str, regions: list[str], repo: Path) -> None:
-    ours(public, regions, repo, engine_push=True)
+def engine_first(public: str, regions: list[str], repo: Path) -> float:
+    return ours(public, regions, repo, engine_push=True)
 
 
 def compressed_blobs(repo: Path, storage: str) -> list[Path]:
@@ -219,6 +290,105 @@ def floor(hosts: list[str], blobs: list[Path]) -> None:
 
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
         list(pool.map(to, hosts))
+
+
+METHODS = {"naive": naive, "peer": peer, "engine": engine_first, "ours": ours}
+FIGURES = (
+    "wall_s",
+    "first_push_s",
+    "first_push_mb_s",
+    "stored_bytes",
+    "cpu_s",
+    "engine_cpu_s",
+    "peak_rss_mb",
+)
+
+
+def _run_method(name: str, hosts: list[str], repo: Path) -> float:
+    args = (hosts[0], hosts[1:], repo) if name in ("ours", "engine") else (hosts[0], hosts[1:])
+    return float(METHODS[name](*args))  # type: ignore[operator]
+
+
+def engine_cpu_seconds() -> float:
+    """CPU seconds the stack's dockerd has used so far (it compresses for `docker push` and
+    streams `docker save`)."""
+    pid = Path(os.environ["XPU_STACK_DIR"], "docker", "dockerd.pid").read_text().strip()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def measured_run(name: str, regions: int, storage: str, repo: Path, image_bytes: int) -> dict[str, float]:
+    """One method in a process of its own, into empty registries: its figures (``FIGURES``)."""
+    with fresh_registries(1 + regions, storage) as hosts:
+        engine_before, started = engine_cpu_seconds(), time.monotonic()
+        cmd = [sys.executable, __file__, "--one", name, "--hosts", ",".join(hosts), "--repo", str(repo)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, with its children
+        wall = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            msg = f"{name} exited {proc.returncode}"
+            raise SystemExit(msg)
+        first = float(json.loads(out)["first_push_s"])
+        return {
+            "wall_s": wall,
+            "first_push_s": first,
+            "first_push_mb_s": image_bytes / 1e6 / first,
+            "stored_bytes": hosts.stored_bytes(),
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "engine_cpu_s": engine_cpu_seconds() - engine_before,
+            "peak_rss_mb": usage.ru_maxrss / 1024,
+        }
+
+
+def large(args: argparse.Namespace) -> None:
+    """``--size``: every method at the size users publish, with all its figures."""
+    make_large_image(parse_size(args.size))
+    import docker
+
+    size = docker.from_env(version="auto").api.inspect_image(IMAGE)["Size"]
+    storage = args.storage or "disk"
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in METHODS}
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = bench_repo(Path(tmp))
+        for i in range(args.repeat):
+            for name in METHODS:  # side by side, interleaved, each into empty registries
+                figures = measured_run(name, 3, storage, repo, size)
+                runs[name].append(figures)
+                print(
+                    f"run {i + 1} {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()),
+                    flush=True,
+                )
+    med = {name: {k: statistics.median(r[k] for r in rs) for k in FIGURES} for name, rs in runs.items()}
+    ratios = {
+        "ours_vs_peer": med["ours"]["wall_s"] / med["peer"]["wall_s"],
+        "ours_vs_naive": med["ours"]["wall_s"] / med["naive"]["wall_s"],
+    }
+    print(
+        f"image {size / 1e9:.2f} GB, public + 3 VPC regions, storage on {storage}, medians of {args.repeat}"
+    )
+    print(f"{'method':<7} {'wall':>7} {'1st push':>9} {'MB/s':>6} {'stored GB':>10} {'CPU s':>7} "
+          f"{'dockerd s':>10} {'peak RSS':>9}")  # fmt: skip
+    for name, m in med.items():
+        print(f"{name:<7} {m['wall_s']:>6.1f}s {m['first_push_s']:>8.1f}s {m['first_push_mb_s']:>6.0f} "
+              f"{m['stored_bytes'] / 1e9:>10.2f} {m['cpu_s']:>7.1f} {m['engine_cpu_s']:>10.1f} "
+              f"{m['peak_rss_mb']:>7.0f}MB")  # fmt: skip
+    print(f"ours/peer = {ratios['ours_vs_peer']:.2f} (goal ≤ {GOALS_LARGE['ours_vs_peer']}), "
+          f"ours/naive = {ratios['ours_vs_naive']:.2f}")  # fmt: skip
+    out = ROOT / "bench" / "results" / f"publish-{args.size}.json"
+    report = {
+        "image_bytes": size,
+        "storage": storage,
+        "repeat": args.repeat,
+        "runs": runs,
+        "median": med,
+        "ratios": ratios,
+        "goals_met": {k: ratios[k] <= v for k, v in GOALS_LARGE.items()},
+    }
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
 
 
 def bench_repo(tmp: Path) -> Path:
@@ -274,16 +444,28 @@ def main() -> None:
     parser.add_argument(
         "--storage",
         choices=sorted(STORAGE),
-        default="memory",
-        help="where the simulated registries keep blobs: memory (/dev/shm; default) or disk (/tmp)",
+        default=None,
+        help="where the simulated registries keep blobs: memory (/dev/shm; the default) or disk "
+        "(/tmp; the default with --size)",
     )
+    parser.add_argument("--size", help="an image of about this size (e.g. 4GB), every figure per method")
+    parser.add_argument("--one", choices=sorted(METHODS), help=argparse.SUPPRESS)  # a run's own process
+    parser.add_argument("--hosts", help=argparse.SUPPRESS)
+    parser.add_argument("--repo", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps({"first_push_s": _run_method(args.one, args.hosts.split(","), args.repo)}))
+        return
+    if args.size:
+        large(args)
+        return
+    args.storage = args.storage or "memory"
     make_image(args.payload_mb)
     import docker
 
     size = docker.from_env(version="auto").api.inspect_image(IMAGE)["Size"]
     results: dict[str, object] = {"image_bytes": size, "repeat": args.repeat, "storage": args.storage}
-    methods = {"naive": naive, "peer": peer, "engine": engine_first, "ours": ours}
+    methods = METHODS
     with tempfile.TemporaryDirectory() as tmp:
         repo = bench_repo(Path(tmp))
 
