@@ -56,7 +56,7 @@ IMAGE = "bench-publish:1.0"
 GOALS = {"ours_vs_naive": 0.25, "ours_vs_peer": 0.7, "twelve_vs_three_regions": 1.5}
 GOALS_LARGE = {"ours_vs_peer": 0.5}  # --size: an image of the size users publish (#20)
 TORCH_WHEEL = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"  # pip find-links here
-UNPACKED_MB = 755  # the wheel unpacked: what one compressible layer holds
+UNPACKED_MB = 755  # what the copies count assumes a layer holds (an unzipped copy is about 700)
 SWEEP = (1, 2, 3, 6, 9, 12)
 
 MANIFEST = """\

@@ -4,3 +4,6 @@ built from. Here, not in ``build.py``, so that the readers (``status``, build av
 
 INPUTS_LABEL = "io.xpu-release.inputs.sha256"  # every input of the build, hashed together
 MANIFEST_LABEL = "io.xpu-release.manifest.sha256"  # the resolved manifest
+# The digest of the base the image was built on (the lock's); publish mounts that release's
+# layers from the base's own repository at each endpoint.
+BASE_DIGEST_LABEL = "org.opencontainers.image.base.digest"

@@ -7,7 +7,9 @@ parents first, the CPU image built on a fresh runner. What it proves:
 - `latest` moves to 25.04 at every endpoint and 25.03 still serves what it served;
 - the upgrade ships only what it changed: two small layers of its own, every other layer of its
   own is 25.03's by digest (a fresh runner rebuilds the unchanged layers byte for byte);
-- the notes and `diff` name the new version.
+- the notes and `diff` name the new version;
+- each CPU release mounts the SDK's layers from the SDK's repository at every endpoint and
+  sends only its own.
 
 One scenario serves these tests (its builds are the slowest part of the suite); each test
 asserts one property of it."""
@@ -22,6 +24,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +47,7 @@ class Month:
     order: list[str]
     first: str  # the digest 25.03 was released as
     second: str  # the digest 25.04 was released as
+    records: dict[str, dict[str, Any]]  # ref → its release record (25.03 and 25.04)
     lock: str  # 25.04's requirements.lock
     sdk: str  # the digest 2.13.1 was released as
     notes_en: str
@@ -51,9 +55,9 @@ class Month:
     changes: str  # `xpu-release diff 25.03 25.04`
 
 
-def _released(result: subprocess.CompletedProcess[str]) -> str:
+def _record(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
-    return str(json.loads(result.stdout)["record"]["digest"])
+    return dict(json.loads(result.stdout)["record"])
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +67,9 @@ def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFac
     regs = registries_file(tmp / "regs.yaml", "u" + uuid.uuid4().hex[:10])
     # Month one: the family released parents first where this namespace serves it.
     cli.run("--registries", str(regs), "release", SDK, check=True, timeout=1800)
-    first = _released(cli.run("--registries", str(regs), "release", f"{CPU}:25.03", "--json", timeout=1800))
+    records = {f"{CPU}:25.03": _record(cli.run("--registries", str(regs), "release", f"{CPU}:25.03", "--json",
+                                                 timeout=1800))}  # fmt: skip
+    first = str(records[f"{CPU}:25.03"]["digest"])
     assert set(served(cli, regs, "latest", CPU).values()) == {first}
 
     sdk_new = cli.root / "manifests" / "pytorch-cpu-sdk" / "2.13.1.yaml"
@@ -80,7 +86,6 @@ def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFac
         with cpu_new.open("a") as manifest:  # the one line a person edits to take the new SDK
             manifest.write("base: {version: '2.13.1'}\n")
         order = cli.run("order", f"{CPU}:25.04", SDK_NEW, check=True).stdout.split()
-        digests: dict[str, str] = {}
         for ref in order:
             cli.run("render", ref, check=True)
             cli.run("--registries", str(regs), "lock", ref, check=True, timeout=900)
@@ -89,15 +94,16 @@ def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFac
                     "--registries", str(regs), "build", ref, "--no-cache", env=env, check=True, timeout=1800
                 )
             release = cli.run("--registries", str(regs), "release", ref, "--json", env=env, timeout=1800)
-            digests[ref] = _released(release)
+            records[ref] = _record(release)
         yield Month(
             cli=cli,
             regs=regs,
             order=order,
             first=first,
-            second=digests[f"{CPU}:25.04"],
+            second=str(records[f"{CPU}:25.04"]["digest"]),
+            records=records,
             lock=(cli.root / "images" / CPU / "25.04" / "requirements.lock").read_text(),
-            sdk=digests[SDK_NEW],
+            sdk=str(records[SDK_NEW]["digest"]),
             notes_en=cli.run("notes", f"{CPU}:25.04", "--lang", "en", check=True).stdout,
             notes_zh=cli.run("notes", f"{CPU}:25.04", "--lang", "zh", check=True).stdout,
             changes=cli.run("diff", f"{CPU}:25.03", f"{CPU}:25.04", check=True).stdout,
@@ -159,3 +165,25 @@ def test_the_notes_and_the_diff_name_the_new_version(month: Month) -> None:
     assert "accelerate 1.5.2 → 1.6.0" in month.notes_en
     assert "accelerate 1.5.2 → 1.6.0，合入对应版本功能和Bug fix。" in month.notes_zh
     assert "components   ~ accelerate 1.5.2 → 1.6.0" in month.changes
+
+
+@pytest.mark.parametrize(("version", "sdk_version", "previous"), [("25.03", "2.13.0", None),
+                                                                  ("25.04", "2.13.1", "25.03")])  # fmt: skip
+def test_the_child_mounts_the_sdks_layers_at_every_endpoint_and_sends_only_its_own(
+    month: Month, version: str, sdk_version: str, previous: str | None
+) -> None:
+    sdk = _layers(month.cli, month.regs, "pytorch-cpu-sdk", sdk_version)
+    image = _layers(month.cli, month.regs, CPU, version)
+    held = _layers(month.cli, month.regs, CPU, previous) if previous else {}
+    own = sum(size for digest, size in image.items() if digest not in sdk)
+    endpoints = month.records[f"{CPU}:{version}"]["endpoints"]
+
+    assert list(image)[: len(sdk)] == list(sdk)
+    assert len(endpoints) == 4
+    for endpoint in endpoints:
+        # Each SDK layer the image's repository did not hold (from the release before) is
+        # mounted from the SDK's repository there; sent: the image's own layers (where they are
+        # new), its config and its documents, never the SDK's hundreds of MB.
+        assert endpoint["mounted_blobs"] >= len([d for d in sdk if d not in held]), endpoint
+        assert endpoint["uploaded_bytes"] < own + (8 << 20), endpoint
+    assert sum(sdk.values()) > 8 << 20  # what the bound above leaves out

@@ -45,6 +45,11 @@ class State:
     patches: int = 0
     requests: list[str] = field(default_factory=list)  # authorized requests, in order
     referrers_api: bool = False  # OCI 1.1: GET /v2/<repo>/referrers/<digest>, OCI-Subject on push
+    # As distribution keeps them: a blob belongs to the repositories it was pushed or mounted
+    # to (HEAD/GET elsewhere is 404), and `POST ...uploads/?mount=D&from=R` mounts it (201)
+    # when R holds it. Off: one store every repository sees, and no mounts.
+    per_repository: bool = False
+    repo_blobs: dict[str, set[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -133,7 +138,7 @@ class Handler(BaseHTTPRequestHandler):
         elif rest.startswith("uploads/"):
             self._upload(repo, rest.removeprefix("uploads/"), query)
         else:
-            self._blob(rest)
+            self._blob(rest, repo)
 
     do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = _route
 
@@ -196,8 +201,10 @@ class Handler(BaseHTTPRequestHandler):
             200, json.dumps(index).encode(), {"Content-Type": "application/vnd.oci.image.index.v1+json"}
         )
 
-    def _blob(self, digest: str) -> None:
+    def _blob(self, digest: str, repo: str) -> None:
         data = self.state.blobs.get(digest)
+        if self.state.per_repository and digest not in self.state.repo_blobs.get(repo, set()):
+            data = None
         if data is None:
             self._send(404)
         else:
@@ -205,6 +212,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _upload(self, repo: str, session: str, query: dict[str, list[str]]) -> None:
         if self.command == "POST":
+            mount, source = query.get("mount", [""])[0], query.get("from", [""])[0]
+            if self.state.per_repository and mount in self.state.repo_blobs.get(source, set()):
+                self.state.repo_blobs.setdefault(repo, set()).add(mount)
+                self._send(
+                    201, headers={"Location": f"/v2/{repo}/blobs/{mount}", "Docker-Content-Digest": mount}
+                )
+                return
             sid = uuid.uuid4().hex
             self.state.uploads[sid] = bytearray()
             self._send(202, headers={"Location": f"/v2/{repo}/blobs/uploads/{sid}"})
@@ -213,6 +227,10 @@ class Handler(BaseHTTPRequestHandler):
         if buf is None:
             self._body()
             self._send(404)
+            return
+        if self.command == "DELETE":  # the client gives up a session (a mount it did not get)
+            del self.state.uploads[session]
+            self._send(204)
             return
         if self.command == "PATCH":
             faults = self.state.faults
@@ -236,6 +254,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(400, b'{"errors":[{"code":"DIGEST_INVALID"}]}')
                 return
             self.state.blobs[want] = bytes(buf)
+            self.state.repo_blobs.setdefault(repo, set()).add(want)
             del self.state.uploads[session]
             self._send(201, headers={"Docker-Content-Digest": want})
             return

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import ManifestError
-from ..labels import INPUTS_LABEL, MANIFEST_LABEL
+from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.store import ObservedMap
@@ -193,7 +193,7 @@ def build_image(
         "org.opencontainers.image.version": spec.version,
         "org.opencontainers.image.created": iso(epoch),
         "org.opencontainers.image.base.name": f"{spec.base.repository}:{spec.base.tag}",
-        "org.opencontainers.image.base.digest": lock.base_digest,
+        BASE_DIGEST_LABEL: lock.base_digest,
         MANIFEST_LABEL: spec.content_hash,
         INPUTS_LABEL: inputs,
     }

@@ -15,9 +15,9 @@ from ..oci.registry import RegistryClient
 from ..oci.store import holds
 from ..progress import Sink
 from ..settings import cache_dir
+from .manifests import Blob
 from .plan import Target
 from .pool import EndpointPool
-from .push import Blob
 
 
 class BlobSpool:

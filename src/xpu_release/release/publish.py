@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import cast
 
 from ..errors import PublishError, ReleaseError
@@ -40,6 +42,7 @@ from ..progress import Sink
 from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
+from .held import base_layers, base_repository
 from .plan import Plan, Target, make_plan
 from .pool import EndpointPool
 from .push import push_image
@@ -72,6 +75,25 @@ class Options:
     codec: Codec = DEFAULT
 
 
+def copy_blobs(
+    client: RegistryClient,
+    repo: str,
+    source: Manifest,
+    sent_early: set[str],
+    chunk_size: int | None,
+    *,
+    fetch: Callable[[str], Path],
+    mount_from: Callable[[str], str | None],
+) -> None:
+    """Every blob of ``source`` into ``repo`` but those the early copies sent: present ones
+    skipped, mounted where ``mount_from`` names a repository of that registry (the source on its
+    own host; the base release's repository for its layers), else uploaded from ``fetch``."""
+    for digest, _size in source.blobs():
+        if digest not in sent_early:
+            client.ensure_blob(repo, digest, functools.partial(fetch, digest), mount_from=mount_from(digest),
+                               chunk_size=chunk_size)  # fmt: skip
+
+
 class Publisher:
     def __init__(
         self,
@@ -98,6 +120,7 @@ class Publisher:
         self.tags = TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
                              workers=self.workers, on_line=on_line)  # fmt: skip
         self.early: EarlyCopies | None = None
+        self.base_digests: frozenset[str] = frozenset()  # blobs of the release it builds on
 
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
         return self.pool.client(ep, fresh=fresh)
@@ -114,10 +137,12 @@ class Publisher:
         first = self.plan.targets[0]
         client = self.client(first.endpoint)
         repo = self.repo(first.endpoint)
+        assert self.engine is not None
+        base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
+        self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
         current = self.tags.current(first, image_id)
         if current is not None:  # _current checked it is the tested image, layers and all
             return current
-        assert self.engine is not None
         self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
@@ -131,7 +156,7 @@ class Publisher:
                 self.engine, image_id, client, repo, None,
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
-                annotations=self.options.annotations, codec=self.options.codec,
+                annotations=self.options.annotations, codec=self.options.codec, base=base,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -177,13 +202,11 @@ class Publisher:
                 src_client = self.client(first, fresh=True)
                 src_repo = self.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
-                mount_from = src_repo if ep.host == first.host else None
-                for digest, _size in source.blobs():
-                    if digest not in sent_early:
-                        client.ensure_blob(
-                            repo, digest, functools.partial(self.spool.get, src_client, src_repo, digest),
-                            mount_from=mount_from, chunk_size=self.options.chunk_size,
-                        )  # fmt: skip
+                base_repo = base_repository(self.spec, ep) if ep.host != first.host else None
+                copy_blobs(client, repo, source, sent_early, self.options.chunk_size,
+                           fetch=functools.partial(self.spool.get, src_client, src_repo),
+                           mount_from=lambda d: src_repo if ep.host == first.host
+                           else base_repo if d in self.base_digests else None)  # fmt: skip
                 client.put_manifest(repo, source.digest, source)
             if client.head_manifest(repo, source.digest) != source.digest:
                 msg = f"{ep.name} does not serve {source.digest} after the copy"

@@ -8,6 +8,11 @@ same codec makes the same manifest digest. And a layer an endpoint already holds
 for an earlier release of the image (the version this one extends, or a floating tag) is reused
 by digest: neither compressed nor sent again, whatever compressed it.
 
+An image that builds on another family's release (the CPU image on the SDK) finds that release's
+layers at the endpoint, in the base's own repository: they are mounted from there (a cross-
+repository mount, by digest), never compressed or sent again. At 15 to 30 GB, most of an image
+is its SDK, and every child of it publishes only its own layers.
+
 The blobs are written to the publish spool, from which every other endpoint is then served
 without downloading them back.
 """
@@ -21,36 +26,21 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..errors import PublishError, WireError
+from ..errors import PublishError
 from ..files import touch
 from ..image.engine import Engine
 from ..image.export import stream_layers
-from ..oci.codec import DEFAULT, DOCKER_GZIP_TYPE, GZIP_TYPE, Codec, decompressed
+from ..oci.codec import DEFAULT, GZIP_TYPE, Codec, decompressed
 from ..oci.downloads import read_blob
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import DigestMap, holds, known_config, remember_config
 from ..progress import Sink, Tally
+from .held import BaseLayers, mounted, published_layers
+from .manifests import Blob, image_manifest
 
-# OCI image manifests (annotations are theirs; skopeo's oci: layouts read only these). Releases
-# pushed by earlier versions as Docker schema 2 keep their manifests: a rerun reuses what is
-# served, and their layers are reused by digest (the same gzip bytes under either type).
-MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
-CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
-LAYER_TYPE = GZIP_TYPE
-DOCKER_MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LAYER_TYPE = DOCKER_GZIP_TYPE
-_AS_OCI = {DOCKER_LAYER_TYPE: LAYER_TYPE}
 MEMBER = 32 << 20  # bytes of layer per gzip member (or zstd frame)
 CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, kw_only=True)
-class Blob:
-    digest: str
-    size: int
-    media_type: str = LAYER_TYPE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,27 +119,6 @@ def layer_mismatch(
             return f"its layer {i} ({blob}) unpacks to {got}; the tested image's layer {i} is {diff_id}"
         checked.put(blob, diff_id)
     return None
-
-
-def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
-    """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases)."""
-    out: dict[str, Blob] = {}
-    for tag in tags:
-        try:
-            manifest = client.get_manifest(repo, tag)
-            if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
-                continue
-            config = json.loads(client.blob_bytes(repo, manifest.config_digest))
-        except (WireError, ValueError):
-            continue
-        diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
-        layers = manifest.data.get("layers") or []
-        if len(diff_ids) != len(layers):
-            continue
-        for diff_id, layer in zip(diff_ids, layers, strict=True):
-            out.setdefault(diff_id, Blob(digest=layer["digest"], size=int(layer["size"]),
-                                         media_type=layer.get("mediaType", LAYER_TYPE)))  # fmt: skip
-    return out
 
 
 # --- compressing -------------------------------------------------------------------------------
@@ -263,22 +232,6 @@ def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
 # --- the push ----------------------------------------------------------------------------------
 
 
-def image_manifest(config: bytes, layers: list[Blob], annotations: dict[str, str] | None = None) -> Manifest:
-    data: dict[str, Any] = {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_TYPE,
-        "config": {"mediaType": CONFIG_TYPE, "size": len(config), "digest": sha256_digest(config)},
-        "layers": [
-            {"mediaType": _AS_OCI.get(b.media_type, b.media_type), "size": b.size, "digest": b.digest}
-            for b in layers
-        ],
-    }
-    if annotations:
-        data["annotations"] = dict(sorted(annotations.items()))
-    body = json.dumps(data, indent=3).encode()
-    return Manifest(digest=sha256_digest(body), media_type=MANIFEST_TYPE, body=body)
-
-
 def push_image(
     engine: Engine,
     image_id: str,
@@ -293,19 +246,27 @@ def push_image(
     on_spooled: Callable[[Blob], None] | None = None,
     annotations: dict[str, str] | None = None,
     codec: Codec = DEFAULT,
+    base: BaseLayers | None = None,
 ) -> PushReport:
     """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
     ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
-    endpoints can be sent it while the next layer is still being compressed."""
+    endpoints can be sent it while the next layer is still being compressed. ``base``: the
+    layers of the release it builds on, mounted from there."""
     diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
     local, checked = CompressedMap(codec), unpacked_map()
     at_endpoint = published_layers(client, repo, earlier_tags)
     blobs: dict[str, Blob] = {}
     need: set[str] = set()
+    held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
     for d in diff_ids:
         blob = at_endpoint.get(d)
         if blob is not None and client.blob_exists(repo, blob.digest):
             blobs[d] = blob
+            continue
+        blob = base.blobs.get(d) if base is not None else None
+        if blob is not None and mounted(client, repo, blob.digest, base):
+            blobs[d] = blob
+            held.add(d)
             continue
         blob = local.get(d)
         if blob is not None and (
@@ -351,7 +312,7 @@ def push_image(
         remember_config(config)
     manifest = image_manifest(config, [blobs[d] for d in diff_ids], annotations)
     for d in diff_ids:
-        if d not in need:
+        if d not in need and d not in held:
             upload(blobs[d])
     config_digest = sha256_digest(config)
     if not client.blob_exists(repo, config_digest):

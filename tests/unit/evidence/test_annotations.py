@@ -14,7 +14,7 @@ from xpu_release.errors import ConfigError
 from xpu_release.evidence.annotations import build_revision, image_annotations
 from xpu_release.image.lock import load_lock
 from xpu_release.manifest import Repo
-from xpu_release.release.push import Blob, image_manifest
+from xpu_release.release.manifests import Blob, image_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 REF = "training-cpu-pytorch:25.03"

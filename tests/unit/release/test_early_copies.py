@@ -13,7 +13,7 @@ import pytest
 from xpu_release.errors import PublishError
 from xpu_release.oci.registry import RegistryClient
 from xpu_release.release.copies import EarlyCopies
-from xpu_release.release.push import Blob
+from xpu_release.release.manifests import Blob
 
 D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 

@@ -1,0 +1,95 @@
+"""What an endpoint already holds of an image, found before anything is compressed or sent: the
+layers of the image's earlier releases (the version it extends, its floating tags), reused by
+digest, and the layers of the release it builds on (the SDK under the CPU image), mounted from
+that release's own repository."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RegistryAuthError, WireError
+from ..labels import BASE_DIGEST_LABEL
+from ..manifest import ImageSpec
+from ..oci.endpoint import Endpoint
+from ..oci.registry import RegistryClient
+from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE, Blob
+
+
+def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
+    """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases)."""
+    out: dict[str, Blob] = {}
+    for tag in tags:
+        try:
+            manifest = client.get_manifest(repo, tag)
+            if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
+                continue
+            config = json.loads(client.blob_bytes(repo, manifest.config_digest))
+        except (WireError, ValueError):
+            continue
+        diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+        layers = manifest.data.get("layers") or []
+        if len(diff_ids) != len(layers):
+            continue
+        for diff_id, layer in zip(diff_ids, layers, strict=True):
+            out.setdefault(diff_id, Blob(digest=layer["digest"], size=int(layer["size"]),
+                                         media_type=layer.get("mediaType", LAYER_TYPE)))  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class BaseLayers:
+    """The layers of the release an image builds on, as an endpoint serves them in ``repo``."""
+
+    repo: str
+    blobs: Mapping[str, Blob]  # diff_id → blob
+
+    @classmethod
+    def at(cls, client: RegistryClient, repo: str, digest: str) -> BaseLayers:
+        """The layers of the manifest ``repo`` serves by ``digest`` (none if it serves nothing
+        there). The digest is the one the image was built on, which the engine checked layer by
+        layer when it pulled it: its config's diff_ids name its layers' blobs truly."""
+        try:
+            manifest = client.get_manifest(repo, digest)
+        except WireError:
+            return cls(repo=repo, blobs={})
+        if manifest is None or manifest.digest != digest:
+            return cls(repo=repo, blobs={})
+        return cls(repo=repo, blobs=published_layers(client, repo, [digest]))
+
+    @property
+    def digests(self) -> frozenset[str]:
+        return frozenset(b.digest for b in self.blobs.values())
+
+
+def mounted(client: RegistryClient, repo: str, digest: str, base: BaseLayers | None) -> bool:
+    """``repo`` holds ``digest``, already or by a mount from the base's repository. A registry
+    that will not mount (or a token that may not read the base) leaves it to an upload."""
+    if base is None or digest not in base.digests:
+        return False
+    if client.blob_exists(repo, digest):
+        return True
+    try:
+        return client.mount_blob(repo, digest, base.repo)
+    except RegistryAuthError:
+        return False
+
+
+def base_repository(spec: ImageSpec, ep: Endpoint) -> str | None:
+    """Where ``ep`` serves the release ``spec`` builds on (in the same namespace), if it builds
+    on one of ours."""
+    return ep.repository(spec.base.image) if spec.base.image else None
+
+
+def base_layers(
+    spec: ImageSpec, ep: Endpoint, client: RegistryClient, image: Mapping[str, Any]
+) -> BaseLayers | None:
+    """The layers of the base release as ``ep`` serves the digest the image (its engine
+    inspection, ``image``) was built on: none when it builds on no release of ours."""
+    repo = base_repository(spec, ep)
+    digest = ((image.get("Config") or {}).get("Labels") or {}).get(BASE_DIGEST_LABEL)
+    if repo is None or not digest:
+        return None
+    return BaseLayers.at(client, repo, str(digest))
