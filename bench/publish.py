@@ -305,6 +305,8 @@ FIGURES = (
 
 
 def _run_method(name: str, hosts: list[str], repo: Path) -> float:
+    """``name`` from the first of ``hosts`` (the public endpoint) to the rest; returns its first
+    push's seconds."""
     args = (hosts[0], hosts[1:], repo) if name in ("ours", "engine") else (hosts[0], hosts[1:])
     return float(METHODS[name](*args))  # type: ignore[operator]
 
@@ -377,8 +379,7 @@ def large(args: argparse.Namespace) -> None:
               f"{m['peak_rss_mb']:>7.0f}MB")  # fmt: skip
     print(f"ours/peer = {ratios['ours_vs_peer']:.2f} (goal ≤ {GOALS_LARGE['ours_vs_peer']}), "
           f"ours/naive = {ratios['ours_vs_naive']:.2f}")  # fmt: skip
-    out = ROOT / "bench" / "results" / f"publish-{args.size}.json"
-    report = {
+    report: dict[str, object] = {
         "image_bytes": size,
         "storage": storage,
         "repeat": args.repeat,
@@ -387,6 +388,11 @@ def large(args: argparse.Namespace) -> None:
         "ratios": ratios,
         "goals_met": {k: ratios[k] <= v for k, v in GOALS_LARGE.items()},
     }
+    write_results(f"publish-{args.size}.json", report)
+
+
+def write_results(name: str, report: dict[str, object]) -> None:
+    out = ROOT / "bench" / "results" / name
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 
@@ -465,7 +471,6 @@ def main() -> None:
 
     size = docker.from_env(version="auto").api.inspect_image(IMAGE)["Size"]
     results: dict[str, object] = {"image_bytes": size, "repeat": args.repeat, "storage": args.storage}
-    methods = METHODS
     with tempfile.TemporaryDirectory() as tmp:
         repo = bench_repo(Path(tmp))
 
@@ -473,9 +478,8 @@ def main() -> None:
 
         def measure(name: str, regions: int) -> float:
             with fresh_registries(1 + regions, storage) as hosts:
-                args = (hosts[0], hosts[1:], repo) if name in ("ours", "engine") else (hosts[0], hosts[1:])
                 started = time.monotonic()
-                methods[name](*args)  # type: ignore[operator]
+                _run_method(name, hosts, repo)
                 return time.monotonic() - started
 
         if args.regions_ratio:
@@ -508,8 +512,7 @@ def main() -> None:
             added = {n: medians["ours"][n] - medians["floor"][n] for n in counts}
             print(f"ours - floor: {added[3]:.1f} s at 3 regions, {added[12]:.1f} s at 12; "
                   f"ours 12/3 = {ratio:.2f} (goal ≤ {GOALS['twelve_vs_three_regions']})")  # fmt: skip
-            out = ROOT / "bench" / "results" / f"publish-regions-{storage}.json"
-            report = {
+            report: dict[str, object] = {
                 "image_bytes": size,
                 "storage": storage,
                 "repeat": args.repeat,
@@ -519,12 +522,11 @@ def main() -> None:
                 "twelve_vs_three_regions": ratio,
                 "goal_met": ratio <= GOALS["twelve_vs_three_regions"],
             }
-            out.write_text(json.dumps(report, indent=2) + "\n")
-            print(f"wrote {out.relative_to(ROOT)}")
+            write_results(f"publish-regions-{storage}.json", report)
             return
-        runs: dict[str, list[float]] = {name: [] for name in methods}
+        runs: dict[str, list[float]] = {name: [] for name in METHODS}
         for _ in range(args.repeat):
-            for name in methods:  # side by side, interleaved, each into empty registries
+            for name in METHODS:  # side by side, interleaved, each into empty registries
                 runs[name].append(measure(name, 3))
         med = {k: statistics.median(v) for k, v in runs.items()}
         results["three_regions"] = {"runs_s": runs, "median_s": med}
@@ -538,9 +540,9 @@ def main() -> None:
         print(f"ours/naive = {ratios['ours_vs_naive']:.2f} (goal ≤ {GOALS['ours_vs_naive']}), "
               f"ours/peer = {ratios['ours_vs_peer']:.2f} (goal ≤ {GOALS['ours_vs_peer']})")  # fmt: skip
         if args.sweep:
-            sweep: dict[str, list[float]] = {name: [] for name in methods}
+            sweep: dict[str, list[float]] = {name: [] for name in METHODS}
             for n in SWEEP:
-                for name in methods:
+                for name in METHODS:
                     sweep[name].append(measure(name, n))
                 print(f"{n} regions: " + ", ".join(f"{k} {v[-1]:.1f}s" for k, v in sweep.items()))
             results["sweep_s"] = sweep
@@ -550,9 +552,7 @@ def main() -> None:
             results["goals_met"]["twelve_vs_three_regions"] = twelve <= GOALS["twelve_vs_three_regions"]  # type: ignore[index]
             print(f"ours, 12 regions / 3 regions = {twelve:.2f} (goal ≤ {GOALS['twelve_vs_three_regions']})")
             svg(sweep, ROOT / "bench" / "results" / "publish.svg")
-    out = ROOT / "bench" / "results" / "publish.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    write_results("publish.json", results)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from urllib.parse import urlencode, urlparse
 
 import requests
 
-from ..errors import WireError
+from ..errors import RegistryAuthError, WireError
 from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
@@ -167,18 +167,18 @@ class RegistryClient:
         return resp.status_code == 200
 
     def mount_blob(self, repo: str, digest: str, from_repo: str) -> bool:
-        """Cross-repository mount within this registry; False if the registry would not mount."""
-        query = urlencode({"mount": digest, "from": from_repo})
-        resp = self.t.request(
-            "POST", f"/v2/{repo}/blobs/uploads/?{query}", scope=f"repository:{repo}:pull,push", ok=(201, 202)
-        )
+        """Cross-repository mount within this registry; False if the registry would not mount
+        (or a token service will not let us read ``from_repo``: the blob is then uploaded)."""
+        query, scope = urlencode({"mount": digest, "from": from_repo}), f"repository:{repo}:pull,push"
+        try:
+            resp = self.t.request("POST", f"/v2/{repo}/blobs/uploads/?{query}", scope=scope, ok=(201, 202))
+        except RegistryAuthError:
+            return False
         if resp.status_code == 201:
             self.t.stats["mounted"] += 1
             return True
         if resp.status_code == 202 and resp.headers.get("Location"):
-            self.t.request(
-                "DELETE", resp.headers["Location"], scope=f"repository:{repo}:pull,push", ok=(204, 200)
-            )
+            self.t.request("DELETE", resp.headers["Location"], scope=scope, ok=(204, 200))
         return False
 
     def ensure_blob(

@@ -10,11 +10,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RegistryAuthError, WireError
+from ..errors import WireError
 from ..labels import BASE_DIGEST_LABEL
 from ..manifest import ImageSpec
 from ..oci.endpoint import Endpoint
-from ..oci.registry import RegistryClient
+from ..oci.registry import Manifest, RegistryClient
 from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE, Blob
 
 
@@ -24,19 +24,31 @@ def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> 
     for tag in tags:
         try:
             manifest = client.get_manifest(repo, tag)
-            if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
-                continue
-            config = json.loads(client.blob_bytes(repo, manifest.config_digest))
-        except (WireError, ValueError):
+        except WireError:
             continue
-        diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
-        layers = manifest.data.get("layers") or []
-        if len(diff_ids) != len(layers):
-            continue
-        for diff_id, layer in zip(diff_ids, layers, strict=True):
-            out.setdefault(diff_id, Blob(digest=layer["digest"], size=int(layer["size"]),
-                                         media_type=layer.get("mediaType", LAYER_TYPE)))  # fmt: skip
+        for diff_id, blob in layers_of(client, repo, manifest).items():
+            out.setdefault(diff_id, blob)
     return out
+
+
+def layers_of(client: RegistryClient, repo: str, manifest: Manifest | None) -> dict[str, Blob]:
+    """diff_id → blob of one image manifest, by its config ({} for anything else)."""
+    if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
+        return {}
+    try:
+        config = json.loads(client.blob_bytes(repo, manifest.config_digest))
+    except (WireError, ValueError):
+        return {}
+    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
+    layers = manifest.data.get("layers") or []
+    if len(diff_ids) != len(layers):
+        return {}
+    return {
+        diff_id: Blob(
+            digest=layer["digest"], size=int(layer["size"]), media_type=layer.get("mediaType", LAYER_TYPE)
+        )
+        for diff_id, layer in zip(diff_ids, layers, strict=True)
+    }
 
 
 @dataclass(frozen=True)
@@ -54,10 +66,10 @@ class BaseLayers:
         try:
             manifest = client.get_manifest(repo, digest)
         except WireError:
-            return cls(repo=repo, blobs={})
+            manifest = None
         if manifest is None or manifest.digest != digest:
             return cls(repo=repo, blobs={})
-        return cls(repo=repo, blobs=published_layers(client, repo, [digest]))
+        return cls(repo=repo, blobs=layers_of(client, repo, manifest))
 
     @property
     def digests(self) -> frozenset[str]:
@@ -66,15 +78,10 @@ class BaseLayers:
 
 def mounted(client: RegistryClient, repo: str, digest: str, base: BaseLayers | None) -> bool:
     """``repo`` holds ``digest``, already or by a mount from the base's repository. A registry
-    that will not mount (or a token that may not read the base) leaves it to an upload."""
+    that will not mount leaves it to an upload."""
     if base is None or digest not in base.digests:
         return False
-    if client.blob_exists(repo, digest):
-        return True
-    try:
-        return client.mount_blob(repo, digest, base.repo)
-    except RegistryAuthError:
-        return False
+    return client.blob_exists(repo, digest) or client.mount_blob(repo, digest, base.repo)
 
 
 def base_repository(spec: ImageSpec, ep: Endpoint) -> str | None:
