@@ -6,6 +6,7 @@ that release's own repository."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from ..manifest import ImageSpec
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
 from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE, Blob
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
@@ -96,7 +99,7 @@ def base_layers(
     """The layers of the base release as ``ep`` serves the digest the image (its engine
     inspection, ``image``) was built on: none when it builds on no release of ours."""
     repo = base_repository(spec, ep)
-    digest = ((image.get("Config") or {}).get("Labels") or {}).get(BASE_DIGEST_LABEL)
-    if repo is None or not digest:
+    digest = str(((image.get("Config") or {}).get("Labels") or {}).get(BASE_DIGEST_LABEL) or "")
+    if repo is None or not _DIGEST.fullmatch(digest):  # a label is the image's word: checked
         return None
-    return BaseLayers.at(client, repo, str(digest))
+    return BaseLayers.at(client, repo, digest)

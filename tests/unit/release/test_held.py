@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from xpu_release.labels import BASE_DIGEST_LABEL
 from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import RegistryClient, RetryPolicy, sha256_digest
-from xpu_release.release.held import BaseLayers, mounted
+from xpu_release.release.held import BaseLayers, base_layers, mounted
 from xpu_release.release.manifests import Blob, image_manifest
 
 from ..fake_registry import State, fake_registry
@@ -106,3 +108,27 @@ def test_a_registry_that_will_not_mount_leaves_the_layer_to_an_upload(
     assert held is False
     assert client.stats["mounted"] == 0
     assert state.uploads == {}  # the session the mount attempt opened was given up
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "",
+        "latest",
+        "sha256:../../v2/_catalog",
+        "sha256:" + "A" * 64,
+        "sha256:" + "a" * 63,
+        "sha256:" + "a" * 64 + "\n",
+    ],
+)
+def test_a_base_digest_label_that_is_no_digest_reaches_no_registry(
+    registry: tuple[RegistryClient, State], label: str
+) -> None:
+    client, state = registry
+    spec = SimpleNamespace(base=SimpleNamespace(image="pytorch-cpu-sdk"))
+    asked = len(state.requests)
+
+    found = base_layers(spec, client.endpoint, client, {"Config": {"Labels": {BASE_DIGEST_LABEL: label}}})  # type: ignore[arg-type]
+
+    assert found is None
+    assert len(state.requests) == asked
