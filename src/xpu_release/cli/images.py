@@ -28,20 +28,41 @@ from .output import info, write_output
     is_flag=True,
     help="Resolve no pins; exit 4 if the committed lock is stale or the base tag has moved.",
 )
+@click.option(
+    "--upgrade",
+    is_flag=True,
+    help="Keep no earlier pin: every distribution the manifest does not pin takes its newest "
+    "version the pins allow.",
+)
 @json_option("With --check: whether the lock is current, and its base digest, as JSON on stdout.")
 @pass_state
-def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
+def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> None:
     """Resolve NAME:VERSION's pip pins into images/<name>/<version>/requirements.lock (hashed),
     and pin the base image's tag to the digest it points at now.
+
+    Like pip-compile, it keeps the versions the earlier lock chose (this version's own, else the
+    one of the version it extends) wherever the manifest's pins still allow them, so a bump
+    moves only its own layer; --upgrade resolves everything afresh.
 
     \b
     Examples:
       xpu-release lock training-cpu-pytorch:25.03
+      xpu-release lock training-cpu-pytorch:25.04 --upgrade
       xpu-release lock training-cpu-pytorch:25.03 --check --json
     """
     from ..errors import LockError
     from ..image.baseimage import current_digest, ensure, provided, pull_auth
-    from ..image.lock import base_missing, check_base, check_index, load_lock, lock_path, pin_base, resolve
+    from ..image.lock import (
+        Kept,
+        base_missing,
+        check_base,
+        check_index,
+        earlier_lock,
+        load_lock,
+        lock_path,
+        pin_base,
+        resolve,
+    )
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
@@ -76,7 +97,9 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
     engine = Engine.connect()
     ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
     ensure(engine, ref_by_digest, line_sink(), pull_auth(spec, registries), release=spec.base.release_ref)
-    result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python))
+    earlier = None if upgrade else earlier_lock(state.root, spec)
+    keep = Kept.of(earlier[0], spec) if earlier else Kept()
+    result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python), keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
     count = sum(len(layer.packages) for layer in result.layers)
@@ -84,6 +107,15 @@ def lock(state: State, ref: str, check: bool, as_json: bool) -> None:
         f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
         f"the base provides {len(result.provided)})"
     )
+    if earlier:
+        before = {(p.name, p.version) for layer in earlier[0].layers for p in layer.packages}
+        now = [(p.name, p.version) for layer in result.layers for p in layer.packages]
+        changed = sorted(f"{n} {v}" for n, v in now if (n, v) not in before)
+        info(
+            f"kept {count - len(changed)} of {count} versions {earlier[1]} chose"
+            + (f"; new: {', '.join(changed)}" if changed else "")
+            + " (--upgrade takes the newest of all)"
+        )
 
 
 @cli.command()

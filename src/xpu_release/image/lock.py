@@ -14,11 +14,13 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
 
 from ..errors import LockError
 from ..manifest import ImageSpec
@@ -31,6 +33,7 @@ from .lockfile import (
     Locked,
     base_missing,
     check_base,
+    earlier_lock,
     load_lock,
     lock_path,
     pins_sha256,
@@ -39,12 +42,14 @@ from .lockfile import (
 __all__ = [
     "BASE_PIN",
     "TARGET_PYTHON",
+    "Kept",
     "Layer",
     "Lock",
     "Locked",
     "base_missing",
     "check_base",
     "check_index",
+    "earlier_lock",
     "layers_from_report",
     "load_lock",
     "lock_path",
@@ -87,10 +92,61 @@ def _stub_environment(workdir: Path, provided: tuple[tuple[str, str], ...]) -> P
     return env / "bin" / "python"
 
 
-def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+Pins = tuple[tuple[str, str], ...]  # (distribution, version)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a new lock keeps of an earlier one, as pip-compile keeps existing pins: a version
+    bump moves its own layer, never the transitive pins of the layers it did not touch.
+
+    ``steady`` are the pins of the layers whose manifest pin is unchanged; ``moved`` what the
+    layers of changed pins needed besides the pinned distribution itself. The resolution tries
+    both, then ``steady`` alone, then nothing (what the new pins need wins over what was kept)."""
+
+    steady: Pins = ()
+    moved: Pins = ()
+
+    @classmethod
+    def of(cls, earlier: Lock, spec: ImageSpec) -> Kept:
+        pins = {c.id: c.pin for c in spec.of_kind("pip")}
+        roots = {canonical_name(c.package or c.id) for c in spec.of_kind("pip")}
+        steady: list[tuple[str, str]] = []
+        moved: list[tuple[str, str]] = []
+        for layer in earlier.layers:
+            same = pins.get(layer.component) == layer.pin
+            for p in layer.packages:
+                # The manifest pins its own components; a version pip would not read as one
+                # (a lock is a file anyone may edit) is not kept, never passed to pip.
+                if canonical_name(p.name) not in roots and _is_version(p.version):
+                    (steady if same else moved).append((p.name, p.version))
+        return cls(steady=tuple(steady), moved=tuple(moved))
+
+    def attempts(self) -> tuple[Pins, ...]:
+        """The constraint sets to try, most kept first; the last is always none."""
+        tiers = [self.steady + self.moved, self.steady, ()]
+        return tuple(t for i, t in enumerate(tiers) if t not in tiers[:i])
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pins = ()) -> dict[str, Any]:
     reqs = workdir / "pins.txt"
     reqs.write_text("".join(c.pin + "\n" for c in spec.of_kind("pip")))
     report = workdir / "report.json"
+    kept: list[str] = []
+    if prefer:
+        base_has = {canonical_name(n) for n, _ in provided}  # the base's versions always win
+        (workdir / "kept.txt").write_text(
+            "".join(f"{n}=={v}\n" for n, v in prefer if canonical_name(n) not in base_has)
+        )
+        kept = ["-c", str(workdir / "kept.txt")]
     if provided:
         # The base's distributions are installed (in a stand-in environment) and pinned by
         # constraints: a layer may use them, never install another version of them.
@@ -118,6 +174,7 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: tuple[tuple[str, str],
         "30",
         "--report",
         str(report),
+        *kept,
         "-r",
         str(reqs),
     ]
@@ -235,10 +292,11 @@ def pin_base(spec: ImageSpec, digest: str) -> str:
     return f"{spec.base.repository}:{spec.base.tag}@{digest}"
 
 
-def resolve(spec: ImageSpec, base: str = "", provided: tuple[tuple[str, str], ...] = ()) -> Lock:
+def resolve(spec: ImageSpec, base: str = "", provided: Pins = (), keep: Kept = Kept()) -> Lock:
     """Resolve ``spec``'s pins into a lock (network: the configured index or pip's config);
     ``base`` is the pinned base (``pin_base``) the lock records, ``provided`` what it has
-    installed: constraints no layer may break, and never installed again."""
+    installed: constraints no layer may break, and never installed again; ``keep`` the earlier
+    pins to keep where the new pins allow them."""
     have = {canonical_name(n) for n, _ in provided}
     missing = [p for p in spec.base.provides if canonical_name(p) not in have]
     if base and missing:
@@ -268,7 +326,14 @@ def resolve(spec: ImageSpec, base: str = "", provided: tuple[tuple[str, str], ..
         msg = f"lock resolves for the images' Python {TARGET_PYTHON}, but runs on Python {here}"
         raise LockError(msg)
     check_index(spec)
+    attempts = keep.attempts()
     with tempfile.TemporaryDirectory(prefix="xpu-lock-") as tmp:
-        report = _pip_report(spec, Path(tmp), provided)
+        for n, prefer in enumerate(attempts, 1):
+            try:
+                report = _pip_report(spec, Path(tmp), provided, prefer)
+                break
+            except LockError:
+                if n == len(attempts):  # nothing kept, and still no resolution: pip's own error
+                    raise
     layers = layers_from_report(spec, report)
     return Lock(pins_sha256=pins_sha256(spec), layers=layers, base=base, provided=provided)

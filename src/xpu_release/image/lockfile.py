@@ -128,6 +128,24 @@ def lock_path(root: Path, spec: ImageSpec) -> Path:
     return root / "images" / spec.image / spec.version / "requirements.lock"
 
 
+def earlier_lock(root: Path, spec: ImageSpec) -> tuple[Lock, str] | None:
+    """The lock a new lock keeps its pins from, and where it is: this version's own committed
+    lock, else the lock of the version it ``extends``; None when neither is there or readable
+    (a hand-edited lock is re-made, not kept)."""
+    own = lock_path(root, spec)
+    candidates = [own]
+    if spec.extends:
+        candidates.append(own.parent.parent / spec.extends / own.name)
+    for path in candidates:
+        if path.is_file():
+            rel = str(path.relative_to(root))
+            try:
+                return Lock.parse(path.read_text(encoding="utf-8"), rel), rel
+            except LockError:
+                return None
+    return None
+
+
 def pins_sha256(spec: ImageSpec) -> str:
     """What a lock depends on: the pins, where they come from, and the target Python."""
     basis = {
