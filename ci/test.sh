@@ -26,13 +26,20 @@ ruff check src tests bench
 ruff format --check src tests bench
 mypy --strict src
 
-if ((fast)); then
-  log "engine-free tests (tests/unit)"
+# The engine-free tests share nothing (each has its own temporary repository, cache and fake
+# registry): they run on every core. The integration tests share one engine: they run in order.
+unit_tests() {
   set +e
-  python -m pytest -q -p no:cacheprovider tests/unit "$@"
+  python -m pytest -q -p no:cacheprovider -n "$(nproc)" tests/unit "$@"
   status=$?
   set -e
   [[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
+  return 0
+}
+
+if ((fast)); then
+  log "engine-free tests (tests/unit)"
+  unit_tests "$@"
   exit $status
 fi
 
@@ -78,14 +85,27 @@ ci/local-stack.sh reset
 eval "$(ci/local-stack.sh env)"
 ci/local-stack.sh status
 
-log "tests"
 export CI="${CI:-true}"
+if (($#)); then
+  # Arguments select tests (a path, -k, ...): one run, in order, as given.
+  log "tests (as selected)"
+  set +e
+  python -m pytest -ra --durations=20 "$@"
+  status=$?
+  set -e
+  [[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
+  exit $status
+fi
+
+log "engine-free tests (tests/unit, on every core)"
+unit_tests
+unit_status=$status
+
+log "tests on the stack (tests/integration, tests/smoke)"
 set +e
-python -m pytest -ra --durations=20 "$@"
+python -m pytest -ra --durations=20 -p no:cacheprovider --ignore=tests/unit tests
 status=$?
 set -e
-if [[ $status == 5 ]]; then
-  echo "no tests ran: that is a failure here" >&2
-  exit 1
-fi
+[[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
+((unit_status == 0)) || exit "$unit_status"
 exit $status

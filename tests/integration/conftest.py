@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import secrets
 import shutil
@@ -12,10 +13,12 @@ import subprocess
 import sys
 import tarfile
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,6 +181,34 @@ def fixture_cli(tmp_path_factory: pytest.TempPathFactory, artifact_server: Artif
         if ref == SDK:
             cli.run("release", SDK, check=True, timeout=1800)
     return cli
+
+
+CPU = "training-cpu-pytorch:25.03"
+
+
+@dataclass(frozen=True)
+class Family:
+    """The CPU family's month one, released parents first to a namespace of its own."""
+
+    cli: Cli
+    regs: Path  # the registries file that names the namespace
+    namespace: str
+    record: dict[str, Any]  # training-cpu-pytorch:25.03's release record (`release --json`)
+
+
+@pytest.fixture(scope="session")
+def family(fixture_cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> Family:
+    """One release of SDK 2.13.0 and training-cpu-pytorch:25.03 for the session: the attestations
+    read it, and the second month starts from it (two releases of the family cost a minute)."""
+    from .test_publish import registries_file
+
+    namespace = "m" + uuid.uuid4().hex[:10]
+    regs = registries_file(tmp_path_factory.mktemp("family") / "regs.yaml", namespace)
+    fixture_cli.run("--registries", str(regs), "release", SDK, check=True, timeout=1800)
+    release = fixture_cli.run("--registries", str(regs), "release", CPU, "--json", timeout=1800)
+    assert release.returncode == 0, release.stderr
+    record = json.loads(release.stdout)["record"]
+    return Family(cli=fixture_cli, regs=regs, namespace=namespace, record=record)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import SDK, Cli
+from .conftest import Cli, Family
 from .test_publish import REF as FIXTURE_REF
 from .test_publish import publish, registries_file, skopeo_digest, stored_blob
 
@@ -63,16 +63,9 @@ def document(host: str, repo: str, manifest_digest: str, dest: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def released(fixture_cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tuple[Cli, Path, str, str]:
+def released(family: Family) -> tuple[Cli, Path, str, str]:
     """The CPU family released, parents first, to a namespace of its own."""
-    namespace = "a" + uuid.uuid4().hex[:10]
-    regs = registries_file(tmp_path_factory.mktemp("attest") / "regs.yaml", namespace)
-    for ref in (SDK, CPU):
-        fixture_cli.run("--registries", str(regs), "release", ref, check=True, timeout=1800)
-    record = json.loads(
-        (fixture_cli.root / "out" / "releases" / "training-cpu-pytorch" / "25.03.json").read_text()
-    )
-    return fixture_cli, regs, f"{namespace}/training-cpu-pytorch", record["digest"]
+    return family.cli, family.regs, f"{family.namespace}/training-cpu-pytorch", str(family.record["digest"])
 
 
 def test_every_endpoint_lists_the_sbom_and_the_provenance_with_equal_digests(

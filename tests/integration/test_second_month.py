@@ -5,8 +5,10 @@ parents first, the CPU image built on a fresh runner. What it proves:
 
 - a new SDK reaches what builds on it, in the order `xpu-release order` gives;
 - `latest` moves to 25.04 at every endpoint and 25.03 still serves what it served;
-- the upgrade ships only what it changed: two small layers of its own, every other layer of its
-  own is 25.03's by digest (a fresh runner rebuilds the unchanged layers byte for byte);
+- the upgrade ships only what it changed: the SDK (an environment change) no layer, the CPU
+  image two small layers of its own; every other layer is the month before's by digest (locks
+  keep the versions the earlier lock chose; a fresh runner rebuilds the unchanged layers byte
+  for byte);
 - the notes and `diff` name the new version;
 - each CPU release mounts the SDK's layers from the SDK's repository at every endpoint and
   sends only its own.
@@ -20,7 +22,6 @@ import contextlib
 import json
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,8 @@ import pytest
 
 from xpu_release.image.engine import Engine
 
-from .conftest import SDK, Cli
-from .test_publish import endpoint_client, registries_file, served
+from .conftest import Cli, Family
+from .test_publish import endpoint_client, served
 from .test_reproducible import fresh_runner
 
 pytestmark = pytest.mark.integration
@@ -49,6 +50,7 @@ class Month:
     second: str  # the digest 25.04 was released as
     records: dict[str, dict[str, Any]]  # ref → its release record (25.03 and 25.04)
     lock: str  # 25.04's requirements.lock
+    locked: dict[str, str]  # ref → what `lock` said (stderr) when it locked the new version
     sdk: str  # the digest 2.13.1 was released as
     notes_en: str
     notes_zh: str
@@ -61,14 +63,10 @@ def _record(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Month]:
-    cli = fixture_cli
+def month(family: Family, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Month]:
+    cli, regs = family.cli, family.regs  # month one: the family released parents first there
     tmp = tmp_path_factory.mktemp("month")
-    regs = registries_file(tmp / "regs.yaml", "u" + uuid.uuid4().hex[:10])
-    # Month one: the family released parents first where this namespace serves it.
-    cli.run("--registries", str(regs), "release", SDK, check=True, timeout=1800)
-    records = {f"{CPU}:25.03": _record(cli.run("--registries", str(regs), "release", f"{CPU}:25.03", "--json",
-                                                 timeout=1800))}  # fmt: skip
+    records = {f"{CPU}:25.03": family.record}
     first = str(records[f"{CPU}:25.03"]["digest"])
     assert set(served(cli, regs, "latest", CPU).values()) == {first}
 
@@ -86,9 +84,10 @@ def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFac
         with cpu_new.open("a") as manifest:  # the one line a person edits to take the new SDK
             manifest.write("base: {version: '2.13.1'}\n")
         order = cli.run("order", f"{CPU}:25.04", SDK_NEW, check=True).stdout.split()
+        locked = {}
         for ref in order:
             cli.run("render", ref, check=True)
-            cli.run("--registries", str(regs), "lock", ref, check=True, timeout=900)
+            locked[ref] = cli.run("--registries", str(regs), "lock", ref, check=True, timeout=900).stderr
             if ref.startswith(CPU):
                 cli.run(
                     "--registries", str(regs), "build", ref, "--no-cache", env=env, check=True, timeout=1800
@@ -103,6 +102,7 @@ def month(fixture_cli: Cli, engine: Engine, tmp_path_factory: pytest.TempPathFac
             second=str(records[f"{CPU}:25.04"]["digest"]),
             records=records,
             lock=(cli.root / "images" / CPU / "25.04" / "requirements.lock").read_text(),
+            locked=locked,
             sdk=str(records[SDK_NEW]["digest"]),
             notes_en=cli.run("notes", f"{CPU}:25.04", "--lang", "en", check=True).stdout,
             notes_zh=cli.run("notes", f"{CPU}:25.04", "--lang", "zh", check=True).stdout,
@@ -140,14 +140,19 @@ def test_latest_moves_to_the_new_version_and_the_old_one_serves_what_it_served(m
 
 
 def test_an_upgrade_built_on_a_fresh_runner_ships_only_the_layer_it_changed(month: Month) -> None:
-    """Of 25.04's layers, those that are neither 25.03's nor the new SDK's (the SDK's release
-    shipped those) are the two it changed. (The new SDK's own layers may be new: its lock is
-    resolved again, and takes what the index offers today.)"""
+    """The new SDK changed only its environment: it ships no layer (its lock kept every version
+    2.13.0's chose, whatever the index offers today). Of 25.04's layers, those that are neither
+    25.03's nor the new SDK's are the two it changed."""
     old = _layers(month.cli, month.regs, CPU, "25.03")
     new = _layers(month.cli, month.regs, CPU, "25.04")
     sdk_old = _layers(month.cli, month.regs, "pytorch-cpu-sdk", "2.13.0")
     sdk_new = _layers(month.cli, month.regs, "pytorch-cpu-sdk", "2.13.1")
 
+    assert sdk_new == sdk_old
+    assert "versions images/pytorch-cpu-sdk/2.13.0/requirements.lock chose" in month.locked[SDK_NEW]
+    assert "; new:" not in month.locked[SDK_NEW]  # it kept all of them
+    assert "; new: " in month.locked[f"{CPU}:25.04"]
+    assert "accelerate 1.6.0" in month.locked[f"{CPU}:25.04"].partition("; new: ")[2]
     own_old = {d: s for d, s in old.items() if d not in sdk_old}
     own_new = {d: s for d, s in new.items() if d not in sdk_new}
     changed = sorted(size for digest, size in own_new.items() if digest not in old)
