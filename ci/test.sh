@@ -26,21 +26,24 @@ ruff check src tests bench
 ruff format --check src tests bench
 mypy --strict src
 
+# pytest, where "no tests ran" (its exit 5) is a failure too.
+run_pytest() {
+  local rc=0
+  python -m pytest "$@" || rc=$?
+  if ((rc == 5)); then
+    echo "no tests ran: that is a failure here" >&2
+    return 1
+  fi
+  return "$rc"
+}
 # The engine-free tests share nothing (each has its own temporary repository, cache and fake
 # registry): they run on every core. The integration tests share one engine: they run in order.
-unit_tests() {
-  set +e
-  python -m pytest -q -p no:cacheprovider -n "$(nproc)" tests/unit "$@"
-  status=$?
-  set -e
-  [[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
-  return 0
-}
+unit_tests=(-q -p no:cacheprovider -n "$(nproc)" tests/unit)
 
 if ((fast)); then
   log "engine-free tests (tests/unit)"
-  unit_tests "$@"
-  exit $status
+  run_pytest "${unit_tests[@]}" "$@"
+  exit $?
 fi
 
 log "shell scripts, workflows and Dockerfiles"
@@ -89,23 +92,16 @@ export CI="${CI:-true}"
 if (($#)); then
   # Arguments select tests (a path, -k, ...): one run, in order, as given.
   log "tests (as selected)"
-  set +e
-  python -m pytest -ra --durations=20 "$@"
-  status=$?
-  set -e
-  [[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
-  exit $status
+  run_pytest -ra --durations=20 "$@"
+  exit $?
 fi
 
 log "engine-free tests (tests/unit, on every core)"
-unit_tests
-unit_status=$status
+unit_status=0
+run_pytest "${unit_tests[@]}" || unit_status=$?
 
 log "tests on the stack (tests/integration, tests/smoke)"
-set +e
-python -m pytest -ra --durations=20 -p no:cacheprovider --ignore=tests/unit tests
-status=$?
-set -e
-[[ $status == 5 ]] && { echo "no tests ran: that is a failure here" >&2; exit 1; }
+stack_status=0
+run_pytest -ra --durations=20 -p no:cacheprovider --ignore=tests/unit tests || stack_status=$?
 ((unit_status == 0)) || exit "$unit_status"
-exit $status
+exit "$stack_status"

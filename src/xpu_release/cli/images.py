@@ -102,18 +102,17 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
     result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python), keep)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.render(spec), encoding="utf-8")
-    count = sum(len(layer.packages) for layer in result.layers)
+    count = len(result.versions)
     info(
         f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
         f"the base provides {len(result.provided)})"
     )
     if earlier:
-        before = {(p.name, p.version) for layer in earlier[0].layers for p in layer.packages}
-        now = [(p.name, p.version) for layer in result.layers for p in layer.packages]
-        changed = sorted(f"{n} {v}" for n, v in now if (n, v) not in before)
+        kept_from, where = earlier
+        new = sorted(f"{n} {v}" for n, v in set(result.versions) - set(kept_from.versions))
         info(
-            f"kept {count - len(changed)} of {count} versions {earlier[1]} chose"
-            + (f"; new: {', '.join(changed)}" if changed else "")
+            f"kept {count - len(new)} of {count} versions {where} chose"
+            + (f"; new: {', '.join(new)}" if new else "")
             + " (--upgrade takes the newest of all)"
         )
 

@@ -58,6 +58,11 @@ class Lock:
         return "".join(line + "\n" for _, line in sorted(pins.items()))
 
     @property
+    def versions(self) -> tuple[tuple[str, str], ...]:
+        """(name, version) of every distribution a layer installs, in layer order."""
+        return tuple((p.name, p.version) for layer in self.layers for p in layer.packages)
+
+    @property
     def base_digest(self) -> str:
         return self.base.rpartition("@")[2] if "@" in self.base else ""
 
@@ -124,18 +129,16 @@ class Lock:
         return cls(pins_sha256=pins_sha, layers=tuple(layers), base=base, provided=tuple(provided))
 
 
-def lock_path(root: Path, spec: ImageSpec) -> Path:
-    return root / "images" / spec.image / spec.version / "requirements.lock"
+def lock_path(root: Path, spec: ImageSpec, version: str | None = None) -> Path:
+    """Where ``spec``'s lock is committed (``version``: another version's of the same image)."""
+    return root / "images" / spec.image / (version or spec.version) / "requirements.lock"
 
 
 def earlier_lock(root: Path, spec: ImageSpec) -> tuple[Lock, str] | None:
     """The lock a new lock keeps its pins from, and where it is: this version's own committed
     lock, else the lock of the version it ``extends``; None when neither is there or readable
     (a hand-edited lock is re-made, not kept)."""
-    own = lock_path(root, spec)
-    candidates = [own]
-    if spec.extends:
-        candidates.append(own.parent.parent / spec.extends / own.name)
+    candidates = [lock_path(root, spec)] + ([lock_path(root, spec, spec.extends)] if spec.extends else [])
     for path in candidates:
         if path.is_file():
             rel = str(path.relative_to(root))

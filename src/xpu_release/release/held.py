@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,18 @@ def base_repository(spec: ImageSpec, ep: Endpoint) -> str | None:
     """Where ``ep`` serves the release ``spec`` builds on (in the same namespace), if it builds
     on one of ours."""
     return ep.repository(spec.base.image) if spec.base.image else None
+
+
+def mount_source(
+    spec: ImageSpec, ep: Endpoint, first: Endpoint, first_repo: str, base_digests: frozenset[str]
+) -> Callable[[str], str | None]:
+    """Where ``ep`` may mount a blob of the release from: on the first endpoint's registry, the
+    first endpoint's repository (it holds every blob); elsewhere, the base release's repository
+    for the base's layers (``base_digests``); else nowhere (the blob is uploaded)."""
+    if ep.host == first.host:
+        return lambda _digest: first_repo
+    base_repo = base_repository(spec, ep)
+    return lambda digest: base_repo if digest in base_digests else None
 
 
 def base_layers(

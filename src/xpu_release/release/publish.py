@@ -42,7 +42,7 @@ from ..progress import Sink
 from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
-from .held import base_layers, base_repository
+from .held import base_layers, mount_source
 from .plan import Plan, Target, make_plan
 from .pool import EndpointPool
 from .push import push_image
@@ -202,11 +202,10 @@ class Publisher:
                 src_client = self.client(first, fresh=True)
                 src_repo = self.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
-                base_repo = base_repository(self.spec, ep) if ep.host != first.host else None
+                mount_from = mount_source(self.spec, ep, first, src_repo, self.base_digests)
                 copy_blobs(client, repo, source, sent_early, self.options.chunk_size,
                            fetch=functools.partial(self.spool.get, src_client, src_repo),
-                           mount_from=lambda d: src_repo if ep.host == first.host
-                           else base_repo if d in self.base_digests else None)  # fmt: skip
+                           mount_from=mount_from)  # fmt: skip
                 client.put_manifest(repo, source.digest, source)
             if client.head_manifest(repo, source.digest) != source.digest:
                 msg = f"{ep.name} does not serve {source.digest} after the copy"

@@ -74,7 +74,7 @@ def locked(root: Path, ref: str, *, upgrade: bool = False) -> dict[str, str]:
     spec = Repo(root).load_ref(ref)
     earlier = None if upgrade else earlier_lock(root, spec)
     lock = resolve(spec, base=BASE, keep=Kept.of(earlier[0], spec) if earlier else Kept())
-    return {p.name: p.version for layer in lock.layers for p in layer.packages}
+    return dict(lock.versions)
 
 
 def extend(repo: tuple[Path, Path], version: str, **pins: str) -> Path:
