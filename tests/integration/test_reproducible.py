@@ -1,18 +1,21 @@
 """Reproducible releases on the real stack: the same manifest, lock and base digest give the same
-image on a fresh runner; a rerun on a fresh runner finishes a release; and `repro` names the file
-that breaks reproducibility. (An upgrade built on a fresh runner ships only the layer it changed:
-test_second_month.py.)"""
+image on a fresh runner, and so does a one-pin rebuild that reads only its stages; a rerun on a
+fresh runner finishes a release; and `repro` names the file that breaks reproducibility. (An
+upgrade built on a fresh runner ships only the layer it changed: test_second_month.py.)"""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import uuid
 from pathlib import Path
 
 import pytest
 
 from xpu_release.image.engine import Engine
+from xpu_release.image.export import save_layers
+from xpu_release.image.normalize import engine_config, normalized_config
 
 from .conftest import Cli
 from .test_publish import endpoint_client, registries_file, served
@@ -56,6 +59,45 @@ def test_the_same_inputs_give_the_same_image_on_a_fresh_runner(
     # The epoch of a version that is no calendar version (1.0) is 1970-01-01, everywhere.
     assert engine.inspect_raw(second)["Created"] == "1970-01-01T00:00:00Z"
     assert {h["Created"] for h in engine.api.history(second)} == {0}
+
+
+def test_a_one_pin_rebuild_reads_its_layers_from_their_stages_and_gives_the_image_of_a_cold_build(
+    fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
+) -> None:
+    cli, bumped = fixture_cli, "xpu-fixture:1.1"
+    manifest = cli.root / "manifests" / "xpu-fixture" / "1.1.yaml"
+    runner = {"XPU_RELEASE_CACHE": str(tmp_path / "runner-cache")}  # one runner's month to month
+    try:
+        cli.run("build", FIXTURE, "--rebuild", env=runner, check=True, timeout=1800)
+        cli.run("new-version", bumped, "--from", "1.0", "--set", "six=1.17.0", check=True)
+        cli.run("render", bumped, check=True)
+        cli.run("lock", bumped, check=True, timeout=900)
+
+        rebuilt = json.loads(cli.run("build", bumped, "--json", env=runner, check=True, timeout=1800).stdout)
+        # six's layer and the constraints file's, each read from its stage's /out: the image's
+        # export (which streams every layer, the base's included) is never asked for.
+        assert (rebuilt["layers_rewritten"], rebuilt["layers_exported"]) == (2, 0)
+        raw_id = engine.inspect_raw("xpu-release-build/xpu-fixture:1.1")["Id"]
+        exact, _ = save_layers(engine, raw_id, set(), tmp_path)
+        diffs = engine.inspect_raw(raw_id)["RootFS"]["Layers"]
+        from_engine = engine_config(engine.inspect_raw(raw_id), list(reversed(engine.api.history(raw_id))))
+        assert from_engine is not None
+        assert normalized_config(from_engine, diffs, 0) == normalized_config(json.loads(exact), diffs, 0)
+
+        env = fresh_runner(engine, tmp_path, bumped)
+        cold = json.loads(
+            cli.run("build", bumped, "--json", "--no-cache", env=env, check=True, timeout=1800).stdout
+        )
+        # Cold: the blob's, six's and the constraints' layers from their stages; the venv's (made in
+        # the system stage itself) out of the export.
+        assert (cold["layers_rewritten"], cold["layers_exported"]) == (4, 1)
+        assert cold["image_id"] == rebuilt["image_id"]
+    finally:
+        manifest.unlink(missing_ok=True)
+        shutil.rmtree(cli.root / "images" / "xpu-fixture" / "1.1", ignore_errors=True)
+        for tag in (bumped, "xpu-release-build/xpu-fixture:1.1"):
+            with contextlib.suppress(Exception):
+                engine.api.remove_image(tag, force=True)
 
 
 def test_the_build_uses_the_base_digest_the_lock_pins(fixture_cli: Cli, engine: Engine) -> None:

@@ -26,7 +26,7 @@ from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.store import ObservedMap
 from ..settings import cache_dir, current
-from . import baseimage, fetch
+from . import baseimage, fetch, stages
 from .engine import Engine, LineSink
 from .lock import Lock, load_lock
 from .normalize import Normalized, iso, normalize
@@ -61,6 +61,7 @@ class BuiltImage:
     seconds: float
     layers_rewritten: int = 0
     layers_reused: int = 0
+    layers_exported: int = 0  # of the rewritten, those read out of the whole image's export
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,19 +199,25 @@ def build_image(
         INPUTS_LABEL: inputs,
     }
     raw_tag = f"{RAW_REPOSITORY}/{spec.image}:{spec.version}"
+    log: list[str] = []
+
+    def logged(line: str) -> None:
+        log.append(line)
+        on_line(line)
+
     raw_id = engine.build(
         context=context,
         tag=raw_tag,
         buildargs={"BASE_IMAGE": base_ref},
         labels=labels,
-        on_line=on_line,
+        on_line=logged,
         nocache=no_cache,
         name=spec.ref,
     )
     shutil.rmtree(context, ignore_errors=True)
     made: Normalized = normalize(
         engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
-        keep_layers=keep_layers, rewrite_all=no_cache,
+        stage_layers=_stage_layers(engine, raw_id, log), keep_layers=keep_layers, rewrite_all=no_cache,
     )  # fmt: skip
     image_id = made.image_id
     remember_build(image_id, builder, wall_started, time.time())
@@ -225,4 +232,15 @@ def build_image(
         seconds=time.monotonic() - started,
         layers_rewritten=made.rewritten,
         layers_reused=made.reused,
+        layers_exported=made.exported,
     )
+
+
+def _stage_layers(engine: Engine, raw_id: str, log: list[str]) -> dict[str, str]:
+    """Which layers of ``raw_id`` its build log shows copied from a stage's ``/out``."""
+    built = stages.read_log(log)
+    if not built.start:
+        return {}
+    diff_ids = list((engine.inspect_raw(raw_id).get("RootFS") or {}).get("Layers") or ())
+    start_layers = len((engine.inspect_raw(built.start).get("RootFS") or {}).get("Layers") or ())
+    return stages.layer_stages(built, diff_ids, start_layers)

@@ -59,6 +59,10 @@ def _is_bytecode(name: str) -> bool:
     return "__pycache__" in parts or name.endswith((".pyc", ".pyo"))
 
 
+def _is_layer_file(name: str) -> bool:
+    return name not in ("", ".") and not _is_bytecode(name)
+
+
 def _clean_name(name: str) -> str:
     name = name.removeprefix("./")
     return name.rstrip("/") if name not in ("", "/") else name
@@ -82,9 +86,11 @@ class _Hashing:
 
 
 def normalize_layer(source: Path, dest: Path, epoch: int = MTIME_EPOCH) -> str:
-    """Write ``source`` (an uncompressed layer tar) to ``dest`` normalized; return its diff_id."""
+    """Write ``source`` (an uncompressed layer tar) to ``dest`` normalized; return its diff_id.
+    ``source`` may also be the engine's archive of a folder taken as the root (``/out/.``): its
+    entry for that root itself (``.``) is no file of the layer, and is left out."""
     with tarfile.open(source, mode="r:") as src:
-        members = [m for m in src.getmembers() if not _is_bytecode(_clean_name(m.name))]
+        members = [m for m in src.getmembers() if _is_layer_file(_clean_name(m.name))]
         by_name = {_clean_name(m.name): m for m in members}
         # A hard-link group is written as its first name (sorted) holding the data, the others
         # linking to it: then the order of the entries can never put a link before its target.

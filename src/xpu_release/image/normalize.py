@@ -25,16 +25,16 @@ import json
 import re
 import tarfile
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import BuildFailed
-from ..oci.store import DigestMap, canonical_json, known_config, remember_config
+from ..oci.store import DigestMap, canonical_json, remember_config
 from ..settings import cache_dir
-from . import layers
+from . import layers, stages
 from .engine import Engine, LineSink
 from .export import layer_sizes, save_layers
 
@@ -53,6 +53,7 @@ class Normalized:
     image_id: str  # sha256 of the normalized config
     rewritten: int  # layers whose content was rewritten in this run
     reused: int  # layers known from the cache or already in the engine
+    exported: int  # of the rewritten, those read out of the image's export (not from a stage)
 
 
 def iso(epoch: int) -> str:
@@ -109,6 +110,41 @@ def _engine_chains(engine: Engine) -> set[str]:
     return chains
 
 
+def engine_config(attrs: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What ``normalized_config`` reads of an image's config, from the engine's inspect answer
+    (``attrs``) and its history, oldest first (no export). A history entry made no layer when it
+    reports no size; an entry that made a layer of no size (a step that changed no file) would
+    make that ambiguous: then None, and the config is read out of the export."""
+    if not _sizes_match(attrs, history):
+        return None
+    fields = {"architecture": "Architecture", "os": "Os", "variant": "Variant", "os.version": "OsVersion"}
+    out: dict[str, Any] = {key: attrs[name] for key, name in fields.items() if attrs.get(name)}
+    out["config"] = attrs.get("Config") or {}
+    out["history"] = [
+        {"created_by": h.get("CreatedBy") or "", "comment": h.get("Comment") or "",
+         "empty_layer": not h.get("Size")}
+        for h in history
+    ]  # fmt: skip
+    return out
+
+
+def content_sizes(attrs: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, int]:
+    """diff_id → the size the engine reports for the layer's content (the sum of its files' and
+    symbolic links' sizes, a hard-linked file once); empty when the history is ambiguous."""
+    if not _sizes_match(attrs, history):
+        return {}
+    sizes = [int(h["Size"]) for h in history if h.get("Size")]
+    return dict(zip(_layers(attrs), sizes, strict=True))
+
+
+def _layers(attrs: dict[str, Any]) -> list[str]:
+    return list((attrs.get("RootFS") or {}).get("Layers") or ())
+
+
+def _sizes_match(attrs: dict[str, Any], history: list[dict[str, Any]]) -> bool:
+    return sum(1 for h in history if h.get("Size")) == len(_layers(attrs))
+
+
 def normalize(
     engine: Engine,
     raw_id: str,
@@ -117,15 +153,18 @@ def normalize(
     epoch: int,
     tag: str,
     on_line: LineSink,
+    stage_layers: Mapping[str, str] | None = None,
     keep_layers: Path | None = None,
     rewrite_all: bool = False,
 ) -> Normalized:
     """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
 
     ``base_layers``: how many of the bottom layers are the pinned base's, kept as they are.
-    ``keep_layers``: a folder to keep every layer above the base in, as ``<diff_id hex>.tar``
-    (to compare two builds). With it, or ``rewrite_all``, every layer is rewritten, none is
-    taken from the cache."""
+    ``stage_layers``: raw diff_id → the stage image whose ``/out`` that layer copied
+    (``stages.layer_stages``); such a layer is read from there, the others out of the image's
+    export, which then streams the whole image. ``keep_layers``: a folder to keep every layer
+    above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
+    ``rewrite_all``, every layer is rewritten, none is taken from the cache."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
     mapping = _layer_map()
@@ -151,26 +190,25 @@ def normalize(
     with tempfile.TemporaryDirectory(prefix="xpu-normalize-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
         files: dict[str, Path] = {}
-        rewritten = 0
+        raw_layers = _read_layers(engine, raw_id, need, tmp, raw_diffs, dict(stage_layers or {}))
         if need:
-            on_line(f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers")
-        raw_config = known_config(raw_id)  # the built image's own config, kept by an earlier run
-        if need or raw_config is None:
-            raw_config, exported = save_layers(engine, raw_id, need, tmp, layers=raw_diffs)
-            remember_config(raw_config)
-            for raw_d, path in exported.items():
-                dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
-                norm = layers.normalize_layer(path, dest)
-                path.unlink()
-                if keep_layers is not None:
-                    dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
-                mapping.put(raw_d, norm)
-                layer_sizes().put(norm, str(dest.stat().st_size))
-                known[raw_d] = norm
-                files[norm] = dest
-                rewritten += 1
+            on_line(
+                f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers "
+                f"({raw_layers.from_stages} read from their stages, {len(need) - raw_layers.from_stages} "
+                "from the image's export)"
+            )
+        for raw_d, path in raw_layers.files.items():
+            dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
+            norm = layers.normalize_layer(path, dest)
+            path.unlink()
+            if keep_layers is not None:
+                dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
+            mapping.put(raw_d, norm)
+            layer_sizes().put(norm, str(dest.stat().st_size))
+            known[raw_d] = norm
+            files[norm] = dest
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
-        config = config_bytes(normalized_config(json.loads(raw_config), diff_ids, epoch))
+        config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch))
         image_id = remember_config(config)
         load_image(engine, tmp, config, diff_ids, files, tag)
     loaded = engine.require_image(tag)
@@ -179,9 +217,46 @@ def normalize(
         raise BuildFailed(msg)
     return Normalized(
         image_id=image_id,
-        rewritten=rewritten,
-        reused=len(raw_diffs) - base_layers - rewritten,
+        rewritten=len(need),
+        reused=len(raw_diffs) - base_layers - len(need),
+        exported=len(need) - raw_layers.from_stages,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RawLayers:
+    config: dict[str, Any]  # the built image's config (what normalized_config reads of it)
+    files: dict[str, Path]  # raw diff_id → its files as a tar
+    from_stages: int  # how many of them were read from their stages' /out
+
+
+def _read_layers(
+    engine: Engine, raw_id: str, need: set[str], tmp: Path, raw_diffs: list[str], stage_layers: dict[str, str]
+) -> _RawLayers:
+    """The config of ``raw_id`` and the files of the layers in ``need``: each from its stage's
+    ``/out`` where ``stage_layers`` names one and the files add up to the layer's size, the rest
+    (and the config, when the engine's answers leave it ambiguous) out of one export of the
+    image."""
+    attrs = engine.inspect_raw(raw_id)
+    history = list(reversed(engine.api.history(raw_id)))  # the engine answers newest first
+    config = engine_config(attrs, history)
+    sizes = content_sizes(attrs, history)
+    files: dict[str, Path] = {}
+    for raw_d in sorted(need & stage_layers.keys() & sizes.keys()):
+        path = tmp / f"stage-{raw_d.split(':')[1][:16]}.tar"
+        # The stage's files must add up to the layer's reported size: a layer the build log
+        # attributed to the wrong stage is read out of the export instead.
+        if stages.read_out(engine, stage_layers[raw_d], path) and stages.content_size(path) == sizes[raw_d]:
+            files[raw_d] = path
+        else:
+            path.unlink(missing_ok=True)
+    from_stages = len(files)
+    rest = need - files.keys()
+    if rest or config is None:
+        exact, exported = save_layers(engine, raw_id, rest, tmp, layers=raw_diffs)
+        files.update(exported)
+        config = config if config is not None else json.loads(exact)
+    return _RawLayers(config=config, files=files, from_stages=from_stages)
 
 
 def load_image(

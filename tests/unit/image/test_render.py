@@ -81,7 +81,11 @@ def test_layers_run_from_least_to_most_bumped(repo: Path) -> None:
         "COPY --from=artifact-driver /out/ /",
         "COPY --from=pip-six /out/ /",
         "COPY --from=pip-packaging /out/ /",
+        "COPY --from=constraints /out/ /",  # names every pin: after the last pip layer
     ]
+    # Every layer above `system` is a stage's /out: a rebuild reads a changed one from its stage.
+    makers = [line for line in final.splitlines() if line.startswith(("RUN ", "ADD ", "COPY "))]
+    assert all(line.startswith("COPY --from=") and line.endswith(" /out/ /") for line in makers)
     # Env and labels come last: a prose or env change never invalidates a package layer.
     assert final.index("ENV DEMO_MODE=") > final.index("COPY --from=pip-packaging")
 
