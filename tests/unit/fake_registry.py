@@ -29,6 +29,7 @@ class Faults:
     # answer this many manifest PUTs as distribution does when it reads a link file another
     # writer is rewriting: 400 DIGEST_INVALID + MANIFEST_BLOB_UNKNOWN
     blob_unknown_on_put: int = 0
+    cut_blob_gets: int = 0  # send half of this many blob GETs' bodies, then close the connection
 
 
 @dataclass
@@ -207,6 +208,13 @@ class Handler(BaseHTTPRequestHandler):
             data = None
         if data is None:
             self._send(404)
+        elif self.command == "GET" and self.state.faults.cut_blob_gets > 0:
+            self.state.faults.cut_blob_gets -= 1
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
         else:
             self._send(200, data, {"Docker-Content-Digest": digest})
 

@@ -80,7 +80,7 @@ def _blob(
         return "missing", 0
     h = hashlib.sha256()
     got = 0
-    for chunk in read_blob(client, repo, digest, CHUNK):  # read ahead: hashing beside the read
+    for chunk in read_blob(client, repo, digest, CHUNK, ahead=False):  # the workers keep the cores busy
         h.update(chunk)
         got += len(chunk)
         if tally is not None:

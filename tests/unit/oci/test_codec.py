@@ -17,7 +17,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpu_release.errors import ConfigError, PublishError
+from xpu_release.errors import ConfigError, PublishError, WireError
 from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.codec import DEFAULT, GZIP_TYPE, LEVELS, ZSTD_TYPE, Codec, decompressed, parse_codec
 from xpu_release.oci.credentials import Credentials
@@ -185,7 +185,8 @@ def test_a_served_blob_that_does_not_unpack_is_a_publish_error(tmp_path: Path) -
             unpacked_digest(client, "ns/image", digest_of(blob), GZIP_TYPE)
 
 
-def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "direct"])
+def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path, ahead: bool) -> None:
     import threading
 
     blob = os.urandom(12 << 20)
@@ -194,11 +195,35 @@ def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path) -> None:
     with fake_registry() as (host, state):
         client = client_for(host, state)
         client.upload_blob("ns/image", digest_of(blob), path)
-        stream = read_blob(client, "ns/image", digest_of(blob), 1 << 16)
+        stream = read_blob(client, "ns/image", digest_of(blob), 1 << 16, ahead=ahead)
         assert len(next(stream)) == 1 << 16
         stream.close()
-        whole = b"".join(read_blob(client, "ns/image", digest_of(blob)))
+        whole = b"".join(read_blob(client, "ns/image", digest_of(blob), ahead=ahead))
     assert whole == blob
+    assert not [t for t in threading.enumerate() if t.name == "blob-read"]
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "direct"])
+def test_a_download_cut_short_is_a_wire_error_naming_the_endpoint_and_blob(
+    tmp_path: Path, ahead: bool
+) -> None:
+    import threading
+
+    blob = os.urandom(3 << 20)
+    path = tmp_path / "blob"
+    path.write_bytes(blob)
+    with fake_registry() as (host, state):
+        client = client_for(host, state)
+        client.upload_blob("ns/image", digest_of(blob), path)
+        state.faults.cut_blob_gets = 1
+        with pytest.raises(WireError) as cut:
+            b"".join(read_blob(client, "ns/image", digest_of(blob), 1 << 16, ahead=ahead))
+        assert (
+            b"".join(read_blob(client, "ns/image", digest_of(blob), ahead=ahead)) == blob
+        )  # the next read is whole
+    assert digest_of(blob) in cut.value.message
+    assert client.endpoint.name in cut.value.message
+    assert "broke" in cut.value.message
     assert not [t for t in threading.enumerate() if t.name == "blob-read"]
 
 

@@ -1,0 +1,151 @@
+"""`verify --deep` against a raw read of the same bytes, side by side (a script, not a timed test).
+
+    ci/release-local.sh && eval "$(ci/local-stack.sh env)" && python bench/verify.py [--ref REF]
+
+REF (default training-cpu-pytorch:25.03, 1.2 GB) must be released on the stack; ci/release-local.sh
+does. Measures, medians of 3, alternating:
+
+- deep: `xpu-release verify REF --deep`, its whole process: every blob of the image and of its
+  SBOM and provenance downloaded from every endpoint (public + 3 regions) and hashed;
+- library: the same check in this process (``release.verify.verify`` with the record's digest and
+  attachments): what checking costs without starting Python and importing the CLI's libraries;
+- raw: the same image blobs from the same endpoints, through the same HTTP client and the same
+  parallelism (8), read and thrown away: no hashing, no checking, no process to start.
+
+Beside each: the CPU seconds of the whole machine (/proc/stat), the registries' included: on this
+2-core runner they serve over loopback, so what the reader spends competes with what they spend.
+The ratio library / raw is the price of checking every byte; #20's goal is <= 1.3. Prints a table
+and writes bench/results/verify-<REF>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL = 1.3
+
+
+def machine_cpu() -> float:
+    """CPU seconds every process on the machine has spent (user + system), from /proc/stat."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    return (int(fields[0]) + int(fields[1]) + int(fields[2])) / os.sysconf("SC_CLK_TCK")
+
+
+def deep(ref: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds of the process and bytes hashed of one `verify --deep`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "xpu_release", "--root", str(ROOT), "verify", ref, "--deep", "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"verify --deep {ref} failed:\n{proc.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, int(json.loads(proc.stdout)["bytes_hashed"])
+
+
+def setting(ref: str) -> tuple[Any, Any, Any]:
+    """The spec, registries and credentials of ``ref``, as the CLI makes them at its start."""
+    from xpu_release import settings
+    from xpu_release.manifest import Repo
+    from xpu_release.manifest.registries import load_registries
+    from xpu_release.oci.credentials import CredentialStore
+
+    current = settings.use(settings.Settings.from_env(os.environ))
+    repo = Repo.discover(str(ROOT))
+    spec = repo.load_ref(ref)
+    registries = load_registries(repo.root, os.environ.get("XPU_RELEASE_REGISTRIES"))
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    return spec, registries, CredentialStore.from_settings(current, release_hosts=hosts)
+
+
+def library(ref: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and bytes hashed of the deep check run in this process."""
+    from xpu_release.release import record as records
+    from xpu_release.release.verify import verify
+
+    spec, registries, credentials = setting(ref)
+    record = records.read_optional(records.default_path(ROOT, spec.image, spec.version))
+    assert record is not None, f"{ref} has no release record: run ci/release-local.sh"
+    cpu0 = time.process_time()
+    started = time.monotonic()
+    attached = record.attachments or None
+    report = verify(spec, registries, credentials, record.digest, deep=True, attachments=attached)
+    wall = time.monotonic() - started
+    assert report.ok, report.findings
+    return wall, time.process_time() - cpu0, report.bytes_hashed
+
+
+def raw(ref: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and bytes of reading the release's blobs at every endpoint."""
+    from xpu_release.oci.transport import RetryPolicy
+    from xpu_release.release.pool import EndpointPool
+
+    spec, registries, credentials = setting(ref)
+    endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
+    jobs: list[tuple[Any, str, str]] = []
+    for target in endpoints.plan.targets:
+        client, name = endpoints.client(target.endpoint), endpoints.repo(target.endpoint)
+        manifest = client.get_manifest(name, spec.version)
+        assert manifest is not None, f"{target.endpoint.name} serves no {ref}"
+        jobs += [(client, name, digest) for digest, _size in manifest.blobs()]
+
+    def read(job: tuple[Any, str, str]) -> int:
+        client, name, digest = job
+        resp = client.open_blob(name, digest)
+        try:
+            return sum(len(block) for block in resp.iter_content(1 << 20))
+        finally:
+            resp.close()
+
+    cpu0 = time.process_time()
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        total = sum(pool.map(read, jobs))
+    return time.monotonic() - started, time.process_time() - cpu0, total
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--ref", default="training-cpu-pytorch:25.03")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    os.chdir(ROOT)
+    methods = {"cli": deep, "library": library, "raw": raw}
+    runs: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in methods}
+    for _ in range(args.runs):
+        for name, method in methods.items():
+            before = machine_cpu()
+            runs[name].append((*method(args.ref), machine_cpu() - before))
+    med = {k: [float(statistics.median(r[i] for r in v)) for i in range(4)] for k, v in runs.items()}
+    ratio = med["library"][0] / med["raw"][0]
+    print(f"{args.ref}: public + regions, medians of {args.runs}")
+    print(f"{'method':<8} {'wall':>8} {'MB/s':>7} {'CPU s':>7} {'machine CPU s':>14} {'bytes':>10}")
+    for name, (wall, cpu, size, machine) in med.items():
+        rate = size / wall / 1e6
+        print(f"{name:<8} {wall:>6.1f} s {rate:>7.0f} {cpu:>7.1f} {machine:>14.1f} {size / 1e9:>7.2f} GB")
+    print(f"library / raw = {ratio:.2f} (goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'}); "
+          f"cli / raw = {med['cli'][0] / med['raw'][0]:.2f}")  # fmt: skip
+    out = ROOT / "bench" / "results" / f"verify-{args.ref.replace(':', '-')}.json"
+    out.write_text(json.dumps({"ref": args.ref, "runs": runs, "median": med, "ratio": ratio,
+                               "goal": GOAL, "goal_met": ratio <= GOAL}, indent=2) + "\n")  # fmt: skip
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
