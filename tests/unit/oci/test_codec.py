@@ -5,9 +5,11 @@ and a damaged one is an error, never a wrong answer."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -185,46 +187,46 @@ def test_a_served_blob_that_does_not_unpack_is_a_publish_error(tmp_path: Path) -
             unpacked_digest(client, "ns/image", digest_of(blob), GZIP_TYPE)
 
 
-@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "direct"])
-def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path, ahead: bool) -> None:
-    import threading
-
-    blob = os.urandom(12 << 20)
+@contextlib.contextmanager
+def served(blob: bytes, tmp_path: Path) -> Iterator[tuple[RegistryClient, State, str]]:
+    """A fake registry holding ``blob`` in ns/image, a client of it, and the blob's digest."""
     path = tmp_path / "blob"
     path.write_bytes(blob)
     with fake_registry() as (host, state):
         client = client_for(host, state)
         client.upload_blob("ns/image", digest_of(blob), path)
-        stream = read_blob(client, "ns/image", digest_of(blob), 1 << 16, ahead=ahead)
+        yield client, state, digest_of(blob)
+
+
+def blob_readers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "blob-read"]
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "direct"])
+def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path, ahead: bool) -> None:
+    blob = os.urandom(12 << 20)
+    with served(blob, tmp_path) as (client, _, digest):
+        stream = read_blob(client, "ns/image", digest, 1 << 16, ahead=ahead)
         assert len(next(stream)) == 1 << 16
         stream.close()
-        whole = b"".join(read_blob(client, "ns/image", digest_of(blob), ahead=ahead))
+        whole = b"".join(read_blob(client, "ns/image", digest, ahead=ahead))
     assert whole == blob
-    assert not [t for t in threading.enumerate() if t.name == "blob-read"]
+    assert not blob_readers()
 
 
 @pytest.mark.parametrize("ahead", [True, False], ids=["read-ahead", "direct"])
-def test_a_download_cut_short_is_a_wire_error_naming_the_endpoint_and_blob(
-    tmp_path: Path, ahead: bool
-) -> None:
-    import threading
-
+def test_a_download_cut_short_is_a_wire_error_naming_endpoint_and_blob(tmp_path: Path, ahead: bool) -> None:
     blob = os.urandom(3 << 20)
-    path = tmp_path / "blob"
-    path.write_bytes(blob)
-    with fake_registry() as (host, state):
-        client = client_for(host, state)
-        client.upload_blob("ns/image", digest_of(blob), path)
+    with served(blob, tmp_path) as (client, state, digest):
         state.faults.cut_blob_gets = 1
         with pytest.raises(WireError) as cut:
-            b"".join(read_blob(client, "ns/image", digest_of(blob), 1 << 16, ahead=ahead))
-        assert (
-            b"".join(read_blob(client, "ns/image", digest_of(blob), ahead=ahead)) == blob
-        )  # the next read is whole
-    assert digest_of(blob) in cut.value.message
+            b"".join(read_blob(client, "ns/image", digest, 1 << 16, ahead=ahead))
+        again = b"".join(read_blob(client, "ns/image", digest, ahead=ahead))
+    assert again == blob  # the next read is whole
+    assert digest in cut.value.message
     assert client.endpoint.name in cut.value.message
     assert "broke" in cut.value.message
-    assert not [t for t in threading.enumerate() if t.name == "blob-read"]
+    assert not blob_readers()
 
 
 @settings(max_examples=30, deadline=None)
