@@ -27,6 +27,15 @@ from .credentials import Credentials
 from .endpoint import Endpoint
 
 RETRYABLE = {429, 500, 502, 503, 504}
+BLOCK = 1 << 20  # bytes of a request body per send: urllib3's 16 KiB took twice the CPU (bench)
+
+
+class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' adapter, sending a body a mebibyte at a time: a 2.35 GB blob to four
+    endpoints is 9,000 reads and sends, not 575,000 (0.44 -> 0.19 CPU s per 800 MB here)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **{**kwargs, "blocksize": BLOCK})
 
 
 def _is_loopback(host: str) -> bool:
@@ -83,6 +92,8 @@ class Transport:
         self.on_retry = on_retry or (lambda _: None)
         self.base = f"{endpoint.scheme}://{endpoint.host}"
         self.session = requests.Session()
+        self.session.mount("https://", _Adapter())
+        self.session.mount("http://", _Adapter())
         # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
         self.verify: str | bool = endpoint.ca_file or True
         self._tokens: dict[str, str] = {}
