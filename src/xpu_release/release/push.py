@@ -138,14 +138,29 @@ class Members:
         self._pool, self._member_of = pool, codec.compressor()
         self._out = tempfile.NamedTemporaryFile(dir=spool, prefix=".gz-", delete=False)  # noqa: SIM115
         self._sha, self._size = hashlib.sha256(), 0
-        self._piece = bytearray()
+        self._held: list[bytes | memoryview] = []  # the next piece's bytes so far, as they came
+        self._held_size = 0
         self._pending: list[tuple[Future[bytes], int]] = []
 
     def write(self, data: bytes) -> None:
-        self._piece += data
-        while len(self._piece) >= MEMBER:
-            self._submit(bytes(self._piece[:MEMBER]))
-            del self._piece[:MEMBER]
+        # A piece is joined once from the chunks that make it, and a chunk that is a whole piece
+        # is passed on as it is: each copy of 32 MiB is a fresh mapping the kernel faults in, and
+        # growing, slicing and copying one buffer cost as much CPU as the compressor did.
+        if not self._held and len(data) == MEMBER and isinstance(data, bytes):
+            self._submit(data)
+            return
+        view = memoryview(data if isinstance(data, bytes) else bytes(data))
+        while view:
+            take = min(len(view), MEMBER - self._held_size)
+            self._held.append(view[:take])
+            self._held_size += take
+            view = view[take:]
+            if self._held_size == MEMBER:
+                self._submit(self._take_piece())
+
+    def _take_piece(self) -> bytes:
+        held, self._held, self._held_size = self._held, [], 0
+        return b"".join(held)
 
     def _submit(self, piece: bytes) -> None:
         self._pending.append((self._pool.submit(self._member_of, piece), len(piece)))
@@ -163,9 +178,8 @@ class Members:
 
     def blob(self) -> Blob:
         """Finish: the blob, now in the spool under its digest."""
-        if self._piece:
-            self._submit(bytes(self._piece))
-            self._piece.clear()
+        if self._held:
+            self._submit(self._take_piece())
         while self._pending:
             self._write_oldest()
         self._out.close()
