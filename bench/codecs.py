@@ -5,7 +5,7 @@ our first push makes, measured on real layer content.
 
 The sample is the content of the torch 2.13.0+cpu wheel (the training image's biggest layer:
 its shared libraries and Python files) written as an uncompressed tar, cut to ``--sample-mb``.
-Every codec compresses it exactly as the push does (``release.push.compress``: 32 MiB members on
+Every codec compresses it exactly as the push does (``oci.members.compress``: 32 MiB members on
 two threads, the machine's two cores), in a process of its own, three times (median).
 
 Reported per codec: MB/s of layer in (wall, both cores), CPU seconds, compressed / raw, and
@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 sys.path.insert(0, {src!r})
 from xpu_release.oci.codec import parse_codec
-from xpu_release.release.push import compress
+from xpu_release.oci.members import compress
 codec = parse_codec({name!r}, accept_zstd=True, where="bench")
 spool = Path({spool!r})
 t0, c0 = time.perf_counter(), time.process_time()

@@ -214,6 +214,28 @@ def test_a_fresh_runner_finishes_a_release_that_was_published_in_part(
     assert summary["record"]["digest"] == digest
 
 
+def test_a_built_image_is_published_from_the_blobs_its_build_made_never_exported_again(
+    fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path, hub_base: str
+) -> None:
+    """The build compresses each layer it writes into the publish spool; the push then finds
+    them by diff_id and compresses (out of the engine's export) only the base's layers, which
+    no build of ours wrote."""
+    cli = fixture_cli
+    env = fresh_runner(engine, tmp_path, FIXTURE)
+    cli.run("build", FIXTURE, "--no-cache", env=env, check=True)
+    cli.run("test", FIXTURE, env=env, check=True)
+    regs = registries_file(tmp_path / "regs.yaml", "p" + uuid.uuid4().hex[:10])
+
+    published = cli.run("--registries", str(regs), "publish", FIXTURE, "--json", env=env)
+
+    assert published.returncode == 0, published.stderr
+    assert json.loads(published.stdout)["complete"] is True
+    base = len(engine.inspect_raw(hub_base)["RootFS"]["Layers"])
+    every = len(engine.inspect_raw(FIXTURE)["RootFS"]["Layers"])
+    assert every > base
+    assert f"compressing {base} of {every} layers" in published.stderr
+
+
 def test_a_fresh_runner_rebuilds_the_same_image_and_publish_changes_nothing(
     fixture_cli: Cli, built_fixture: object, engine: Engine, tmp_path: Path
 ) -> None:

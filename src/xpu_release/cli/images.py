@@ -12,6 +12,7 @@ from .app import (
     _emit_json,
     cli,
     json_option,
+    layer_codec,
     pass_state,
     ref_argument,
 )
@@ -147,6 +148,7 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
         keep_layers=None,
         builder=state.builder,
         on_line=(live := line_sink()),
+        codec=layer_codec(state, None, accept_zstd=False),  # as `publish` will compress, unless told
     )
     live.close()
     if as_json:

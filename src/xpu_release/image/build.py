@@ -24,6 +24,7 @@ from ..errors import ManifestError
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..oci.codec import Codec
 from ..oci.store import ObservedMap
 from ..settings import cache_dir, current
 from . import baseimage, fetch, stages
@@ -152,9 +153,11 @@ def build_image(
     keep_layers: Path | None = None,
     builder: str,
     on_line: LineSink,
+    codec: Codec | None = None,
 ) -> BuiltImage:
     """Build ``spec`` (skipped when an image of the same inputs exists, unless ``rebuild``);
-    ``builder`` is who builds, kept with the image id for its provenance."""
+    ``builder`` is who builds, kept with the image id for its provenance. ``codec``: the layers
+    it writes are compressed into the publish spool with it, for the push to find."""
     started = time.monotonic()
     wall_started = time.time()
     unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
@@ -218,6 +221,7 @@ def build_image(
     made: Normalized = normalize(
         engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
         stage_layers=_stage_layers(engine, raw_id, log), keep_layers=keep_layers, rewrite_all=no_cache,
+        codec=codec,
     )  # fmt: skip
     image_id = made.image_id
     remember_build(image_id, builder, wall_started, time.time())

@@ -15,6 +15,10 @@ Its id, the sha256 of that config, is then a pure function of the manifest, the 
 base digest. It is loaded into the engine with ``docker load``; layers the engine already holds
 (the same chain) are not sent again, and a layer rewritten once is not rewritten again: the
 raw → normalized diff_id map is kept in the cache (it is a pure function as well).
+
+Given the codec the push will use, each layer rewritten here is also compressed into the publish
+spool while its file is at hand (``oci.members``): the push then finds its blob by diff_id and
+never exports the image from the engine again (which streams all of it, whatever is new).
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ import re
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import BuildFailed
+from ..oci.codec import Codec
+from ..oci.members import CompressedMap, compress, spool_dir, unpacked_map
 from ..oci.store import DigestMap, canonical_json, remember_config
 from ..settings import cache_dir
 from . import layers, stages
@@ -156,6 +163,7 @@ def normalize(
     stage_layers: Mapping[str, str] | None = None,
     keep_layers: Path | None = None,
     rewrite_all: bool = False,
+    codec: Codec | None = None,
 ) -> Normalized:
     """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
 
@@ -164,7 +172,8 @@ def normalize(
     (``stages.layer_stages``); such a layer is read from there, the others out of the image's
     export, which then streams the whole image. ``keep_layers``: a folder to keep every layer
     above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
-    ``rewrite_all``, every layer is rewritten, none is taken from the cache."""
+    ``rewrite_all``, every layer is rewritten, none is taken from the cache. ``codec``: compress
+    each rewritten layer into the publish spool with it (None: leave that to the push)."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
     mapping = _layer_map()
@@ -197,16 +206,19 @@ def normalize(
                 f"({raw_layers.from_stages} read from their stages, {len(need) - raw_layers.from_stages} "
                 "from the image's export)"
             )
-        for raw_d, path in raw_layers.files.items():
-            dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
-            norm = layers.normalize_layer(path, dest)
-            path.unlink()
-            if keep_layers is not None:
-                dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
-            mapping.put(raw_d, norm)
-            layer_sizes().put(norm, str(dest.stat().st_size))
-            known[raw_d] = norm
-            files[norm] = dest
+        with ThreadPoolExecutor(max_workers=2) as pool:  # a layer's members on both cores
+            for raw_d, path in raw_layers.files.items():
+                dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
+                norm = layers.normalize_layer(path, dest)
+                path.unlink()
+                if keep_layers is not None:
+                    dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
+                mapping.put(raw_d, norm)
+                layer_sizes().put(norm, str(dest.stat().st_size))
+                known[raw_d] = norm
+                files[norm] = dest
+                if codec is not None:
+                    spool_layer(dest, norm, codec, pool)
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
         config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch))
         image_id = remember_config(config)
@@ -221,6 +233,18 @@ def normalize(
         reused=len(raw_diffs) - base_layers - len(need),
         exported=len(need) - raw_layers.from_stages,
     )
+
+
+def spool_layer(layer: Path, diff_id: str, codec: Codec, pool: ThreadPoolExecutor) -> None:
+    """Compress ``layer`` (whose content hashes to ``diff_id``) into the publish spool, and
+    remember its blob for the push; a blob the spool holds for it already is kept."""
+    known = CompressedMap(codec)
+    blob = known.get(diff_id)
+    if blob is not None and (spool_dir() / blob.digest.replace(":", "-")).is_file():
+        return
+    blob = compress(layer, spool_dir(), pool, codec)
+    known.put(diff_id, blob)
+    unpacked_map().put(blob.digest, diff_id)
 
 
 @dataclass(frozen=True, kw_only=True)

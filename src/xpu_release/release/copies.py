@@ -11,11 +11,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..files import touch
+from ..oci.members import Blob, spool_dir
 from ..oci.registry import RegistryClient
 from ..oci.store import holds
 from ..progress import Sink
-from ..settings import cache_dir
-from .manifests import Blob
 from .plan import Target
 from .pool import EndpointPool
 
@@ -26,8 +25,7 @@ class BlobSpool:
     damaged one is dropped and fetched again, and the message names the cache."""
 
     def __init__(self, on_line: Sink = lambda _: None) -> None:
-        self.folder = cache_dir() / "oci-blobs"
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = spool_dir()
         self.on_line = on_line
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()

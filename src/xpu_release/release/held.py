@@ -15,8 +15,9 @@ from ..errors import WireError
 from ..labels import BASE_DIGEST_LABEL
 from ..manifest import ImageSpec
 from ..oci.endpoint import Endpoint
+from ..oci.members import Blob
 from ..oci.registry import Manifest, RegistryClient
-from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE, Blob
+from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 

@@ -5,10 +5,10 @@ are read as their OCI equivalents."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from ..oci.codec import DOCKER_GZIP_TYPE, GZIP_TYPE
+from ..oci.members import Blob
 from ..oci.registry import Manifest, sha256_digest
 
 # OCI image manifests (annotations are theirs; skopeo's oci: layouts read only these). Releases
@@ -20,13 +20,6 @@ LAYER_TYPE = GZIP_TYPE
 DOCKER_MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LAYER_TYPE = DOCKER_GZIP_TYPE
 _AS_OCI = {DOCKER_LAYER_TYPE: LAYER_TYPE}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Blob:
-    digest: str
-    size: int
-    media_type: str = LAYER_TYPE
 
 
 def image_manifest(config: bytes, layers: list[Blob], annotations: dict[str, str] | None = None) -> Manifest:

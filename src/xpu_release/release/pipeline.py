@@ -205,8 +205,8 @@ class Release:
                                 self.credentials, self.reporter.write)  # fmt: skip
         if pulled is not None:
             return "pulled", f"{pulled[:19]} from an endpoint that serves it (same inputs)", pulled
-        built = build_image(self.repo.root, spec, self.registries, self.engine,
-                            builder=self.builder, on_line=self.reporter.write)  # fmt: skip
+        built = build_image(self.repo.root, spec, self.registries, self.engine, builder=self.builder,
+                            on_line=self.reporter.write, codec=self.options.codec)  # fmt: skip
         state = "skipped" if built.skipped else "done"
         return state, f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", built.image_id
 

@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 
 from xpu_release.errors import ConfigError, PublishError, WireError
 from xpu_release.manifest.registries import Endpoint
+from xpu_release.oci import members as members_module
 from xpu_release.oci.codec import DEFAULT, GZIP_TYPE, LEVELS, ZSTD_TYPE, Codec, decompressed, parse_codec
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.downloads import read_blob
+from xpu_release.oci.members import MEMBER, CompressedMap, Members, compress
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
-from xpu_release.release import push
-from xpu_release.release.push import MEMBER, CompressedMap, compress, unpacked_digest
+from xpu_release.release.push import unpacked_digest
 
 from ..fake_registry import State, digest_of, fake_registry
 
@@ -245,9 +246,9 @@ def test_a_layer_compressed_as_it_streams_is_the_blob_of_the_whole_file(
     source.write_bytes(layer)
     (tmp / "streamed").mkdir()
     with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(max_workers=2) as pool:
-        mp.setattr(push, "MEMBER", 4096)
+        mp.setattr(members_module, "MEMBER", 4096)
         whole = compress(source, tmp, pool, DEFAULT)
-        members = push.Members(tmp / "streamed", pool, DEFAULT)
+        members = Members(tmp / "streamed", pool, DEFAULT)
         at, i = 0, 0
         while at < len(layer):
             step = cuts[i % len(cuts)]
@@ -262,7 +263,7 @@ def test_a_layer_compressed_as_it_streams_is_the_blob_of_the_whole_file(
 
 def test_a_dropped_layer_leaves_nothing_in_the_spool(tmp_path: Path) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
-        members = push.Members(tmp_path, pool, DEFAULT)
+        members = Members(tmp_path, pool, DEFAULT)
         members.write(LAYER)
         members.discard()
     assert list(tmp_path.iterdir()) == []
