@@ -278,7 +278,7 @@ def built(public: str, regions: list[str], repo: Path) -> float:
 
 def prepare_spool(cache: Path) -> float:
     """Compress every layer of the bench image into ``cache``'s spool with the default codec, as
-    the build does with each layer it writes (``normalize.spool_layer``). Returns the seconds the
+    the build does with each layer it writes (``oci.members.spool_layer``). Returns the seconds the
     compression took (the export that gives the layer files here is not counted: a build has
     them at hand)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -287,8 +287,8 @@ def prepare_spool(cache: Path) -> float:
     from xpu_release import settings as current
     from xpu_release.image.engine import Engine
     from xpu_release.image.export import save_layers
-    from xpu_release.image.normalize import spool_layer
     from xpu_release.oci.codec import DEFAULT
+    from xpu_release.oci.members import spool_layer
     from xpu_release.oci.store import remember_config
     from xpu_release.settings import Settings
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import BuildFailed
 from ..oci.codec import Codec
-from ..oci.members import CompressedMap, compress, spool_dir, unpacked_map
+from ..oci.members import spool_layer
 from ..oci.store import DigestMap, canonical_json, remember_config
 from ..settings import cache_dir
 from . import layers, stages
@@ -206,18 +206,19 @@ def normalize(
                 f"({raw_layers.from_stages} read from their stages, {len(need) - raw_layers.from_stages} "
                 "from the image's export)"
             )
-        with ThreadPoolExecutor(max_workers=2) as pool:  # a layer's members on both cores
-            for raw_d, path in raw_layers.files.items():
-                dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
-                norm = layers.normalize_layer(path, dest)
-                path.unlink()
-                if keep_layers is not None:
-                    dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
-                mapping.put(raw_d, norm)
-                layer_sizes().put(norm, str(dest.stat().st_size))
-                known[raw_d] = norm
-                files[norm] = dest
-                if codec is not None:
+        for raw_d, path in raw_layers.files.items():
+            dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
+            norm = layers.normalize_layer(path, dest)
+            path.unlink()
+            if keep_layers is not None:
+                dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
+            mapping.put(raw_d, norm)
+            layer_sizes().put(norm, str(dest.stat().st_size))
+            known[raw_d] = norm
+            files[norm] = dest
+        if codec is not None and files:
+            with ThreadPoolExecutor(max_workers=2) as pool:  # a layer's members on both cores
+                for norm, dest in files.items():
                     spool_layer(dest, norm, codec, pool)
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
         config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch))
@@ -233,18 +234,6 @@ def normalize(
         reused=len(raw_diffs) - base_layers - len(need),
         exported=len(need) - raw_layers.from_stages,
     )
-
-
-def spool_layer(layer: Path, diff_id: str, codec: Codec, pool: ThreadPoolExecutor) -> None:
-    """Compress ``layer`` (whose content hashes to ``diff_id``) into the publish spool, and
-    remember its blob for the push; a blob the spool holds for it already is kept."""
-    known = CompressedMap(codec)
-    blob = known.get(diff_id)
-    if blob is not None and (spool_dir() / blob.digest.replace(":", "-")).is_file():
-        return
-    blob = compress(layer, spool_dir(), pool, codec)
-    known.put(diff_id, blob)
-    unpacked_map().put(blob.digest, diff_id)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,30 +34,25 @@ def read_blob(
     resp = client.open_blob(repo, digest)
     blocks = _ahead(resp, chunk) if ahead else _direct(resp, chunk)
     try:
-        for item in blocks:
-            if isinstance(item, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
-                msg = f"{client.endpoint.name}: download of {digest} broke ({type(item).__name__})"
-                raise WireError(msg) from None
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        yield from blocks
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+        msg = f"{client.endpoint.name}: download of {digest} broke ({type(exc).__name__})"
+        raise WireError(msg) from None
     finally:
         blocks.close()
 
 
-def _direct(resp: requests.Response, chunk: int) -> Generator[bytes | BaseException, None, None]:
-    """The response's chunks as they are read; a broken read ends it as the exception."""
+def _direct(resp: requests.Response, chunk: int) -> Generator[bytes, None, None]:
+    """The response's chunks as they are read."""
     try:
         yield from resp.iter_content(chunk)
-    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-        yield exc
     finally:
         resp.close()
 
 
-def _ahead(resp: requests.Response, chunk: int) -> Generator[bytes | BaseException, None, None]:
-    """The response's chunks, read up to ``AHEAD`` ahead by a thread; an exception of the
-    read ends it."""
+def _ahead(resp: requests.Response, chunk: int) -> Generator[bytes, None, None]:
+    """The response's chunks, read up to ``AHEAD`` ahead by a thread; what the read raised is
+    raised here."""
     queued: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=AHEAD)
 
     def read() -> None:
@@ -72,9 +67,9 @@ def _ahead(resp: requests.Response, chunk: int) -> Generator[bytes | BaseExcepti
     reader.start()
     try:
         while (item := queued.get()) is not None:
-            yield item
             if isinstance(item, BaseException):
-                return
+                raise item
+            yield item
     finally:
         resp.close()  # a reader still running ends on the closed connection
         while reader.is_alive():

@@ -56,7 +56,9 @@ class CompressedMap:
             return None
 
     def put(self, diff_id: str, blob: Blob) -> None:
+        """Remember that ``blob`` was made of the layer ``diff_id``, both ways."""
         self._map.put(diff_id, json.dumps({"digest": blob.digest, "size": blob.size}))
+        unpacked_map().put(blob.digest, diff_id)
 
 
 def unpacked_map() -> DigestMap:
@@ -87,10 +89,10 @@ class Members:
         # A piece is joined once from the chunks that make it, and a chunk that is a whole piece
         # is passed on as it is: each copy of 32 MiB is a fresh mapping the kernel faults in, and
         # growing, slicing and copying one buffer cost as much CPU as the compressor did.
-        if not self._held and len(data) == MEMBER and isinstance(data, bytes):
+        if not self._held and len(data) == MEMBER:
             self._submit(data)
             return
-        view = memoryview(data if isinstance(data, bytes) else bytes(data))
+        view = memoryview(data)
         while view:
             take = min(len(view), MEMBER - self._held_size)
             self._held.append(view[:take])
@@ -152,3 +154,13 @@ def compress(
     except BaseException:
         members.discard()
         raise
+
+
+def spool_layer(layer: Path, diff_id: str, codec: Codec, pool: ThreadPoolExecutor) -> None:
+    """Compress the layer tar ``layer`` (whose content hashes to ``diff_id``) into the spool and
+    remember its blob for the push; a blob the spool holds for it already is kept (the push
+    checks an entry's bytes before it sends it)."""
+    known, spool = CompressedMap(codec), spool_dir()
+    blob = known.get(diff_id)
+    if blob is None or not (spool / blob.digest.replace(":", "-")).is_file():
+        known.put(diff_id, compress(layer, spool, pool, codec))

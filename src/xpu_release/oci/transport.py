@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
 from ..progress import Sink
@@ -30,7 +31,7 @@ RETRYABLE = {429, 500, 502, 503, 504}
 BLOCK = 1 << 20  # bytes of a request body per send: urllib3's 16 KiB took twice the CPU (bench)
 
 
-class _Adapter(requests.adapters.HTTPAdapter):
+class _Adapter(HTTPAdapter):
     """requests' adapter, sending a body a mebibyte at a time: a 2.35 GB blob to four
     endpoints is 9,000 reads and sends, not 575,000 (0.44 -> 0.19 CPU s per 800 MB here)."""
 

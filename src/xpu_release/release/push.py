@@ -151,7 +151,7 @@ def push_image(
     endpoints can be sent it while the next layer is still being compressed. ``base``: the
     layers of the release it builds on, mounted from there."""
     diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
-    local, checked = CompressedMap(codec), unpacked_map()
+    local = CompressedMap(codec)
     at_endpoint = published_layers(client, repo, earlier_tags)
     blobs: dict[str, Blob] = {}
     need: set[str] = set()
@@ -192,8 +192,7 @@ def push_image(
             jobs: list[Future[None]] = []
 
             def kept(diff: str, blob: Blob) -> None:
-                local.put(diff, blob)
-                checked.put(blob.digest, diff)
+                local.put(diff, blob)  # and what the blob unpacks to
                 blobs[diff] = blob
                 jobs.append(line.submit(upload, blob))
 
