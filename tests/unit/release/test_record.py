@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -187,3 +189,27 @@ def test_the_record_written_by_this_version_passes_its_own_schema(
 
     assert records._shape_problem(json.loads(path.read_text())) is None
     assert records.read(path) == record
+
+
+def test_reading_a_record_never_compiles_the_iri_grammars_yet_iris_are_still_checked(tmp_path: Path) -> None:
+    """Importing jsonschema compiled three Earley parsers of RFC 3987 (1 s of every `status` and
+    `verify`); a record has no IRI, so reading one defers them, and an SBOM's IRIs, checked by
+    the same jsonschema in the same process, are still checked once one is met."""
+    path = tmp_path / "r.json"
+    records.write(COMPLETE, path)
+    probe = f"""
+import json, sys
+from pathlib import Path
+from xpu_release.release import record
+assert record.read(Path({str(path)!r})).digest == {DIGEST!r}
+compiled = "rfc3987_syntax.syntax_helpers" in sys.modules
+import jsonschema
+checker = jsonschema.FormatChecker()
+cases = [("not an iri", "iri"), ("https://例え.jp/パス?q=1", "iri"),
+         ("a b", "iri-reference"), ("../x#y", "iri-reference")]
+print(json.dumps([compiled, *(checker.conforms(v, f) for v, f in cases)]))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+
+    assert json.loads(out.stdout) == [False, False, True, False, True]
