@@ -100,7 +100,9 @@ def base_check(spec: ImageSpec, lock: Lock, registries: Registries, credentials:
 
 
 def _reachable(url: str, token: str | None) -> None:
-    """The URL answers a HEAD (or, for a file:// URL, the file exists); BuildFailed otherwise."""
+    """The URL answers a HEAD, or else a GET of its first byte (servers that take no HEAD answer
+    501 or 405, and an object store's URL signed for GET alone 403); for a file:// URL, the file
+    exists. BuildFailed otherwise, with what the GET was answered."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
         from pathlib import Path
@@ -115,6 +117,10 @@ def _reachable(url: str, token: str | None) -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         resp = requests.head(url, headers=headers, timeout=QUICK.timeout, allow_redirects=True)
+        if resp.status_code >= 400:  # HEAD refused (501, 405; 403 from a URL signed for GET): GET a byte
+            one_byte = {**headers, "Range": "bytes=0-0"}
+            with requests.get(url, headers=one_byte, timeout=QUICK.timeout, stream=True) as resp:
+                pass  # the status is all we read; closing drops the rest of an unranged answer
     except requests.RequestException as exc:
         msg = f"{parsed.netloc or url} does not answer ({type(exc).__name__})"
         raise BuildFailed(msg) from None
