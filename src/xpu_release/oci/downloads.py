@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 
 import requests
 
@@ -23,7 +23,7 @@ AHEAD = 8  # chunks read ahead of the caller
 
 def read_blob(
     client: RegistryClient, repo: str, digest: str, chunk: int = 1 << 20, *, ahead: bool = True
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """A blob's bytes in chunks. WireError if it is missing or the connection breaks; the bytes
     are not checked here (the caller hashes them). Closing the iterator early stops the read.
 

@@ -5,9 +5,12 @@ Two levels, as the README's reliability section says:
 - shallow (the release's verify stage): each endpoint's version tag names the release's
   manifest digest, and every blob that manifest lists exists there with the size it lists
   (HEAD requests: a few per blob, no bytes);
-- deep (``verify --deep``): every blob is downloaded and hashed at every endpoint, in parallel,
-  streamed (memory stays at one chunk per worker): a flipped byte in a stored blob is found,
-  named by endpoint and digest.
+- deep (``verify --deep``): every blob is downloaded from every endpoint, blobs in parallel,
+  streamed, and each endpoint's copy shown to hash to the digest: the copies of one blob are read
+  in step, the first hashed and the others compared with it (``oci.copies``; a copy that differs
+  is hashed on its own), so the bytes are hashed once, not once an endpoint. Memory stays at one
+  chunk per copy being read: a flipped byte in a stored blob is found, named by endpoint and
+  digest.
 
 At both levels the image's attachments (SBOM, provenance, and the VEX of a release whose gate
 ran) are checked the same way: each
@@ -19,7 +22,6 @@ Neither re-reads what the record says: both ask the endpoints.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,14 +34,15 @@ from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..oci.copies import Source, check_copies
 from ..oci.credentials import CredentialStore
-from ..oci.downloads import read_blob
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
 from ..progress import Sink, Tally
 from .pool import EndpointPool
 
 CHUNK = 1 << 20
+Job = tuple[Endpoint, RegistryClient, str, str, int]  # where, its client, the repository, digest, size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,32 +67,14 @@ class VerifyReport:
         return not self.findings
 
 
-def _blob(
-    client: RegistryClient, repo: str, digest: str, size: int, deep: bool, tally: Tally | None = None
-) -> tuple[str | None, int]:
-    """A problem with one blob at one endpoint (None: fine), and the bytes hashed (counted on
-    ``tally`` as they are)."""
-    if not deep:
-        length = client.blob_size(repo, digest)
-        if length is None:
-            return "missing", 0
-        if length >= 0 and length != size:
-            return f"has {length} bytes, the manifest lists {size}", 0
-        return None, 0
-    if client.blob_size(repo, digest) is None:
-        return "missing", 0
-    h = hashlib.sha256()
-    got = 0
-    for chunk in read_blob(client, repo, digest, CHUNK, ahead=False):  # the workers keep the cores busy
-        h.update(chunk)
-        got += len(chunk)
-        if tally is not None:
-            tally.add(len(chunk))
-    if "sha256:" + h.hexdigest() != digest:
-        return f"its bytes hash to sha256:{h.hexdigest()} ({got} bytes)", got
-    if got != size:
-        return f"has {got} bytes, the manifest lists {size}", got
-    return None, got
+def _present(client: RegistryClient, repo: str, digest: str, size: int) -> str | None:
+    """A problem with one blob at one endpoint, by HEAD (None: it is there, of the size listed)."""
+    length = client.blob_size(repo, digest)
+    if length is None:
+        return "missing"
+    if length >= 0 and length != size:
+        return f"has {length} bytes, the manifest lists {size}"
+    return None
 
 
 def _attachments(
@@ -208,7 +193,7 @@ def verify(
     endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
     plan = endpoints.plan
     findings: list[Finding] = []
-    jobs: list[tuple[Endpoint, RegistryClient, str, str, int]] = []
+    jobs: list[Job] = []
     expected = digest
     attached = dict(attachments) if attachments is not None else None
     for t in plan.targets:
@@ -244,20 +229,35 @@ def verify(
         tally = tallies.setdefault(ep.name, Tally(f"hashing at {ep.name}", 0))
         tally.total = (tally.total or 0) + size
 
-    def one(job: tuple[Endpoint, RegistryClient, str, str, int]) -> tuple[Finding | None, int]:
-        ep, client, repo, d, size = job
-        try:
-            problem, hashed = _blob(client, repo, d, size, deep, tallies[ep.name] if deep else None)
-        except ReleaseError as exc:
-            problem, hashed = exc.message, 0
-        return (Finding(endpoint=ep.name, what=d, problem=problem) if problem else None), hashed
+    def finding(job: Job, problem: str | None) -> Finding | None:
+        return Finding(endpoint=job[0].name, what=job[3], problem=problem) if problem else None
 
-    hashed_total = 0
+    def shallow(group: list[Job]) -> list[tuple[Finding | None, int]]:
+        (job,) = group
+        try:
+            problem = _present(job[1], job[2], job[3], job[4])
+        except ReleaseError as exc:
+            problem = exc.message
+        return [(finding(job, problem), 0)]
+
+    def everywhere(group: list[Job]) -> list[tuple[Finding | None, int]]:
+        """One blob at every endpoint that lists it: hashed once, the copies compared with it."""
+        sources = [Source(client, repo, tallies[ep.name].add) for ep, client, repo, _, _ in group]
+        checked = check_copies(sources, group[0][3], group[0][4], CHUNK)
+        return [(finding(job, problem), got) for job, (problem, got) in zip(group, checked, strict=True)]
+
+    by_blob: dict[tuple[str, int], list[int]] = {}  # (digest, size) -> its jobs, one an endpoint
+    for i, job in enumerate(jobs):
+        by_blob.setdefault((job[3], job[4]), []).append(i)
+    groups = list(by_blob.values()) if deep else [[i] for i in range(len(jobs))]
+    results: list[tuple[Finding | None, int]] = [(None, 0)] * len(jobs)
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for finding, hashed in pool.map(one, jobs):
-            hashed_total += hashed
-            if finding is not None:
-                findings.append(finding)
+        checks = pool.map(everywhere if deep else shallow, [[jobs[i] for i in g] for g in groups])
+        for group, checked in zip(groups, checks, strict=True):
+            for i, result in zip(group, checked, strict=True):
+                results[i] = result  # in the endpoints' order, as the jobs were listed
+    findings += [f for f, _ in results if f is not None]
+    hashed_total = sum(got for _, got in results)
     return VerifyReport(
         ref=spec.ref,
         digest=expected,
