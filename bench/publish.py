@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "bench-publish:1.0"
@@ -207,7 +208,17 @@ def peer(public: str, regions: list[str]) -> float:
     return first
 
 
-def ours(
+def ours(public: str, regions: list[str], repo: Path, **options: Any) -> float:
+    """Publish with xpu-release's publisher (``options``: ``publish``'s). Returns the seconds until
+    the public endpoint was verified."""
+    record, started = publish(public, regions, repo, **options)
+    (public_record,) = [e for e in record.endpoints if e.endpoint == "public"]
+    assert public_record.verified_at is not None
+    verified = datetime.strptime(public_record.verified_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return verified.timestamp() - started
+
+
+def publish(
     public: str,
     regions: list[str],
     repo: Path,
@@ -215,10 +226,11 @@ def ours(
     engine_push: bool = False,
     keep_blobs: Path | None = None,
     cache: Path | None = None,
-) -> float:
-    """Publish with xpu-release's publisher, from an empty cache (``cache``: that one instead);
-    ``keep_blobs``: copy the blobs it spooled there. Returns the seconds until the public
-    endpoint was verified."""
+) -> tuple[Any, float]:
+    """The bench image published by xpu-release's publisher to ``public`` and ``regions`` (their
+    registries file is ``repo/regs.yaml``), from an empty cache (``cache``: that one instead;
+    ``keep_blobs``: copy the blobs it spooled there): its release record, complete, and the time
+    (epoch seconds) the publish itself started."""
     from dataclasses import replace
 
     from xpu_release import settings as current
@@ -260,10 +272,7 @@ def ours(
         finally:
             current.use(base)
     assert record.complete, record
-    (public_record,) = [e for e in record.endpoints if e.endpoint == "public"]
-    assert public_record.verified_at is not None
-    verified = datetime.strptime(public_record.verified_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    return verified.timestamp() - started
+    return record, started
 
 
 def engine_first(public: str, regions: list[str], repo: Path) -> float:
