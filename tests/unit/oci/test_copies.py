@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xpu_release.oci.copies import Source, check_copies
@@ -20,16 +20,17 @@ REPO = "ns/image"
 BLOB = os.urandom(300_000)
 DIGEST = digest_of(BLOB)
 CHUNK = 1 << 16  # the blob spans five blocks
+Endpoints = list[tuple[Source, State]]  # where each copy is read, and its registry's state
 
 
 @pytest.fixture(scope="module")
-def three() -> Iterator[list[tuple[Source, State]]]:
+def three() -> Iterator[Endpoints]:
     """Three endpoints, each a registry of its own."""
     with fake_registry() as a, fake_registry() as b, fake_registry() as c:
         yield [(Source(client_for(host, state), REPO), state) for host, state in (a, b, c)]
 
 
-def serve(endpoints: list[tuple[Source, State]], copies: list[bytes | None]) -> list[Source]:
+def serve(endpoints: Endpoints, copies: list[bytes | None]) -> list[Source]:
     """Each endpoint stores its copy of BLOB under BLOB's digest (None: has none)."""
     for (_, state), copy in zip(endpoints, copies, strict=True):
         state.blobs.clear()
@@ -50,7 +51,7 @@ def flipped(at: int, blob: bytes = BLOB) -> bytes:
     return blob[:at] + bytes([blob[at] ^ 1]) + blob[at + 1 :]
 
 
-def test_copies_equal_to_the_blob_are_all_fine_and_each_counted_whole(three: list[tuple[Source, State]]) -> None:
+def test_copies_equal_to_the_blob_are_all_fine_and_each_counted_whole(three: Endpoints) -> None:
     counted: dict[int, int] = {0: 0, 1: 0, 2: 0}
 
     def counter(i: int) -> Source:
@@ -66,7 +67,7 @@ def test_copies_equal_to_the_blob_are_all_fine_and_each_counted_whole(three: lis
 
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["the first", "the second", "the last"])
 def test_a_flipped_byte_in_one_copy_names_that_copy_and_what_it_hashes_to(
-    three: list[tuple[Source, State]], which: int
+    three: Endpoints, which: int
 ) -> None:
     copies = [BLOB, BLOB, BLOB]
     copies[which] = flipped(200_000)
@@ -78,7 +79,7 @@ def test_a_flipped_byte_in_one_copy_names_that_copy_and_what_it_hashes_to(
     assert hashlib.sha256(copies[which]).hexdigest() in results[which][0]
 
 
-def test_a_copy_cut_short_or_grown_is_named_with_its_length(three: list[tuple[Source, State]]) -> None:
+def test_a_copy_cut_short_or_grown_is_named_with_its_length(three: Endpoints) -> None:
     copies = [BLOB[: 3 * CHUNK], BLOB, BLOB + b"x"]  # ends on a block's edge; one byte too many
 
     results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), CHUNK)
@@ -86,13 +87,13 @@ def test_a_copy_cut_short_or_grown_is_named_with_its_length(three: list[tuple[So
     assert results == [(alone(c), len(c)) for c in copies]
 
 
-def test_a_missing_copy_is_missing_and_the_others_are_still_checked(three: list[tuple[Source, State]]) -> None:
+def test_a_missing_copy_is_missing_and_the_others_are_still_checked(three: Endpoints) -> None:
     results = check_copies(serve(three, [None, flipped(5), BLOB]), DIGEST, len(BLOB), CHUNK)
 
     assert results == [("missing", 0), (alone(flipped(5)), len(BLOB)), (None, len(BLOB))]
 
 
-def test_a_broken_download_of_the_first_copy_leaves_the_others_checked(three: list[tuple[Source, State]]) -> None:
+def test_a_broken_download_of_the_first_copy_leaves_the_others_checked(three: Endpoints) -> None:
     serve(three, [BLOB, BLOB, flipped(299_999)])
     three[0][1].faults.cut_blob_gets = 1  # half the body, then the connection closes
 
@@ -122,10 +123,13 @@ def damaged(how: tuple[str, int]) -> bytes:
     return BLOB
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(hows=st.lists(damage, min_size=3, max_size=3), chunk=st.sampled_from([1 << 12, 1 << 16, 100_000, 1 << 20]))
+@settings(max_examples=60, deadline=None)
+@given(
+    hows=st.lists(damage, min_size=3, max_size=3),
+    chunk=st.sampled_from([1 << 12, 1 << 16, 100_000, 1 << 20]),
+)
 def test_every_copys_verdict_is_what_hashing_it_alone_would_say(
-    three: list[tuple[Source, State]], hows: list[tuple[str, int]], chunk: int
+    three: Endpoints, hows: list[tuple[str, int]], chunk: int
 ) -> None:
     copies = [damaged(how) for how in hows]
 
