@@ -11,6 +11,7 @@ ways side by side in one run:
     eval "$(ci/local-stack.sh env)" && python bench/publish.py [--repeat 3] [--sweep]
     python bench/publish.py --size 4GB [--repeat 3]     # the size users publish
     python bench/publish.py --size 4GB --methods peer,built   # ours after our build spooled the blobs
+    python bench/publish.py --size 4GB --export   # only `docker save`: what bounds ours without the spool
     python bench/publish.py --image training-cpu-pytorch:25.03   # an image built in the engine
 
 ``--size`` builds an image of about that size instead: the base, layers of real wheel content
@@ -421,6 +422,9 @@ def large(args: argparse.Namespace) -> None:
     import docker
 
     size = docker.from_env(version="auto").api.inspect_image(IMAGE)["Size"]
+    if args.export:
+        export_bound(args, size)
+        return
     storage = args.storage or "disk"
     methods = args.methods.split(",") if args.methods else list(METHODS)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in methods}
@@ -467,6 +471,50 @@ def large(args: argparse.Namespace) -> None:
     if args.methods:
         name += "-" + args.methods.replace(",", "-")
     write_results(f"publish-{name}.json", report)
+
+
+def disk_written() -> int:
+    """Bytes written to the machine's disks so far (/proc/diskstats: sectors written, whole disks)."""
+    disks = {p.name for p in Path("/sys/block").iterdir() if not p.name.startswith(("loop", "zram", "ram"))}
+    rows = (line.split() for line in Path("/proc/diskstats").read_text().splitlines())
+    return sum(int(f[9]) * 512 for f in rows if f[2] in disks)
+
+
+def export_once() -> dict[str, float]:
+    """`docker save` of the bench image read and thrown away, as publish reads it when our build did
+    not spool the layers: seconds to its first byte and to its last, the bytes, the disk writes
+    and the CPU seconds of the engine meanwhile."""
+    import docker
+
+    api = docker.from_env(version="auto", timeout=600).api
+    written, engine, started = disk_written(), engine_cpu_seconds(), time.monotonic()
+    first, total = 0.0, 0
+    for chunk in api.get_image(IMAGE, chunk_size=1 << 20):
+        first = first or time.monotonic() - started
+        total += len(chunk)
+    return {
+        "first_byte_s": first,
+        "last_byte_s": time.monotonic() - started,
+        "bytes": total,
+        "disk_written_bytes": disk_written() - written,
+        "engine_cpu_s": engine_cpu_seconds() - engine,
+    }
+
+
+def export_bound(args: argparse.Namespace, size: int) -> None:
+    """``--export``: what bounds a publish of an image our build did not spool, measured."""
+    runs = [export_once() for _ in range(args.repeat)]
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    print(f"docker save of a {size / 1e9:.2f} GB image, medians of {args.repeat}:")
+    print(f"first byte {med['first_byte_s']:.1f} s, last byte {med['last_byte_s']:.1f} s, "
+          f"{med['bytes'] / 1e9:.2f} GB; written to disk meanwhile {med['disk_written_bytes'] / 1e9:.2f} GB "
+          f"({med['disk_written_bytes'] / 1e6 / med['first_byte_s']:.0f} MB/s before the first byte); "
+          f"dockerd {med['engine_cpu_s']:.1f} CPU s")  # fmt: skip
+    name = args.image.replace(":", "-").replace("/", "-") if args.image else args.size
+    write_results(
+        f"publish-{name}-export.json",
+        {"image_bytes": size, "repeat": args.repeat, "runs": runs, "median": med},
+    )
 
 
 def write_results(name: str, report: dict[str, object]) -> None:
@@ -538,6 +586,12 @@ def main() -> None:
         "--methods",
         help="with --size/--image: these only, comma-separated, of naive, peer, engine, ours (the "
         "default: all four) and built (ours with every blob spooled ahead, as after our build)",
+    )
+    parser.add_argument(
+        "--export",
+        action="store_true",
+        help="with --size/--image: only time `docker save` of the image (first byte, last byte, disk "
+        "writes, dockerd CPU), what a publish of layers our build did not spool waits for",
     )
     parser.add_argument("--one", choices=sorted(LARGE_METHODS), help=argparse.SUPPRESS)  # a run's own process
     parser.add_argument("--hosts", help=argparse.SUPPRESS)
