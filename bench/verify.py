@@ -16,7 +16,11 @@ has none of. Measures, medians of 3, alternating:
 - library: the same check in this process (``release.verify.verify`` with the record's digest and
   attachments): what checking costs without starting Python and importing the CLI's libraries;
 - raw: the same image blobs from the same endpoints, through the same HTTP client and the same
-  parallelism (8), read and thrown away: no hashing, no checking, no process to start.
+  parallelism (8), read and thrown away: no hashing, no checking, no process to start;
+- with ``--size`` also: copy, the library with every copy of a blob read and hashed on its own,
+  as verify did before it read a blob's copies in step, hashed the first and compared the rest.
+  ``--one-layer`` makes the image the base and one random layer: the shape where one blob is
+  nearly all the bytes, so one worker reads it at every endpoint.
 
 Beside each: the CPU seconds of the whole machine (/proc/stat), the registries' included: on this
 2-core runner they serve over loopback, so what the reader spends competes with what they spend.
@@ -56,6 +60,9 @@ class Target(NamedTuple):
 
     def env(self) -> dict[str, str]:
         return {**os.environ, **({"XPU_RELEASE_REGISTRIES": self.registries} if self.registries else {})}
+
+
+Method = Callable[[Target], tuple[float, float, int]]  # wall s, CPU s of the process, bytes
 
 
 def machine_cpu() -> float:
@@ -114,6 +121,19 @@ def library(target: Target) -> tuple[float, float, int]:
     return wall, time.process_time() - cpu0, report.bytes_hashed
 
 
+def every_copy(target: Target) -> tuple[float, float, int]:
+    """``library`` with every copy of a blob read and hashed on its own, as verify did before it
+    read a blob's copies in step and compared them (``copy`` in the table)."""
+    from xpu_release.release import verify as module
+
+    real = module.in_step
+    module.in_step = lambda blobs: [[i] for i in range(len(blobs))]
+    try:
+        return library(target)
+    finally:
+        module.in_step = real
+
+
 def raw(target: Target) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and bytes of reading the release's blobs at every endpoint."""
     from xpu_release.oci.transport import RetryPolicy
@@ -144,15 +164,19 @@ def raw(target: Target) -> tuple[float, float, int]:
 
 
 @contextmanager
-def large_release(size: str) -> Iterator[Target]:
-    """The image of ``bench/publish.py --size`` published by xpu-release's publisher to a public and
-    3 region registries of its own (blobs on disk), its record where the CLI reads it; the
-    registries are stopped and removed after."""
+def large_release(size: str, one_layer: bool = False) -> Iterator[Target]:
+    """The image of ``bench/publish.py --size`` (``one_layer``: the base and one layer of random
+    bytes, the rest of the size) published by xpu-release's publisher to a public and 3 region
+    registries of its own (blobs on disk), its record where the CLI reads it; the registries are
+    stopped and removed after."""
     sys.path.insert(0, str(ROOT))
     from bench.publish import bench_repo, fresh_registries, make_large_image, parse_size, publish
     from xpu_release.release import record as records
 
-    make_large_image(parse_size(size))
+    if one_layer:
+        make_one_layer_image(parse_size(size))
+    else:
+        make_large_image(parse_size(size))
     with tempfile.TemporaryDirectory() as tmp, fresh_registries(4, "disk") as hosts:
         repo = bench_repo(Path(tmp))
         record, _ = publish(hosts[0], hosts[1:], repo)
@@ -160,21 +184,42 @@ def large_release(size: str) -> Iterator[Target]:
         yield Target(repo, "bench-publish:1.0", str(repo / "regs.yaml"))
 
 
+def make_one_layer_image(size: int) -> None:
+    """The base and one layer of random bytes: the shape where one blob is nearly all the bytes."""
+    sys.path.insert(0, str(ROOT))
+    from bench.publish import IMAGE, sh
+
+    with tempfile.TemporaryDirectory() as ctx:
+        Path(ctx, "Dockerfile").write_text(
+            "FROM 127.0.0.1:15000/base/debian/bookworm-python:12\n"
+            f"RUN mkdir /data && head -c {size // 10**6 - 170}M /dev/urandom > /data/random.bin\n"
+        )
+        sh("docker", "build", "-q", "--network=none", "--label", "io.xpu-release.bench=publish",
+           "-t", IMAGE, ctx)  # fmt: skip
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--ref", default="training-cpu-pytorch:25.03")
     parser.add_argument("--size", help="instead of --ref: a generated image of this size, e.g. 4GB")
+    parser.add_argument("--one-layer", action="store_true", help="with --size: the base and one random layer")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     os.chdir(ROOT)
     # The CLI also wants the SBOM and provenance a release attaches; the generated image has none.
-    methods = {"library": library, "raw": raw} if args.size else {"cli": deep, "library": library, "raw": raw}
-    with large_release(args.size) if args.size else contextlib.nullcontext(Target(ROOT, args.ref)) as target:
+    sizes: dict[str, Method] = {"library": library, "copy": every_copy, "raw": raw}
+    methods = sizes if args.size else {"cli": deep, "library": library, "raw": raw}
+    made = (
+        large_release(args.size, args.one_layer)
+        if args.size
+        else contextlib.nullcontext(Target(ROOT, args.ref))
+    )
+    with made as target:
         runs = measure(target, methods, args.runs)
     med = {k: [float(statistics.median(r[i] for r in v)) for i in range(4)] for k, v in runs.items()}
     ratio = med["library"][0] / med["raw"][0]
-    shown = args.size or args.ref
+    shown = (args.size + ("-one-layer" if args.one_layer else "")) if args.size else args.ref
     print(f"{shown}: public + regions, medians of {args.runs}")
     print(f"{'method':<8} {'wall':>8} {'MB/s':>7} {'CPU s':>7} {'machine CPU s':>14} {'bytes':>10}")
     for name, (wall, cpu, size, machine) in med.items():
@@ -187,9 +232,6 @@ def main() -> None:
               "ratio": ratio, "goal": GOAL, "goal_met": ratio <= GOAL}  # fmt: skip
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
-
-
-Method = Callable[[Target], tuple[float, float, int]]
 
 
 def measure(
