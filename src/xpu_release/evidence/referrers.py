@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PublishError
+from ..oci.members import blob_file
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from ..oci.store import atomic_write, canonical_json, holds
 from .attachment import ARTIFACT_TYPES, Attachment, Kind
@@ -150,7 +151,7 @@ def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path, mount_f
         return
     if mount_from and client.mount_blob(repo, digest, mount_from):
         return
-    path = spool / digest.replace(":", "-")
+    path = blob_file(spool, digest)
     if not holds(path, digest):
         atomic_write(path, data)
     client.upload_blob(repo, digest, path)

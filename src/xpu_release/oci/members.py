@@ -39,6 +39,12 @@ def spool_dir() -> Path:
     return folder
 
 
+def blob_file(spool: Path, digest: str) -> Path:
+    """Where ``spool`` keeps the blob ``digest``: the one name the build, the push, the copies to
+    the regions and the documents all write and look for."""
+    return spool / digest.replace(":", "-")
+
+
 class CompressedMap:
     """diff_id → the blob ``codec`` makes of it. A pure function of the layer (for one codec
     version, level and member size, all in the map's name), so it is kept across runs; the blob
@@ -127,7 +133,7 @@ class Members:
             self._write_oldest()
         self._out.close()
         digest = "sha256:" + self._sha.hexdigest()
-        Path(self._out.name).replace(self.spool / digest.replace(":", "-"))
+        Path(self._out.name).replace(blob_file(self.spool, digest))
         return Blob(digest=digest, size=self._size, media_type=self.codec.media_type)
 
     def discard(self) -> None:
@@ -162,5 +168,5 @@ def spool_layer(layer: Path, diff_id: str, codec: Codec, pool: ThreadPoolExecuto
     checks an entry's bytes before it sends it)."""
     known, spool = CompressedMap(codec), spool_dir()
     blob = known.get(diff_id)
-    if blob is None or not (spool / blob.digest.replace(":", "-")).is_file():
+    if blob is None or not blob_file(spool, blob.digest).is_file():
         known.put(diff_id, compress(layer, spool, pool, codec))

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..files import touch
-from ..oci.members import Blob, spool_dir
+from ..oci.members import Blob, blob_file, spool_dir
 from ..oci.registry import RegistryClient
 from ..oci.store import holds
 from ..progress import Sink
@@ -35,7 +35,7 @@ class BlobSpool:
         with self._guard:
             lock = self._locks.setdefault(digest, threading.Lock())
         with lock:
-            path = self.folder / digest.replace(":", "-")
+            path = blob_file(self.folder, digest)
             if path.is_file() and digest not in self._checked and not holds(path, digest):
                 self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
                 path.unlink()
@@ -81,7 +81,7 @@ class EarlyCopies:
                 return
             self._began.setdefault(name, time.monotonic())
             client, repo = self.pool.client(target.endpoint), self.pool.repo(target.endpoint)
-            path = self.spool.folder / digest.replace(":", "-")
+            path = blob_file(self.spool.folder, digest)
             try:
                 client.ensure_blob(repo, digest, lambda: path, chunk_size=self.chunk_size)
                 self._done[name].add(digest)

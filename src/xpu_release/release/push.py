@@ -32,7 +32,7 @@ from ..image.engine import Engine
 from ..image.export import stream_layers
 from ..oci.codec import DEFAULT, GZIP_TYPE, Codec, decompressed
 from ..oci.downloads import read_blob
-from ..oci.members import Blob, CompressedMap, Members, unpacked_map
+from ..oci.members import Blob, CompressedMap, Members, blob_file, unpacked_map
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import holds, known_config, remember_config
 from ..progress import Sink, Tally
@@ -116,7 +116,7 @@ class _Compressing:
 
 def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
     """The spool holds ``digest`` intact (a damaged entry is dropped, to be compressed again)."""
-    path = spool / digest.replace(":", "-")
+    path = blob_file(spool, digest)
     if not path.is_file():
         return False
     if holds(path, digest):
@@ -178,7 +178,7 @@ def push_image(
     before = client.stats["uploaded_bytes"]
 
     def upload(blob: Blob) -> None:
-        path = spool / blob.digest.replace(":", "-")
+        path = blob_file(spool, blob.digest)
         if on_spooled is not None and path.is_file():
             on_spooled(blob)
         client.ensure_blob(repo, blob.digest, lambda: path, chunk_size=chunk_size)

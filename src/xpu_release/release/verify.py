@@ -7,7 +7,7 @@ Two levels, as the README's reliability section says:
   (HEAD requests: a few per blob, no bytes);
 - deep (``verify --deep``): every blob is downloaded from every endpoint, blobs in parallel,
   streamed, and each endpoint's copy shown to hash to the digest: the copies of one blob are read
-  in step, the first hashed and the others compared with it (``oci.copies``; a copy that differs
+  in step, the first hashed and the others compared with it (``oci.blobcheck``; a copy that differs
   is hashed on its own), so the bytes are hashed once, not once an endpoint. Memory stays at one
   chunk per copy being read: a flipped byte in a stored blob is found, named by endpoint and
   digest.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ReleaseError
 from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_KINDS, Attachment, Kind
@@ -34,7 +34,7 @@ from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
-from ..oci.copies import Source, check_copies
+from ..oci.blobcheck import Source, check_copies
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
@@ -42,7 +42,16 @@ from ..progress import Sink, Tally
 from .pool import EndpointPool
 
 CHUNK = 1 << 20
-Job = tuple[Endpoint, RegistryClient, str, str, int]  # where, its client, the repository, digest, size
+
+
+class Job(NamedTuple):
+    """One blob to check at one endpoint."""
+
+    endpoint: Endpoint
+    client: RegistryClient
+    repo: str
+    digest: str
+    size: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +232,7 @@ def verify(
             findings.append(Finding(endpoint=ep.name, what=t.version_ref,
                                     problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
             continue
-        jobs += [(ep, client, repo, d, size) for d, size in manifest.blobs()]
+        jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]
         try:
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
@@ -233,7 +242,7 @@ def verify(
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
             continue
         findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
-        jobs += [(ep, client, repo, d, size) for d, size in blobs]
+        jobs += [Job(ep, client, repo, d, size) for d, size in blobs]
     on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
     tallies: dict[str, Tally] = {}
     for ep, *_, size in jobs:
@@ -241,12 +250,12 @@ def verify(
         tally.total = (tally.total or 0) + size
 
     def finding(job: Job, problem: str | None) -> Finding | None:
-        return Finding(endpoint=job[0].name, what=job[3], problem=problem) if problem else None
+        return Finding(endpoint=job.endpoint.name, what=job.digest, problem=problem) if problem else None
 
     def shallow(group: list[Job]) -> list[tuple[Finding | None, int]]:
         (job,) = group
         try:
-            problem = _present(job[1], job[2], job[3], job[4])
+            problem = _present(job.client, job.repo, job.digest, job.size)
         except ReleaseError as exc:
             problem = exc.message
         return [(finding(job, problem), 0)]
@@ -254,11 +263,10 @@ def verify(
     def everywhere(group: list[Job]) -> list[tuple[Finding | None, int]]:
         """One blob at every endpoint that lists it: hashed once, the copies compared with it."""
         sources = [Source(client, repo, tallies[ep.name].add) for ep, client, repo, _, _ in group]
-        checked = check_copies(sources, group[0][3], group[0][4], CHUNK)
+        checked = check_copies(sources, group[0].digest, group[0].size, CHUNK)
         return [(finding(job, problem), got) for job, (problem, got) in zip(group, checked, strict=True)]
 
-    blobs = [(job[3], job[4]) for job in jobs]
-    groups = in_step(blobs) if deep else [[i] for i in range(len(jobs))]
+    groups = in_step([(job.digest, job.size) for job in jobs]) if deep else [[i] for i in range(len(jobs))]
     results: list[tuple[Finding | None, int]] = [(None, 0)] * len(jobs)
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         checks = pool.map(everywhere if deep else shallow, [[jobs[i] for i in g] for g in groups])

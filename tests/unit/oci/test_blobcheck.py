@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpu_release.oci.copies import Source, check_copies
+from xpu_release.oci.blobcheck import Source, check_copies
 
 from ..fake_registry import State, digest_of, fake_registry
 from .test_codec import client_for

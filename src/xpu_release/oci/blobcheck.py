@@ -107,14 +107,15 @@ def _read_in_step(step: list[_Copy]) -> None:
         for c, block in read:
             if block != lead:  # differs here, or ended where the first goes on, or goes on past it
                 c.leave(shared, block)
-                alone.append(c)
+                if not c.done:  # it ended where it left: its hash is final already
+                    alone.append(c)
         if lead is None:  # those in step ended together
             for c in step:
                 c.final = "sha256:" + shared.hexdigest()
             step = []
         else:
             shared.update(lead)
-        for c in [c for c in alone if not c.done]:
+        for c in alone:
             block = c.read()
             if c.problem is None:
                 c.hash(block)
