@@ -18,6 +18,7 @@ from .types import (
     Checker,
     Either,
     Enum,
+    Int,
     List,
     Map,
     Nullable,
@@ -319,6 +320,12 @@ MANIFEST = Obj(
                 ),
                 "fail_on_unknown": Bool(
                     description="A finding of unknown severity stops the release too (default true)."
+                ),
+                "review_horizon_days": Int(
+                    minimum=1,
+                    maximum=3660,
+                    description="How far ahead an exception's review_by may be, in days from the "
+                    "scan (default 365): an exception further ahead is refused.",
                 ),
             },
         ),
