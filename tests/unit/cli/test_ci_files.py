@@ -77,6 +77,13 @@ def test_the_ci_entry_point_runs_the_readme_test_command() -> None:
     assert "ci/release-local.sh" in (ROOT / "README.md").read_text()
 
 
+def test_both_tiers_of_the_test_command_check_the_generated_reference() -> None:
+    script = (ROOT / "ci" / "test.sh").read_text()
+    fast_exit = script.index("if ((fast)); then")
+
+    assert 0 <= script.index("xpu-release docs --check") < fast_exit
+
+
 def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() -> None:
     from xpu_release.manifest import Repo
 
