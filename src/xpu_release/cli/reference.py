@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import EXIT_CODES, ReleaseError, StaleError
+from ..errors import EXIT_CODES, OutputError, ReleaseError, StaleError
+from ..files import describe
 from ..settings import ENVIRONMENT
 from .app import State, cli, pass_state
 from .markdown import cell, generated
@@ -176,18 +177,24 @@ def pages(root: click.Group) -> dict[str, str]:
     }
 
 
-def _write(path: Path, text: str) -> None:
-    """``text`` into ``path`` whole: a temporary file of its own beside it, renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def _write(path: Path, text: str, display: str) -> None:
+    """``text`` into ``path`` whole: a temporary file of its own beside it, renamed over it (a
+    link there is replaced, never written through). Exit 13 naming the page if it cannot be."""
+    tmp: Path | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        tmp = Path(name)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        Path(tmp).chmod(0o644)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp.chmod(0o644)
+        tmp.replace(path)
+    except OSError as exc:
+        msg = f"{display}: cannot write ({describe(exc)})"
+        raise OutputError(msg) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 @cli.command(hidden=True)
@@ -212,7 +219,7 @@ def docs(state: State, check: bool) -> None:
             continue
         stale.append((FOLDER / name).as_posix())
         if not check:
-            _write(path, text)
+            _write(path, text, (FOLDER / name).as_posix())
             info(f"wrote {(FOLDER / name).as_posix()}")
     if check and stale:
         msg = f"{len(stale)} reference page(s) are stale: {', '.join(stale)}\nrun: xpu-release docs"

@@ -67,6 +67,7 @@ def commands() -> st.SearchStrategy[list[str]]:
         st.lists(REF, max_size=3).map(lambda refs: ["validate", *refs]),
         REF.map(lambda r: ["render", r]),
         st.just(["render", "--all", "--check"]),
+        st.sampled_from([["docs"], ["docs", "--check"]]),
         REF.map(lambda r: ["plan", r, "--json"]),
         st.tuples(REF, REF).map(lambda p: ["diff", *p]),
         st.tuples(REF, VERSION, TEXT).map(lambda t: ["new-version", t[0], "--from", t[1], "--set", t[2]]),
@@ -152,7 +153,8 @@ def damages() -> st.SearchStrategy[Damage | None]:
     where = st.sampled_from(
         [f"manifests/{m}.yaml" for m in MANIFESTS]
         + ["manifests/training-cpu-pytorch/99.0.yaml", "manifests/training-cpu-pytorch", "manifests",
-           "templates", "images/training-cpu-pytorch/25.03/Dockerfile", "registries.yaml", "closed.yaml"]
+           "templates", "images/training-cpu-pytorch/25.03/Dockerfile", "registries.yaml", "closed.yaml",
+           "docs/reference", "docs/reference/commands.md"]
     )  # fmt: skip
     return st.one_of(
         st.none(),

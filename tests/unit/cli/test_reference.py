@@ -100,3 +100,14 @@ def test_help_text_becomes_markdown() -> None:
     assert help_markdown(text) == (
         "Render images/\\<name>.\n\nMore words.\n\nExamples:\n\n```sh\nxpu-release a \\\n    --b\n```"
     )
+
+
+def test_a_page_that_cannot_be_written_is_named_and_nothing_is_left_behind(repo: Path) -> None:
+    folder = repo / "docs" / "reference"
+    (folder / "commands.md").mkdir(parents=True)  # a directory where the page goes
+
+    result = run(repo, "docs")
+
+    assert result.exit_code == 13
+    assert result.stderr == "error: docs/reference/commands.md: cannot write (Is a directory)\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["commands.md"]  # no temporary file
