@@ -1,6 +1,7 @@
 """The documentation holds together: every relative link in README.md, docs/ and the benchmark
 history names a file that exists, and an anchor a heading of that file has (as GitHub makes
-them), so a page moved or a heading renamed is found by the test, not by a reader."""
+them), so a page moved or a heading renamed is found by the test, not by a reader; and the
+architecture page names every module of every wing, so a new module is placed there too."""
 
 from __future__ import annotations
 
@@ -46,3 +47,17 @@ def test_the_pages_are_found() -> None:
     names = {str(p.relative_to(ROOT)) for p in PAGES}
 
     assert {"README.md", "docs/index.md", "docs/recipes.md", "docs/reference/commands.md"} <= names
+
+
+def test_the_architecture_page_names_every_module_of_every_wing() -> None:
+    page = (ROOT / "docs" / "maintaining" / "architecture.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `/"): line for line in page.splitlines() if line.startswith("| `")}
+    src = ROOT / "src" / "xpu_release"
+    missing = [
+        f"{wing}/{module.stem}"
+        for wing in ("cli", "release", "evidence", "image", "manifest", "oci")
+        for module in sorted((src / wing).glob("*.py"))
+        if module.stem != "__init__" and f"`{module.stem}`" not in rows.get(wing, "")
+    ]
+
+    assert missing == []
