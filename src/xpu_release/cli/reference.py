@@ -202,7 +202,7 @@ def _write(path: Path, text: str, display: str) -> None:
 @pass_state
 def docs(state: State, check: bool) -> None:
     """Generate the reference pages under docs/reference/ from the code: commands, exit codes,
-    settings and the manifest format.
+    settings and the file formats (manifests, image.yaml, registries files).
 
     \b
     Examples:
