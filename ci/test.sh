@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The test command (README): on a fresh Debian 12 machine, installs what the suite needs
-# (Debian and PyPI packages), brings up the local stack (engine + registries), lints, type-checks
-# and runs every test. In CI (CI=true) a missing engine or registry fails the run; it never skips.
+# The test command (README, docs/maintaining/testing.md): on a fresh Debian 12 machine, installs
+# what the suite needs (Debian and PyPI packages), brings up the local stack (engine + registries),
+# lints, type-checks, checks the generated files and runs every test. In CI (CI=true) a missing
+# engine or registry fails the run; it never skips.
 #
 #   ci/test.sh           the whole suite (what .ci/run calls)
-#   ci/test.sh --fast    lint, types and the engine-free tests only (no stack): the edit loop
+#   ci/test.sh --fast    lint, types, the generated reference and the engine-free tests only (no
+#                        stack): the edit loop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,9 @@ log "lint and types"
 ruff check src tests bench
 ruff format --check src tests bench
 mypy --strict src
+
+log "the generated reference (docs/reference/, from the code)"
+xpu-release docs --check
 
 # pytest, where "no tests ran" (its exit 5) is a failure too.
 run_pytest() {

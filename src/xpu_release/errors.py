@@ -2,6 +2,10 @@
 
 Only ``cli.py`` prints these. Messages say what failed, where, and what to do, and never
 contain a secret: anything that could (a registry response, a log) is redacted first.
+
+``EXIT_CODES`` is the table of every exit status a user can meet, with what it means and an
+example: the one source of the documented codes. The reference page (``docs/reference/
+exit-codes.md``) is generated from it, and the tests that assert exit codes read it.
 """
 
 from __future__ import annotations
@@ -173,3 +177,132 @@ class PreflightFailed(ReleaseError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+# --- the documented exit codes -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExitCode:
+    """One exit status as a user meets it: what it means, and an example of what ends in it."""
+
+    code: int
+    meaning: str
+    example: str
+
+
+INTERNAL_ERROR = 70  # only ever a bug of ours: no user input may end in it
+INTERRUPTED = 130  # Ctrl-C; other signals end in 128 + their number
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(code=0, meaning="success", example="`validate`: 3 manifests valid"),
+    ExitCode(
+        code=1,
+        meaning="a generated file is stale (`render --check`, `docs --check`)",
+        example="`render --all --check`: 1 generated file(s) are stale: "
+        "images/training-cpu-pytorch/25.03/Dockerfile; run: xpu-release render --all",
+    ),
+    ExitCode(
+        code=2,
+        meaning="an invalid manifest, image definition or VEX file (every problem listed with "
+        "file:line:col); also a command-line usage error (Click's)",
+        example="manifests/training-cpu-pytorch/25.03.yaml:39:14: components.ray.version: '2.43.0 ' "
+        "is not a valid version",
+    ),
+    ExitCode(
+        code=3,
+        meaning="bad configuration or option: the registries file, the repository's layout, an "
+        "option's or a setting's value",
+        example="registries override /nonexistent does not exist",
+    ),
+    ExitCode(
+        code=4,
+        meaning="the lock: pins that do not resolve, a committed lock that is missing or stale, "
+        "a base tag that moved since it was pinned",
+        example="images/training-cpu-pytorch/25.04/requirements.lock does not exist; run "
+        "`xpu-release lock training-cpu-pytorch:25.04` and commit it",
+    ),
+    ExitCode(
+        code=5,
+        meaning="the build failed, or two builds differ (`repro`)",
+        example="`repro`: xpu-fixture:1.0 is not reproducible: sha256:7d0c… ≠ sha256:a31f…",
+    ),
+    ExitCode(
+        code=6,
+        meaning="a smoke test failed in the built image (or it has not passed them): nothing is published",
+        example="1 smoke check(s) failed for xpu-fixture:1.0; it must not be published",
+    ),
+    ExitCode(
+        code=7,
+        meaning="publish, verify or mirror failed at an endpoint: a push or copy failed, a registry "
+        "answered against the protocol or its TLS certificate did not verify, an endpoint does not "
+        "serve the release as recorded",
+        example="`verify --deep`: an endpoint's blob does not hash to its digest (the endpoint and "
+        "the blob named)",
+    ),
+    ExitCode(
+        code=8,
+        meaning="a registry refused our credentials, or we have none for it",
+        example="public (127.0.0.1:15001) refused our credentials (401)",
+    ),
+    ExitCode(
+        code=9,
+        meaning="an immutable version tag already holds other content: nothing was pushed",
+        example="training-cpu-pytorch:25.03 is already published with other content; version tags "
+        "are immutable",
+    ),
+    ExitCode(
+        code=10,
+        meaning="the Docker engine, or a registry the command needs, does not answer",
+        example="no Docker engine answers at the default socket; start one with: ci/local-stack.sh up",
+    ),
+    ExitCode(
+        code=11,
+        meaning="not found: an image, version, manifest or record; a base release not yet published",
+        example="no image 'nope' under manifests (known: pytorch-cpu-sdk, training-cpu-pytorch, "
+        "training-xpu-pytorch)",
+    ),
+    ExitCode(
+        code=12,
+        meaning="a damaged file: a release record that is not what xpu-release wrote (a directory, "
+        "a FIFO, edited by hand, of another shape); checked against its schema on every read",
+        example="out/releases/training-cpu-pytorch/25.03.json: the release record has no 'ref', …",
+    ),
+    ExitCode(
+        code=13,
+        meaning="the output cannot be written: stdout or stderr closed or full, an output file or "
+        "folder that cannot be made",
+        example="/dev/full: cannot write the notes (No space left on device)",
+    ),
+    ExitCode(
+        code=14,
+        meaning="the vulnerability gate stops the release: nothing is published",
+        example="the vulnerability gate stops training-cpu-pytorch:25.03: nothing is published",
+    ),
+    ExitCode(
+        code=INTERNAL_ERROR,
+        meaning="an internal error: only ever a bug of ours, never the user's mistake (`--debug` "
+        "shows the traceback); please report it",
+        example="internal error: KeyError: 'x' (rerun with --debug for a traceback)",
+    ),
+    ExitCode(
+        code=129,
+        meaning="hung up (SIGHUP): the throwaway containers are removed first",
+        example="the terminal of an interactive run closed",
+    ),
+    ExitCode(
+        code=INTERRUPTED,
+        meaning="interrupted (Ctrl-C): the throwaway containers are removed first",
+        example="Ctrl-C during a build",
+    ),
+    ExitCode(
+        code=143,
+        meaning="terminated (SIGTERM): the throwaway containers are removed first",
+        example="a CI job cancelled",
+    ),
+)
+
+
+def user_exit_codes() -> frozenset[int]:
+    """Every documented code a run may end in whatever the input: the table without 70."""
+    return frozenset(c.code for c in EXIT_CODES) - {INTERNAL_ERROR}

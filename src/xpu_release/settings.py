@@ -11,6 +11,9 @@ What stages reach deep inside (the cache folder, a content-addressed store every
 like a working directory; the artifact token; the engine's address; keep-containers) is held
 process-wide: ``use`` makes a ``Settings`` the current one, once per command, and ``current`` and
 ``cache_dir`` give it to those stages. Everything else is passed down as an argument.
+
+``ENVIRONMENT`` names every variable the command line reads, the setting it fills and what it
+means: the one source of the settings reference (``docs/reference/settings.md``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,76 @@ COMPRESSION_ENV = "XPU_RELEASE_COMPRESSION"  # the layer codec, LIBRARY[:LEVEL] 
 ZSTD_ENV = "XPU_RELEASE_PULLERS_ACCEPT_ZSTD"  # 1: every engine that pulls the image reads zstd
 # What docker-py reads to find and reach the engine: handed to it as they are.
 DOCKER_ENV = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+
+COLOUR_ENV = "NO_COLOR"  # read by the CLI's output (cli/output.py), https://no-color.org
+COMPLETE_ENV = "_XPU_RELEASE_COMPLETE"  # Click's shell completion
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variable:
+    """One environment variable the command line reads: the ``Settings`` field it fills (empty:
+    read elsewhere in the CLI), the option that overrides it, and what it means."""
+
+    name: str
+    meaning: str
+    setting: str = ""
+    option: str = ""
+    secret: bool = False  # registered for redaction when read; never printed
+
+
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable(name=ROOT_ENV, setting="root", option="--root",
+             meaning="The repository root. Default: found upwards from the working folder, as git does."),
+    Variable(name=REGISTRIES_ENV, setting="registries", option="--registries",
+             meaning="A registries file that overrides `registries.yaml` field by field (e.g. the local "
+             "stack's endpoints, which `ci/local-stack.sh env` sets)."),
+    Variable(name=CACHE_ENV, setting="cache",
+             meaning="The cache folder (compressed layers, fetched artifacts and wheels, digest maps). "
+             "Default: `$XDG_CACHE_HOME/xpu-release`, else `~/.cache/xpu-release`."),
+    Variable(name=CACHE_MAX_ENV, setting="cache_max",
+             meaning="A size (`20G`, `500M`): every publish and release brings the cache under it when "
+             "it ends. A bad value is exit 3 before anything is sent."),
+    Variable(name=ADVISORIES_ENV, setting="advisories", option="--advisories",
+             meaning="OSV advisories for the vulnerability gate: directories of JSON records or osv.dev "
+             "export archives, separated by `:`."),
+    Variable(name=BUILDER_ENV, setting="builder",
+             meaning="Who builds, as the provenance names it. Default: `urn:xpu-release:host:<hostname>`."),
+    Variable(name=KEEP_ENV, setting="keep_containers",
+             meaning="`1`: keep the throwaway build and test containers, for debugging."),
+    Variable(name=USER_ENV, setting="username", option="--username",
+             meaning="The registry user for the release's public and VPC endpoints."),
+    Variable(name=PASSWORD_ENV, setting="password", secret=True,
+             meaning="The registry password for that user (or `--password-stdin`; never in argv)."),
+    Variable(name=KEY_ENV, setting="signing_key", option="--signing-key",
+             meaning="A PEM private key (Ed25519 or ECDSA P-256, PKCS#8) that signs the provenance "
+             "and the VEX."),
+    Variable(name=KEY_PASSWORD_ENV, setting="signing_key_password", secret=True,
+             meaning="The password of an encrypted signing key."),
+    Variable(name=ARTIFACT_TOKEN_ENV, setting="artifact_token", secret=True,
+             meaning="A token for fetching artifacts; used on the host only, never in a build "
+             "argument, a layer or a log."),
+    Variable(name=COMPRESSION_ENV, setting="compression", option="--compression",
+             meaning="The layer codec, `LIBRARY[:LEVEL]` (isal, zlib-ng, zlib, zstd). Default: `isal:2`."),
+    Variable(name=ZSTD_ENV, setting="pullers_accept_zstd", option="--pullers-accept-zstd",
+             meaning="`1`: every engine that pulls the image reads zstd layers (Docker 23 or later)."),
+    Variable(name="DOCKER_CONFIG", setting="docker_config",
+             meaning="The docker config folder whose `auths`, `credHelpers` and `credsStore` give "
+             "registry credentials. Default: `~/.docker`."),
+    *(Variable(name=name, setting="docker",
+               meaning="Where and how to reach the Docker engine, handed to docker-py as it is.")
+      for name in DOCKER_ENV),
+    Variable(name="GITHUB_ACTIONS", setting="ci",
+             meaning="`true`: the stage report writes GitHub Actions' log groups."),
+    Variable(name="GITLAB_CI", setting="ci", meaning="`true`: the stage report writes GitLab's collapsible "
+             "sections."),
+    Variable(name="HOME", setting="cache",
+             meaning="The home folder the default cache and docker config are under (else the password "
+             "database's)."),
+    Variable(name="XDG_CACHE_HOME", setting="cache", meaning="Where the default cache folder is made."),
+    Variable(name=COLOUR_ENV, meaning="Set: no colour on a terminal either (https://no-color.org)."),
+    Variable(name=COMPLETE_ENV, meaning="Shell completion, as Click reads it: "
+             '`eval "$(_XPU_RELEASE_COMPLETE=bash_source xpu-release)"`.'),
+)  # fmt: skip
 
 
 def _home(env: Mapping[str, str]) -> Path:

@@ -17,15 +17,13 @@ from typing import Any, TypeVar
 import click
 
 from .. import __version__
-from ..errors import OutputError, ReleaseError
+from ..errors import INTERNAL_ERROR, INTERRUPTED, OutputError, ReleaseError
 from ..oci.credentials import CredentialStore
 from ..settings import Settings
 from .live import LiveLine
 from .output import Verbosity, _bounded, _say_error, as_user_error
 
 F = TypeVar("F", bound=Callable[..., Any])
-INTERNAL_ERROR = 70
-INTERRUPTED = 130
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import IO, Any
 import click
 
 from ..errors import OutputError, ReleaseError
+from ..settings import COLOUR_ENV
 
 
 @dataclass
@@ -31,7 +32,7 @@ def verbosity() -> Verbosity:
 
 
 def colour_on(stream: IO[Any] | None) -> bool:
-    if os.environ.get("NO_COLOR") or stream is None:
+    if os.environ.get(COLOUR_ENV) or stream is None:
         return False
     try:
         return stream.isatty()

@@ -28,7 +28,13 @@ from .publishing import signing_key_option
 
 @cli.command()
 @ref_argument()
-@click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True)
+@click.option(
+    "--lang",
+    type=click.Choice(["zh", "en"]),
+    default="zh",
+    show_default=True,
+    help="The language of the notes.",
+)
 @click.option(
     "--record",
     "record_file",

@@ -33,12 +33,17 @@ def dockerfile_path(root: Path, spec: ImageSpec) -> Path:
 
 IMAGE_FILE = schema.Obj(
     fields={
-        "template": schema.Str(pattern=r"[A-Za-z0-9_.\-]+\.j2", what="a template file name in templates/"),
-        "description": schema.Text(),
+        "template": schema.Str(
+            pattern=r"[A-Za-z0-9_.\-]+\.j2",
+            what="a template file name in templates/",
+            description="The Jinja2 template that renders every version's Dockerfile (e.g. Dockerfile.j2).",
+        ),
+        "description": schema.Text(description="What the image is for, in a sentence."),
         "source": schema.Str(
             pattern=r"https://[^\s]+",
             what="an https URL",
             hint="the repository that holds this image's definition",
+            description="The image's org.opencontainers.image.source annotation (none when absent).",
         ),
     },
     required=("template",),

@@ -7,7 +7,7 @@ every logical registry to a local one (``ci/local-stack.sh env`` writes such a f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +24,30 @@ _HOST = schema.Str(
 )
 REGISTRY = schema.Obj(
     fields={
-        "role": schema.Enum(choices=("public", "vpc", "base")),
-        "host": _HOST,
-        "namespace": schema.REPOSITORY,
-        "regions": schema.List(item=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"), unique=True),
+        "role": schema.Enum(
+            choices=("public", "vpc", "base"),
+            description="public: published to; vpc: published to in every region; base: base images are "
+            "pulled from it. Required once the files are merged, as are host and namespace.",
+        ),
+        "host": replace(_HOST, description="Where it is served; {region} stands for each region's id."),
+        "namespace": replace(schema.REPOSITORY, description="The path images are published under."),
+        "regions": schema.List(
+            item=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
+            unique=True,
+            description="The VPC regions a release goes to.",
+        ),
         "hosts": schema.Map(
             value=_HOST,
             key=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
             description="Per-region host overrides.",
         ),
         "insecure": schema.Bool(description="Plain HTTP (loopback test registries only)."),
-        "ca_file": schema.Str(pattern=r"[^\n\r]+", what="a path", max_len=500),
+        "ca_file": schema.Str(
+            pattern=r"[^\n\r]+",
+            what="a path",
+            max_len=500,
+            description="A CA certificate the host's TLS is checked with.",
+        ),
     },
 )
 FILE = schema.Obj(

@@ -7,6 +7,7 @@ refused where they do not belong, so no manifest can add a Dockerfile instructio
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ManifestError
@@ -238,7 +239,7 @@ NOT_INHERITED = ("extends", "release")
 MANIFEST = Obj(
     fields={
         "image": IMAGE_NAME,
-        "version": TAG,
+        "version": replace(TAG, description="Must match the file's name."),
         "extends": Nullable(inner=TAG, description="An earlier version of the same image."),
         "title": LOCALIZED,
         "scenario": List(item=Enum(choices=("training", "inference")), unique=True),
@@ -262,7 +263,7 @@ MANIFEST = Obj(
                 ),
                 "version": Nullable(inner=TAG),
                 "component": Nullable(inner=COMPONENT_ID, description="The `base` component it carries."),
-                "python": ABS_PATH,
+                "python": replace(ABS_PATH, description="The base's Python interpreter."),
                 "provides": List(
                     item=PIP_NAME,
                     unique=True,
@@ -305,9 +306,9 @@ MANIFEST = Obj(
                 ),
             },
         ),
-        "os_packages": List(item=DEB_NAME, unique=True),
+        "os_packages": List(item=DEB_NAME, unique=True, description="Debian packages installed, pinned."),
         "components": Map(value=COMPONENT, key=COMPONENT_ID, nullable_values=True),
-        "env": Map(value=SAFE_VALUE, key=ENV_NAME, nullable_values=True),
+        "env": Map(value=SAFE_VALUE, key=ENV_NAME, nullable_values=True, description="Set in the image."),
         "tools": List(item=TOOL, unique=True, description="Commands that must be on PATH."),
         "files": List(item=ABS_PATH, unique=True, description="Files that must exist in the image."),
         "floating_tags": List(item=TAG, unique=True, description="Tags moved after a verified publish."),
@@ -335,11 +336,11 @@ MANIFEST = Obj(
             description="The SBOMs attached to the image: CycloneDX always; spdx adds SPDX 2.3 JSON, made "
             "from the same facts (default [cyclonedx]).",
         ),
-        "features": List(item=FEATURE),
-        "quick_start": List(item=COMMAND),
+        "features": List(item=FEATURE, description="The notes' features."),
+        "quick_start": List(item=COMMAND, description="The notes' Quick Start; {image} is the public ref."),
         "quick_start_intro": List(item=PROSE_ITEM, description="Paragraphs that open the Quick Start."),
-        "usage_advice": List(item=PROSE_ITEM),
-        "known_issues": List(item=KNOWN_ISSUE),
+        "usage_advice": List(item=PROSE_ITEM, description="The notes' usage advice."),
+        "known_issues": List(item=KNOWN_ISSUE, description="The notes' known issues."),
         "release": Obj(
             fields={
                 "upgraded": List(
@@ -360,6 +361,7 @@ MANIFEST = Obj(
                 "bug_fixes": List(item=LOCALIZED),
                 "highlights": List(item=LOCALIZED),
             },
+            description="This release only: never inherited.",
         ),
     },
     required=(

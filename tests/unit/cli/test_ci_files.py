@@ -71,10 +71,27 @@ def test_the_github_release_runs_on_tags_and_archives_the_record() -> None:
     assert any("out/releases/" in str(s.get("with", {}).get("path", "")) for s in steps)
 
 
+def test_both_release_jobs_clone_the_whole_history() -> None:
+    # The revision annotation needs the commit that last changed the image's build directory.
+    github = yaml.safe_load(PIPELINES[0].read_text())["jobs"]["release"]["steps"]
+    gitlab = yaml.safe_load(PIPELINES[1].read_text())["release"]
+
+    checkout = next(s for s in github if str(s.get("uses", "")).startswith("actions/checkout"))
+    assert checkout.get("with", {}).get("fetch-depth") == 0
+    assert gitlab["variables"]["GIT_DEPTH"] == "0"
+
+
 def test_the_ci_entry_point_runs_the_readme_test_command() -> None:
     assert "ci/test.sh" in (ROOT / ".ci" / "run").read_text()
     assert "ci/test.sh" in (ROOT / "README.md").read_text()
     assert "ci/release-local.sh" in (ROOT / "README.md").read_text()
+
+
+def test_both_tiers_of_the_test_command_check_the_generated_reference() -> None:
+    script = (ROOT / "ci" / "test.sh").read_text()
+    fast_exit = script.index("if ((fast)); then")
+
+    assert 0 <= script.index("xpu-release docs --check") < fast_exit
 
 
 def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from xpu_release.cli import cli
@@ -100,10 +101,8 @@ def test_every_command_has_help_with_an_example_and_names_its_arguments(repo: Pa
         assert "Examples:" in result.stdout or name == "build-release", name
         assert " REF" not in result.stdout.split("\n", 1)[0], name  # the usage line says NAME:VERSION
         for param in command.params:
-            if getattr(param, "is_flag", False) or param.name == "help":
-                continue
-            if isinstance(param, type(command.params[0])) and param.param_type_name == "option":
-                assert param.help, f"{name} {param.name} has no help"  # type: ignore[attr-defined]
+            if isinstance(param, click.Option) and not param.is_flag:
+                assert param.help, f"{name} {param.name} has no help"
     alias = run(repo, "build-release", "--help")
     assert "Alias of `release`" in alias.stdout
 

@@ -159,7 +159,7 @@ def test_no_key_means_no_signature() -> None:
     assert Settings.from_env({}).signing_key is None
 
 
-def test_the_readme_openssl_commands_make_a_key_pair_that_works(tmp_path: Path) -> None:
+def test_the_documented_openssl_commands_make_a_key_pair_that_works(tmp_path: Path) -> None:
     import subprocess
 
     subprocess.run(

@@ -1,0 +1,56 @@
+"""The exit codes a user can meet are one table (``errors.EXIT_CODES``): every error class exits
+with a code the table explains, every code the table explains is one something ends in, and the
+command line's own exits (an internal error, a signal) are in it too."""
+
+from __future__ import annotations
+
+import signal
+
+from xpu_release.errors import (
+    EXIT_CODES,
+    INTERNAL_ERROR,
+    INTERRUPTED,
+    ManifestError,
+    ReleaseError,
+    user_exit_codes,
+)
+
+DOCUMENTED = {c.code for c in EXIT_CODES}
+
+
+def error_classes() -> list[type[ReleaseError]]:
+    found: list[type[ReleaseError]] = [ReleaseError]
+    for cls in found:
+        found.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_error_class_exits_with_a_documented_code() -> None:
+    undocumented = [(c.__name__, c.exit_code) for c in error_classes() if c.exit_code not in DOCUMENTED]
+
+    assert undocumented == []
+
+
+def test_every_documented_failure_is_something_an_error_class_or_the_cli_ends_in() -> None:
+    raised = {c.exit_code for c in error_classes()}
+    # Ends that are no error class: success, Click's usage errors (2, as ManifestError),
+    # a bug of ours, and the signals the CLI unwinds (128 + the signal's number).
+    cli_ends = {0, ManifestError.exit_code, INTERNAL_ERROR}
+    cli_ends |= {128 + s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)}
+
+    assert raised | cli_ends == DOCUMENTED
+    assert INTERRUPTED == 128 + signal.SIGINT
+
+
+def test_the_table_is_one_row_a_code_in_order_each_with_a_meaning_and_an_example() -> None:
+    codes = [c.code for c in EXIT_CODES]
+
+    assert codes == sorted(set(codes))
+    assert all(c.meaning.strip() and c.example.strip() for c in EXIT_CODES)
+    assert all("\n" not in c.meaning + c.example and "|" not in c.meaning + c.example for c in EXIT_CODES)
+
+
+def test_no_user_input_may_end_in_an_internal_error() -> None:
+    assert INTERNAL_ERROR in DOCUMENTED
+    assert INTERNAL_ERROR not in user_exit_codes()
+    assert user_exit_codes() == DOCUMENTED - {INTERNAL_ERROR}
