@@ -467,3 +467,19 @@ def test_trivy_applies_our_vex_to_every_finding_it_covers_and_no_other(
 
     assert {i for i, _ in findings(with_vex)} == EVERY - NOT_AFFECTED
     assert {i for i, _ in findings(in_image)} == EVERY  # the counter-check: without it, all five
+
+
+# --- the docs say which versions these facts were checked with ------------------------------------
+
+
+def test_the_tools_are_the_versions_the_evidence_page_names() -> None:
+    page = (ROOT / "docs" / "using" / "evidence.md").read_text(encoding="utf-8")
+    said = {
+        "cosign": (run(tool("cosign"), "version").stdout, "v2.6.5"),
+        "oras": (run(tool("oras"), "version").stdout, "1.3.3"),
+        "trivy": (run(trivy_bin(), "--version").stdout, "0.76.0"),
+    }
+
+    for name, (version_output, version) in said.items():
+        assert version in version_output, name
+        assert f"{name} {version}" in page or f"library v{version.lstrip('v')}" in page, name
