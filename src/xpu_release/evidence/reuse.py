@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .attachment import SIGNED_KINDS, Attachment
-from .signing import ENVELOPE_TYPE, Signer, envelope, signed_by, statement_of
+from .signing import ENVELOPE_TYPE, Signer, envelope, names_no_key, signed_by, statement_of
 
 # Facts of one build run that a publishing runner may not know (another runner built the same
 # image id, or it was pulled by build avoidance): the only fields a found statement may differ
@@ -53,6 +53,16 @@ def _differences(found: Any, ours: Any, where: str = "") -> list[str]:
     return [] if found == ours else [where or "(the whole statement)"]
 
 
+def _as_cosign_reads(found: Attachment, statement: bytes, signer: Signer | None) -> Attachment:
+    """``found``, an envelope our key signed, as it is; or, when its signatures name a key id
+    (earlier releases wrote ``sha256:<hex>``, which cosign's bundle verifier skips), the same
+    statement in our envelope again: our key signed it before, so it is ours to sign (an Ed25519
+    signature comes out the same)."""
+    if signer is None or names_no_key(found.payload):
+        return found
+    return Attachment(kind=found.kind, payload=envelope(statement, signer), media_type=ENVELOPE_TYPE)
+
+
 def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool) -> Choice:
     """What to attach, given ``ours`` (what this run makes from its own inputs: the SBOM, or the
     provenance's unsigned statement) and ``found`` (what an endpoint already holds, outside
@@ -83,7 +93,8 @@ def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *,
         )
     by_our_key = signer is not None and signed_by(found.payload, signer.verifier())
     if statement == ours.payload:
-        return Choice(attachment=found if signer is None or by_our_key else mine)
+        return Choice(attachment=_as_cosign_reads(found, statement, signer) if by_our_key
+                      else found if signer is None else mine)  # fmt: skip
     try:
         theirs: Any = json.loads(statement)
     except ValueError:
@@ -93,7 +104,9 @@ def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *,
     if differ:
         shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
         return Choice(attachment=mine, replaced=f"its statement is not this run's ({shown} differ)")
-    if by_our_key or (signer is None and not run_known and ours.kind == "provenance"):
+    if by_our_key:
+        return Choice(attachment=_as_cosign_reads(found, statement, signer))
+    if signer is None and not run_known and ours.kind == "provenance":
         return Choice(attachment=found)
     if ours.kind != "provenance":
         why = "it is not written byte for byte as this run writes it"

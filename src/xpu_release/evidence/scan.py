@@ -24,7 +24,7 @@ from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import affects, at_or_above, severity
 from .osv import Advisories, Counts, as_list
-from .vex import Purl, Statement
+from .vex import Purl, Statement, Subject
 
 NO_ADVISORIES = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
 ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
@@ -81,6 +81,8 @@ class ScanResult:
     packages: int
     sources: tuple[str, ...]
     counts: Counts
+    # findings that statements in force speak of with different statuses: which one holds?
+    conflicts: tuple[str, ...] = ()
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -88,7 +90,7 @@ class ScanResult:
 
     @property
     def passed(self) -> bool:
-        return not self.blocking and not self.stale
+        return not self.blocking and not self.stale and not self.conflicts
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,7 @@ class ScanResult:
             "findings": [f.to_json() for f in self.findings],
             "stale_exceptions": [{"vulnerability": s.vulnerability, "status": s.status, "where": s.where}
                                  for s in self.stale],
+            "conflicts": list(self.conflicts),
         }  # fmt: skip
 
 
@@ -111,7 +114,10 @@ def packages_of(sbom: bytes) -> tuple[Package, ...]:
             continue
         purl = Purl.parse(c["purl"])
         if purl.type == "pypi" and purl.version:
-            pypi.append(Package(ecosystem="PyPI", name=purl.name, version=purl.version, purl=purl))
+            # Copies of one distribution in several places (a vendored one) are one package.
+            package = Package(ecosystem="PyPI", name=purl.name, version=purl.version, purl=purl)
+            if package not in pypi:
+                pypi.append(package)
         elif purl.type == "deb" and purl.version:
             release = purl.qualifier("distro").partition("-")[2]
             if purl.namespace != "debian" or not release:
@@ -158,13 +164,18 @@ def scan(
     statements: tuple[Statement, ...],
     *,
     today: date,
+    digests: frozenset[str] = frozenset(),
 ) -> ScanResult:
-    """Every finding in ``sbom``, what VEX says of each, and the stale exceptions."""
+    """Every finding in ``sbom``, what VEX says of each, and the stale exceptions. ``digests``:
+    what names this image besides its version (its id; its manifest digest once published), for
+    the statements whose product names a digest."""
     from .matching import LEVELS
 
-    mine = tuple(s for s in statements if not s.images or spec.image in s.images)
+    image = Subject(name=spec.image, version=spec.version, digests=digests)
+    mine = tuple(s for s in statements if s.about(image))
     used: set[int] = set()
     findings: list[Finding] = []
+    conflicts: list[str] = []
     packages = packages_of(sbom)
     for pkg in packages:
         hits = []
@@ -179,9 +190,13 @@ def scan(
             level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]
             fixed = sorted({f for r, m in hits if any(r is g for g in group) for f in m.fixed})
             covering = [(n, s) for n, s in enumerate(mine)
-                        if s.covers(spec.image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
+                        if s.covers(image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
             used.update(n for n, s in covering if s.is_exception)
             valid = [s for _, s in covering if s.is_exception and not s.expired(today)]
+            in_force = [s for _, s in covering if not s.expired(today)]
+            if len({s.status for s in in_force}) > 1:
+                said = ", ".join(f"{s.where} says {s.status}" for s in in_force)
+                conflicts.append(f"{_ordered_ids(ids)[0]} in {pkg.name} {pkg.version}: {said}")
             notes = [f"the exception at {s.where} expired on {s.review_by}: review it"
                      for _, s in covering if s.is_exception and s.expired(today)]  # fmt: skip
             notes += [f"{s.where} says fixed, but {pkg.version} is affected"
@@ -197,7 +212,8 @@ def scan(
     findings.sort(key=lambda f: (-_rank(f.level), f.package.name, f.ids[0]))
     return ScanResult(ref=spec.ref, threshold=spec.fail_on, fail_on_unknown=spec.fail_on_unknown,
                       findings=tuple(findings), stale=stale, packages=len(packages),
-                      sources=tuple(advisories.sources), counts=advisories.counts)  # fmt: skip
+                      sources=tuple(advisories.sources), counts=advisories.counts,
+                      conflicts=tuple(conflicts))  # fmt: skip
 
 
 def _rank(level: str) -> int:
@@ -247,6 +263,8 @@ def gate_failure(result: ScanResult) -> str:
     for s in result.stale:
         lines.append(f"  stale exception {s.vulnerability} at {s.where}: it matches nothing in this "
                      "release; remove it")  # fmt: skip
+    for c in result.conflicts:
+        lines.append(f"  conflicting statements for {c}: keep the one that holds")
     lines.append("upgrade the package, or add a reviewed statement to the image's vex.openvex.json")
     return "\n".join(lines)
 
@@ -263,13 +281,17 @@ def scan_image(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate:
     statements: tuple[Statement, ...] = ()
     path = vex_path(repo.root, spec.image)
     if path.exists():
-        statements, problems = read_vex(path, repo.rel(path))
+        today = gate.today or date.today()
+        statements, problems = read_vex(
+            path, repo.rel(path), today=today, horizon_days=spec.review_horizon_days
+        )
         if problems:
             raise ManifestError(problems)
     sbom = Documents(repo=repo, spec=spec, engine=engine, builder=builder).make("sbom", image_id, "").payload
     advisories = Advisories([Path(p) for p in gate.advisories], cache)
     try:
-        return scan(spec, sbom, advisories, statements, today=gate.today or date.today())
+        return scan(spec, sbom, advisories, statements, today=gate.today or date.today(),
+                    digests=frozenset({image_id}))  # fmt: skip
     finally:
         advisories.close()
 

@@ -4,7 +4,10 @@ publish attaches (the same facts, so the two never disagree), deterministically.
 One package for the image (``DESCRIBES``), one per component (``CONTAINS``): its name, version,
 purl (an ``externalRefs`` entry of category ``PACKAGE-MANAGER``), sha256 where the SBOM has one,
 and where it was downloaded from (an artifact's URL; ``NOASSERTION`` otherwise). Licenses are
-``NOASSERTION``: the CycloneDX SBOM does not state them either.
+``NOASSERTION``: the CycloneDX SBOM does not state them either. As syft and trivy write it, the
+operating system is a package of purpose ``OPERATING-SYSTEM`` that ``CONTAINS`` the Debian
+packages, and each Debian package names its source in ``sourceInfo`` ("built package from:
+<source> <version>"): what trivy reads them by (the tests run it).
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from typing import Any
 NOASSERTION = "NOASSERTION"
 
 
-def _spdx_id(n: int, name: str) -> str:
-    return f"SPDXRef-Package-{n}-" + (re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-") or "x")
+def _spdx_id(n: int, name: str, kind: str = "") -> str:
+    # trivy takes the operating system from the package whose SPDXID starts so, as its own
+    # writer names it (not from its primaryPackagePurpose): without it, 'Unsupported os'.
+    prefix = "SPDXRef-OperatingSystem" if kind == "operating-system" else "SPDXRef-Package"
+    return f"{prefix}-{n}-" + (re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-") or "x")
 
 
 def _spdx_location(url: str) -> bool:
@@ -61,7 +67,30 @@ def _package(spdx_id: str, c: dict[str, Any]) -> dict[str, Any]:
         pkg["externalRefs"] = [ref]
     if c.get("type") == "container":
         pkg["primaryPackagePurpose"] = "CONTAINER"
+    if c.get("type") == "operating-system":
+        pkg["primaryPackagePurpose"] = "OPERATING-SYSTEM"
+    source = _debian_source(c)
+    if source:
+        pkg["sourceInfo"] = f"built package from: {source}"
     return pkg
+
+
+def _debian_source(c: dict[str, Any]) -> str:
+    """A Debian package's source and its version ("glibc 2.36-9+deb12u14"), from the purl's
+    ``upstream`` qualifier and the SBOM's source-version property; "" for anything else."""
+    purl = str(c.get("purl") or "")
+    if not purl.startswith("pkg:deb/"):
+        return ""
+    from packageurl import PackageURL
+
+    try:
+        qualifiers = PackageURL.from_string(purl).qualifiers
+    except ValueError:
+        return ""
+    props = {p.get("name"): p.get("value") for p in c.get("properties") or () if isinstance(p, dict)}
+    name = (qualifiers.get("upstream") if isinstance(qualifiers, dict) else None) or c.get("name")
+    version = props.get("io.xpu-release:source-version") or c.get("version")
+    return f"{name} {version}" if name and version else ""
 
 
 def to_spdx(cyclonedx: bytes, *, tool_version: str) -> bytes:
@@ -78,11 +107,19 @@ def to_spdx(cyclonedx: bytes, *, tool_version: str) -> bytes:
     describes = {"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES",
                  "relatedSpdxElement": "SPDXRef-Image"}  # fmt: skip
     relationships = [describes]
-    for n, c in enumerate(bom.get("components") or (), start=1):
-        spdx_id = _spdx_id(n, str(c.get("name") or ""))
+    components = list(bom.get("components") or ())
+    ids = [
+        _spdx_id(n, str(c.get("name") or ""), str(c.get("type") or "")) for n, c in enumerate(components, 1)
+    ]
+    system = next(
+        (i for i, c in zip(ids, components, strict=True) if c.get("type") == "operating-system"), None
+    )
+    for spdx_id, c in zip(ids, components, strict=True):
         packages.append(_package(spdx_id, c))
+        # The operating system holds its own packages; the image holds everything else.
+        owner = system if system and str(c.get("purl") or "").startswith("pkg:deb/") else "SPDXRef-Image"
         relationships.append(
-            {"spdxElementId": "SPDXRef-Image", "relationshipType": "CONTAINS", "relatedSpdxElement": spdx_id}
+            {"spdxElementId": owner, "relationshipType": "CONTAINS", "relatedSpdxElement": spdx_id}
         )
     stamp = datetime.fromisoformat(str(meta.get("timestamp") or "1970-01-01T00:00:00+00:00"))
     created = stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # SPDX: YYYY-MM-DDThh:mm:ssZ

@@ -9,15 +9,21 @@ products or as subcomponents of the image's ``pkg:oci/<image>`` product), one of
 - ``fixed``.
 
 The first three are exceptions: each carries ``review_by`` (a date; an xpu-release field, as
-OpenVEX has no expiry), past which it stops counting and the gate says so. ``fixed`` is a
-claim, never an exception: a finding it names is still a finding. Every statement keeps the
-file and line it was written at, so that a stale or expired one can be pointed at.
+OpenVEX has no expiry), past which it stops counting and the gate says so; a date further ahead
+than the manifest's ``security.review_horizon_days`` (default 365) is refused, so no exception
+escapes review for a century. ``fixed`` is a claim, never an exception: a finding it names is
+still a finding. A justification or statement that is only blanks is none. Every statement keeps
+the file and line it was written at, so that a stale or expired one can be pointed at.
+
+A product is honoured as exactly as it is written: ``pkg:oci/<image>`` speaks of every release
+of the image, ``pkg:oci/<image>@<version>`` of that version only, ``pkg:oci/<image>@sha256:…``
+of that image (its id, or its manifest digest once published) only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,7 @@ JUSTIFICATIONS = (
     "inline_mitigations_already_exist",
 )
 CONTEXT = "https://openvex.dev/ns/v0.2.0"
+REVIEW_HORIZON_DAYS = 365  # the default of security.review_horizon_days: reviewed at least yearly
 
 
 def vex_path(root: Path, image: str) -> Path:
@@ -71,6 +78,21 @@ class Purl:
 
 
 @dataclass(frozen=True)
+class Subject:
+    """The image a scan is about: its name, its version, and the digests that name it where
+    they are known (its id; its manifest digest once published)."""
+
+    name: str
+    version: str
+    digests: frozenset[str] = frozenset()
+
+    def is_named_by(self, product: Purl) -> bool:
+        """``product`` (a ``pkg:oci`` purl) names this image: by name alone, or by name and
+        this version or one of its digests."""
+        return product.name == self.name and product.version in (None, self.version, *self.digests)
+
+
+@dataclass(frozen=True)
 class Statement:
     vulnerability: str
     aliases: tuple[str, ...]
@@ -78,7 +100,7 @@ class Statement:
     justification: str
     impact: str
     action: str
-    images: tuple[str, ...]  # the pkg:oci products it is about (none: any image)
+    images: tuple[Purl, ...]  # the pkg:oci products it is about (none: any image)
     packages: tuple[Purl, ...]  # the packages it names (none: every package of those images)
     review_by: date | None
     where: str  # file:line
@@ -96,10 +118,14 @@ class Statement:
     def is_exception(self) -> bool:
         return self.status in EXCEPTIONS
 
-    def covers(self, image: str, ids: frozenset[str], package: Purl, also: tuple[str, ...] = ()) -> bool:
+    def about(self, image: Subject) -> bool:
+        """It speaks of ``image``: it names no image, or names this one as exactly as it is."""
+        return not self.images or any(image.is_named_by(p) for p in self.images)
+
+    def covers(self, image: Subject, ids: frozenset[str], package: Purl, also: tuple[str, ...] = ()) -> bool:
         """It speaks of one of ``ids`` for ``package`` (or one of the ``also`` names: a Debian
         source's binaries) in ``image``."""
-        if not self.ids & ids or (self.images and image not in self.images):
+        if not self.ids & ids or not self.about(image):
             return False
         if not self.packages:
             return True
@@ -114,10 +140,13 @@ class Statement:
 
 
 def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    """A text field as written; one that is only blanks says nothing, so it is ""."""
+    return value.strip() if isinstance(value, str) else ""
 
 
-def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) -> Statement | None:
+def _statement(
+    src: Source, i: int, s: dict[str, Any], problems: list[Problem], latest: date | None
+) -> Statement | None:
     path: tuple[str | int, ...] = ("statements", i)
     where = f"{src.file}:{src.mark(path).line}"
     vuln = s.get("vulnerability")
@@ -142,7 +171,11 @@ def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) 
         except ValueError:
             why = "an exception needs review_by, the date it is reviewed again (2027-03-31)"
             problems.append(src.problem((*path, "review_by"), why))
-    images: list[str] = []
+        if review_by is not None and latest is not None and review_by > latest:
+            why = (f"review_by {review_by} is further ahead than {latest}, the review horizon "
+                   "(security.review_horizon_days): review exceptions within it")  # fmt: skip
+            problems.append(src.problem((*path, "review_by"), why))
+    images: list[Purl] = []
     packages: list[Purl] = []
     products = s.get("products") or []
     if not isinstance(products, list):
@@ -160,7 +193,7 @@ def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) 
             except ValueError:
                 problems.append(src.problem((*path, "products", j), f"{purl!r} is not a package URL"))
                 continue
-            (images.append(parsed.name) if parsed.type == "oci" else packages.append(parsed))
+            (images.append(parsed) if parsed.type == "oci" else packages.append(parsed))
     raw_aliases = vuln.get("aliases") if isinstance(vuln, dict) else None
     aliases = tuple(_str(a) for a in (raw_aliases if isinstance(raw_aliases, list) else ()))
     if problems:
@@ -170,8 +203,12 @@ def _statement(src: Source, i: int, s: dict[str, Any], problems: list[Problem]) 
                      packages=tuple(packages), review_by=review_by, where=where)  # fmt: skip
 
 
-def read_vex(path: Path, display: str) -> tuple[tuple[Statement, ...], list[Problem]]:
-    """The statements of one OpenVEX document, and every problem of its shape (file:line)."""
+def read_vex(
+    path: Path, display: str, *, today: date | None = None, horizon_days: int = REVIEW_HORIZON_DAYS
+) -> tuple[tuple[Statement, ...], list[Problem]]:
+    """The statements of one OpenVEX document, and every problem of its shape (file:line); with
+    ``today``, an exception to be reviewed later than ``horizon_days`` from it is one."""
+    latest = today + timedelta(days=horizon_days) if today is not None else None
     try:
         src = load(path, display)
     except YamlProblems as exc:
@@ -186,7 +223,7 @@ def read_vex(path: Path, display: str) -> tuple[tuple[Statement, ...], list[Prob
     out = []
     for i, s in enumerate(statements):
         mine: list[Problem] = []
-        st = _statement(src, i, s if isinstance(s, dict) else {}, mine)
+        st = _statement(src, i, s if isinstance(s, dict) else {}, mine, latest)
         problems += mine
         if st is not None:
             out.append(st)

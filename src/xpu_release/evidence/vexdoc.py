@@ -65,6 +65,20 @@ class ReleaseVex:
         return sum(1 for e in self.entries if e.status == "fixed")
 
 
+def unqualified(purl: str) -> str:
+    """``purl`` without its qualifiers, as the VEX names a package: OpenVEX matches a purl without
+    qualifiers to every qualified one of that name and version, and scanners qualify packages
+    their own way (trivy's Debian packages say ``distro=debian-12.15`` where the SBOM, as syft,
+    says ``debian-12``: with the SBOM's qualifiers the statement matched nothing in trivy)."""
+    from packageurl import PackageURL
+
+    try:
+        p = PackageURL.from_string(purl)
+    except ValueError:
+        return purl
+    return str(PackageURL(p.type, p.namespace, p.name, p.version).to_string())
+
+
 def release_vex(result: ScanResult, previous: Iterable[dict[str, Any]] | None) -> ReleaseVex:
     """The exceptions that apply to ``result``'s findings, and ``fixed`` for each of
     ``previous`` (the findings on the record of the release this one extends) that is gone."""
@@ -75,7 +89,7 @@ def release_vex(result: ScanResult, previous: Iterable[dict[str, Any]] | None) -
             continue
         entries.append(VexEntry(
             vulnerability=f.ids[0], aliases=f.ids[1:], status=ex.status,
-            packages=tuple(str(p) for p in f.package.purls),
+            packages=tuple(dict.fromkeys(unqualified(str(p)) for p in f.package.purls)),
             justification=ex.justification, impact=ex.impact, action=ex.action,
             review_by=str(ex.review_by or ""),
         ))  # fmt: skip
@@ -85,8 +99,9 @@ def release_vex(result: ScanResult, previous: Iterable[dict[str, Any]] | None) -
         package = str(old.get("package") or "")
         if not ids[0] or any((i, package) in present for i in ids):
             continue
+        purls = (unqualified(str(p)) for p in old.get("purls") or ())
         entries.append(VexEntry(vulnerability=ids[0], aliases=tuple(ids[1:]), status="fixed",
-                                packages=tuple(str(p) for p in old.get("purls") or ())))  # fmt: skip
+                                packages=tuple(dict.fromkeys(purls))))  # fmt: skip
     entries.sort(key=lambda e: (e.vulnerability, e.status, e.packages))
     return ReleaseVex(entries=tuple(dict.fromkeys(entries)))
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import ImageSpec, Repo
-from .schema import VERSION, Checker
+from .schema import Checker
+from .tokens import VERSION
 from .yamlsrc import Source
 
 SET_RX = re.compile(r"(?P<id>[a-z0-9]+(?:[._\-][a-z0-9]+)*)=(?P<version>.+)")

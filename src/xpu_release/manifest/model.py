@@ -159,6 +159,7 @@ class ImageSpec:
     floating_tags: tuple[str, ...]
     fail_on: str = "high"  # security.fail_on: the vulnerability gate's threshold
     fail_on_unknown: bool = True  # security.fail_on_unknown
+    review_horizon_days: int = 365  # security.review_horizon_days: how far ahead review_by may be
     sbom_formats: tuple[str, ...] = ("cyclonedx",)  # the SBOMs attached: cyclonedx, and spdx if asked
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
@@ -226,6 +227,7 @@ class ImageSpec:
             floating_tags=tuple(data.get("floating_tags") or ()),
             fail_on=(data.get("security") or {}).get("fail_on") or "high",
             fail_on_unknown=(data.get("security") or {}).get("fail_on_unknown") is not False,
+            review_horizon_days=(data.get("security") or {}).get("review_horizon_days") or 365,
             sbom_formats=("cyclonedx", *(f for f in data.get("sbom_formats") or () if f != "cyclonedx")),
             features=tuple(
                 Feature(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError, ManifestError
 from ..oci.endpoint import Endpoint
-from . import schema
+from . import schema, tokens
 from .yamlsrc import Source
 
 _HOST = schema.Str(
@@ -30,7 +30,7 @@ REGISTRY = schema.Obj(
             "pulled from it. Required once the files are merged, as are host and namespace.",
         ),
         "host": replace(_HOST, description="Where it is served; {region} stands for each region's id."),
-        "namespace": replace(schema.REPOSITORY, description="The path images are published under."),
+        "namespace": replace(tokens.REPOSITORY, description="The path images are published under."),
         "regions": schema.List(
             item=schema.Str(pattern=r"[a-z0-9\-]+", what="a region id"),
             unique=True,
@@ -51,7 +51,7 @@ REGISTRY = schema.Obj(
     },
 )
 FILE = schema.Obj(
-    fields={"registries": schema.Map(value=REGISTRY, key=schema.REGISTRY_ALIAS)},
+    fields={"registries": schema.Map(value=REGISTRY, key=tokens.REGISTRY_ALIAS)},
     required=("registries",),
 )
 

@@ -149,6 +149,24 @@ class Bool(Type):
 
 
 @dataclass
+class Int(Type):
+    """A whole number in ``[minimum, maximum]`` (``true`` is not one, as YAML would have it)."""
+
+    minimum: int = 0
+    maximum: int = 1 << 31
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            c.fail(path, f"expected a whole number, got {_describe(value)}")
+        elif not self.minimum <= value <= self.maximum:
+            c.fail(path, f"{value} is out of range: {self.minimum} to {self.maximum}")
+
+    def schema(self, partial: bool = False) -> JSON:
+        return self._with_description({"type": "integer", "minimum": self.minimum, "maximum": self.maximum})
+
+
+@dataclass
 class Enum(Type):
     choices: tuple[str, ...] = ()
     description: str = ""

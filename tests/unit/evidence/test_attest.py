@@ -13,10 +13,13 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from xpu_release.evidence.attest import Documents, debian_packages, sbom
+from xpu_release.evidence.attest import Documents
+from xpu_release.evidence.contents import parse
+from xpu_release.evidence.sbom import sbom
 from xpu_release.image.build import BuildRun
 from xpu_release.image.lock import Lock, load_lock
 from xpu_release.manifest import Repo
+from xpu_release.manifest.model import canonical_name
 
 from ..manifest.test_line_breaks import BREAKERS
 
@@ -24,13 +27,39 @@ ROOT = Path(__file__).resolve().parents[3]
 IMAGE_ID = "sha256:" + "1" * 64
 SUBJECT = "sha256:" + "2" * 64
 BUILDER = "urn:test:publisher"  # who runs the command, as its State read it
-DPKG = "os=debian\nbash\t5.2.15-2+b7\tamd64\nlibc6\t2.36-9+deb12u9\tamd64\n"
+VENV = "/opt/venv/lib/python3.11/site-packages"
+SYSTEM = "/usr/local/lib/python3.11/dist-packages"
+
+
+def image_says(
+    os: tuple[str, str, str] = ("debian", "", ""),
+    debs: tuple[str, ...] = ("bash\t5.2.15-2+b7\tamd64\t\t", "libc6\t2.36-9+deb12u9\tamd64\t\t"),
+    python: tuple[tuple[str, str, str], ...] | None = None,
+) -> str:
+    """What ``contents.SCRIPT`` prints in an image: its os-release, dpkg's packages (name,
+    version, arch, source, source version), and each Python distribution (folder, name, version).
+    By default, training-cpu-pytorch:25.03 as its locks install it, plus the venv's own pip and
+    a copy of aiohttp that ray vendors."""
+    if python is None:
+        repo = Repo(ROOT)
+        lock = load_lock(ROOT, repo.load_ref("training-cpu-pytorch:25.03"))
+        pinned = [(p.name, p.version) for x in lock.layers for p in x.packages]
+        python = (*((f"{SYSTEM}/{n}-{v}.dist-info", n, v) for n, v in lock.provided),
+                  *((f"{VENV}/{n}-{v}.dist-info", n, v) for n, v in pinned),
+                  (f"{VENV}/pip-23.0.1.dist-info", "pip", "23.0.1"),
+                  (f"{VENV}/ray/thirdparty_files/aiohttp-3.11.13.dist-info", "aiohttp", "3.11.13"),
+                  )  # fmt: skip
+    lines = [f"os\t{os[0]}\t{os[1]}"] + ([f"os-version\t{os[2]}"] if os[2] else [])
+    lines += [f"deb\t{d}" for d in debs]
+    lines += [f"py\t{where}\t{where}/METADATA\t{n}\t{v}" for where, n, v in python]
+    return "\n".join(lines) + "\n"
 
 
 class FakeEngine:
-    """Answers the one question the SBOM asks of an image: its dpkg database."""
+    """Answers the one question the SBOM asks of an image: what it has installed."""
 
-    def __init__(self, out: str = DPKG) -> None:
+    def __init__(self, out: str | None = None) -> None:
+        out = image_says() if out is None else out
         self.out = out
         self.asked: list[tuple[str, str]] = []
 
@@ -103,10 +132,10 @@ def test_the_sbom_lists_debian_packages_read_in_a_throwaway_container_and_the_ba
 def test_debian_packages_carry_their_release_and_source_package_as_syft_writes_them() -> None:
     # What advisories name is the source package (openssl for libssl3), at the source's version
     # (a binNMU like bash's +b7 is not in the source version).
-    out = ("os=debian-12\n"
-           "libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2\n"
-           "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2\n"
-           "zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1\n")  # fmt: skip
+    debs = ("libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2",
+            "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2",
+            "zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1")  # fmt: skip
+    out = image_says(("debian", "12", "12.15"), debs)
 
     found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
 
@@ -123,7 +152,9 @@ def test_the_sbom_lists_each_artifact_with_its_url_and_sha256() -> None:
     pinned = tuple(replace(c, sha256="a" * 64) if c.id == "accl-p" else c for c in spec.components)
     lock = Lock(pins_sha256="0" * 64, layers=(), base="ppu-sdk/pytorch:1.4.3_hotfix@sha256:" + "b" * 64)
 
-    payload = sbom(repo, replace(spec, components=pinned), lock, IMAGE_ID, ("debian", ()))
+    payload = sbom(
+        repo, replace(spec, components=pinned), lock, IMAGE_ID, parse(image_says(debs=(), python=()))
+    )
     found = components(payload)
 
     accl, eic = found["artifact:accl-p"], found["artifact:eic"]
@@ -146,7 +177,11 @@ def test_the_same_image_gives_the_same_sbom_bytes() -> None:
 
 
 def test_an_image_without_dpkg_has_no_debian_packages() -> None:
-    assert debian_packages(FakeEngine("os=alpine\n"), IMAGE_ID) == ("alpine", ())  # type: ignore[arg-type]
+    found = parse(image_says(("alpine", "3.20", ""), debs=(), python=()))
+
+    assert found.debs == ()
+    assert found.os is not None
+    assert found.os.distro == "alpine-3.20"
 
 
 # --- the provenance ---------------------------------------------------------------------------
@@ -217,3 +252,83 @@ def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
     assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
     assert set(statement) == {"_type", "subject", "predicateType", "predicate"}
     assert statement["predicate"]["runDetails"]["builder"] == {"id": hostile}
+
+
+# --- what a scanner finds in the image (tests/integration/test_interop.py runs trivy) ----------
+
+
+def test_the_sbom_names_every_distribution_on_disk_where_it_is_not_only_what_the_lock_pins() -> None:
+    found = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    pip, aiohttp = found["pkg:pypi/pip@23.0.1"], found["pkg:pypi/aiohttp@3.11.13"]
+    where = {p["name"]: p["value"] for p in aiohttp["properties"]}
+    assert where == {"io.xpu-release:location": f"{VENV}/ray/thirdparty_files/aiohttp-3.11.13.dist-info"}
+    assert "hashes" not in aiohttp  # vendored: no wheel of it was installed, nothing is invented
+    assert "hashes" not in pip  # the venv's own pip came with the venv, not from a lock
+    accelerate = found["pkg:pypi/accelerate@1.5.2"]
+    assert {"name": "io.xpu-release:location", "value": f"{VENV}/accelerate-1.5.2.dist-info"} in (
+        accelerate["properties"]
+    )
+
+
+def test_copies_of_one_distribution_in_two_places_are_two_components() -> None:
+    python = ((f"{VENV}/idna-3.10.dist-info", "idna", "3.10"),
+              (f"{VENV}/ray/thirdparty_files/idna-3.10.dist-info", "idna", "3.10"))  # fmt: skip
+    payload = documents(engine=FakeEngine(image_says(python=python))).make("sbom", IMAGE_ID, SUBJECT).payload
+
+    idna = [c for c in json.loads(payload)["components"] if c.get("purl") == "pkg:pypi/idna@3.10"]
+    assert len({c["bom-ref"] for c in idna}) == 2
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(payload.decode()) is None
+
+
+def test_a_distribution_a_debian_package_installed_is_listed_once_as_that_package() -> None:
+    out = image_says(python=(("/usr/lib/python3/dist-packages/six-1.16.0.egg-info", "six", "1.16.0"),))
+    out += "owned\t/usr/lib/python3/dist-packages/six-1.16.0.egg-info\n"
+
+    assert parse(out).python == ()
+
+
+def test_the_operating_system_is_a_component_named_as_scanners_name_it() -> None:
+    # trivy reads the Debian packages of an SBOM only beside it ('Unsupported os family="none"').
+    out = image_says(("debian", "12", "12.15"))
+    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    (system,) = [c for c in found["components"] if c["type"] == "operating-system"]
+    assert (system["name"], system["version"]) == ("debian", "12.15")
+    bash = next(c for c in found["components"] if c["name"] == "bash")
+    assert bash["purl"] == "pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64&distro=debian-12"
+
+
+@pytest.mark.parametrize(
+    ("deb", "trivy"),
+    [
+        ("libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2",
+         {"SrcName": "openssl", "SrcVersion": "3.0.20", "SrcRelease": "1~deb12u2"}),
+        ("bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2",
+         {"SrcName": "bash", "SrcVersion": "5.2.15", "SrcRelease": "2"}),
+        ("zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1",
+         {"SrcName": "zlib", "SrcVersion": "1.2.13.dfsg", "SrcRelease": "1", "SrcEpoch": "1"}),
+        ("adduser\t3.134\tall\t\t", {"SrcName": "adduser", "SrcVersion": "3.134"}),
+    ],
+)  # fmt: skip
+def test_a_debian_package_names_its_source_as_trivy_reads_it(deb: str, trivy: dict[str, str]) -> None:
+    # Without these trivy takes the binary for its own source: a glibc advisory would never
+    # match libc6 in `trivy sbom` of our SBOM.
+    out = image_says(("debian", "12", "12.15"), (deb,))
+    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    (pkg,) = [c for c in found["components"] if c.get("purl", "").startswith("pkg:deb/")]
+    said = {p["name"].removeprefix("aquasecurity:trivy:"): p["value"]
+            for p in pkg.get("properties", ()) if p["name"].startswith("aquasecurity:trivy:")}  # fmt: skip
+    assert said == trivy
+
+
+def test_an_image_that_cannot_be_searched_is_described_by_its_locks() -> None:
+    lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
+    out = image_says(python=()).replace("py\t", "") + "python-unknown\n"
+
+    found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+
+    pinned = {f"pkg:pypi/{canonical_name(p.name)}" for x in lock.layers for p in x.packages}
+    assert pinned <= {k.split("@")[0] for k in found}
+    assert "pkg:pypi/pip@23.0.1" not in found

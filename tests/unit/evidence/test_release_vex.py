@@ -98,10 +98,12 @@ def test_the_published_vex_reads_back_as_the_exception_it_carries(tmp_path: Path
     published.write_text(json.dumps(document(release_vex(first, previous=None))["predicate"]))
 
     statements, problems = read_vex(published, "published.openvex.json")
-    again = scan(spec(), SBOM, advisories(tmp_path), statements, today=TODAY)
+    again = scan(spec(), SBOM, advisories(tmp_path), statements, today=TODAY, digests=frozenset({DIGEST}))
+    elsewhere = scan(spec(), SBOM, advisories(tmp_path), statements, today=TODAY)
 
     assert problems == []
     assert again.passed
+    assert not elsewhere.passed  # it is about the image of that digest, no other
     assert not again.stale
     demo = next(f for f in again.findings if f.package.name == "demo")
     assert demo.exception is not None

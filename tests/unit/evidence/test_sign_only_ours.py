@@ -149,3 +149,46 @@ def test_the_envelope_payload_is_base64_of_exactly_our_statement() -> None:
     made = choose(prov(OURS), None, release_key, run_known=True).attachment
 
     assert base64.b64decode(json.loads(made.payload)["payload"]) == OURS
+
+
+# --- what cosign reads: no key id in the envelope ----------------------------------------------
+
+
+def with_keyid(att: Attachment, keyid: str) -> Attachment:
+    doc = json.loads(att.payload)
+    doc["signatures"] = [{**s, "keyid": keyid} for s in doc["signatures"]]
+    return Attachment(kind=att.kind, payload=json.dumps(doc).encode(), media_type=ENVELOPE_TYPE)
+
+
+def test_our_envelope_names_no_key_id_as_cosign_attest_writes_it() -> None:
+    # cosign's bundle verifier derives its own key id from the public key and skips every
+    # signature whose non-empty keyid differs (tests/integration/test_interop.py runs it).
+    signed = prov(OURS, key())
+
+    assert [s["keyid"] for s in json.loads(signed.payload)["signatures"]] == [""]
+
+
+@pytest.mark.parametrize("statement_of_found", [OURS, statement(builder="urn:other", started="2026-11-30")])
+def test_an_envelope_of_ours_that_names_a_key_id_is_wrapped_again_with_the_same_signature(
+    statement_of_found: bytes,
+) -> None:
+    # Earlier releases wrote keyid "sha256:<hex of the key's DER>": our key signed the statement,
+    # so it is ours to wrap again; an Ed25519 signature comes out byte for byte the same.
+    release_key = key()
+    earlier = with_keyid(prov(statement_of_found, release_key), "sha256:" + "ab" * 32)
+
+    choice = choose(prov(OURS), earlier, release_key, run_known=True)
+
+    assert signed_statement(choice.attachment, release_key) == statement_of_found
+    again = json.loads(choice.attachment.payload)["signatures"]
+    assert again == [{"keyid": "", "sig": json.loads(earlier.payload)["signatures"][0]["sig"]}]
+
+
+def test_a_key_id_in_an_envelope_of_another_key_earns_it_nothing() -> None:
+    release_key = key()
+    theirs = with_keyid(prov(OURS, key()), "")
+
+    choice = choose(prov(OURS), theirs, release_key, run_known=True)
+
+    assert signed_statement(choice.attachment, release_key) == OURS
+    assert choice.attachment != theirs

@@ -13,11 +13,10 @@ import pytest
 
 from xpu_release.evidence.spdx import to_spdx
 
-from .test_attest import IMAGE_ID, SUBJECT, FakeEngine, documents
+from .test_attest import IMAGE_ID, SUBJECT, FakeEngine, documents, image_says
 
-DPKG = ("os=debian-12\n"
-        "libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2\n"
-        "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2\n")  # fmt: skip
+DPKG = image_says(("debian", "12", "12.15"), ("libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2",
+                                             "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2"))  # fmt: skip
 
 
 def validate(path: Path) -> subprocess.CompletedProcess[str]:
