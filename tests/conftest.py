@@ -24,7 +24,7 @@ settings.load_profile("ci")
 use(Settings.from_env(os.environ))
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = ROOT.parent / "shared" / "seed"
+SEED = ROOT / "tests" / "data" / "seed"  # the published notes and their facts (its README)
 
 
 @pytest.fixture
