@@ -90,8 +90,10 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    from ..evidence.attest import Documents
+    from ..evidence.attest import Documents, image_sbom
     from ..image.engine import Engine
+    from ..image.lock import load_lock
+    from ..image.smoke import require_tested
 
     creds = _credentials(username, password_stdin, state.registries())
     limit = cache_limit(state)
@@ -104,7 +106,11 @@ def publish(
         codec=codec,
     )
     engine = Engine.connect()
-    documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
+    image_id = engine.require_image(spec.ref).id
+    require_tested(spec, image_id)  # before the SBOM is made: an untested image is not published
+    lock = load_lock(state.root, spec)
+    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image_id, builder=state.builder,
+                          sbom=image_sbom(state.repo, spec, lock, engine, image_id))  # fmt: skip
     result = run_publish(spec, registries, engine, creds, options, live := line_sink(), documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import PublishError, ReleaseError, VerifyFailed
-from ..evidence.attest import Documents
-from ..evidence.scan import GatePolicy, plan_of_gate, run_gate
-from ..evidence.vexdoc import ReleaseVex
+from ..evidence.attest import Documents, image_sbom
+from ..evidence.scan import Gated, GatePolicy, plan_of_gate, run_gate
 from ..image.build import build_image, inputs_sha256
 from ..image.engine import Engine
 from ..image.lock import Lock, load_lock
@@ -173,14 +172,11 @@ class Release:
 
         image_id: str = self.stage("build", lambda: self._build(spec, dockerfile, lock))
         self.stage("test", lambda: self._test(spec, image_id))
-        gated = self.stage(
-            "scan",
-            lambda: run_gate(
-                self.repo, spec, self.engine, image_id, self.gate, builder=self.builder, cache=cache_dir()
-            ),
-        )
+        sbom, gated = self.stage("scan", lambda: self._scan(spec, lock, image_id))
         vex = gate_vex(self.repo, spec, gated.result)
-        record = replace(self.stage("publish", lambda: self._publish(spec, vex)), scan=gated.entry)
+        documents = Documents(repo=self.repo, spec=spec, lock=lock, image_id=image_id, sbom=sbom,
+                              builder=self.builder, vex=vex)  # fmt: skip
+        record = replace(self.stage("publish", lambda: self._publish(spec, documents)), scan=gated.entry)
         self.stage("verify", lambda: self._verify(spec, record))
         written = self.stage("notes", lambda: self._notes(spec, record))
         path = records.default_path(root, spec.image, spec.version)
@@ -216,8 +212,14 @@ class Release:
         result = smoke_test(self.repo.root, spec, self.engine, on_line=self.reporter.write)
         return "done", f"{result.passed} checks passed", None
 
-    def _publish(self, spec: ImageSpec, vex: ReleaseVex | None) -> tuple[str, str, records.ReleaseRecord]:
-        documents = Documents(repo=self.repo, spec=spec, engine=self.engine, builder=self.builder, vex=vex)
+    def _scan(self, spec: ImageSpec, lock: Lock, image_id: str) -> tuple[str, str, tuple[bytes, Gated]]:
+        """The image's SBOM, made once (the gate scans it; publish attaches these very bytes),
+        and the gate on it."""
+        sbom = image_sbom(self.repo, spec, lock, self.engine, image_id)
+        gated = run_gate(self.repo, spec, sbom, self.gate, cache=cache_dir())
+        return ("done" if gated.result else "skipped"), gated.detail, (sbom, gated)
+
+    def _publish(self, spec: ImageSpec, documents: Documents) -> tuple[str, str, records.ReleaseRecord]:
         result = publish(
             spec, self.registries, self.engine, self.credentials, self.options, self.reporter.write, documents
         )

@@ -165,12 +165,12 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
-    def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
+    def documents_for(self, source: Manifest) -> tuple[Attachment, ...]:
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
         return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
-                             image_id, self.options.signer, self.on_line)  # fmt: skip
+                             self.options.signer, self.on_line)  # fmt: skip
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
         if not self.attachments:
@@ -292,7 +292,7 @@ class Publisher:
                 for t in self.plan.targets
             )
             return replace(base, endpoints=failed)
-        self.attachments = self.documents_for(source, image_id)
+        self.attachments = self.documents_for(source)
         attached: dict[str, str] = {
             a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
         }

@@ -13,7 +13,7 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from xpu_release.evidence.attest import Documents, debian_packages, sbom
+from xpu_release.evidence.attest import Documents, debian_packages, image_sbom, sbom
 from xpu_release.image.build import BuildRun
 from xpu_release.image.lock import Lock, load_lock
 from xpu_release.manifest import Repo
@@ -41,7 +41,10 @@ class FakeEngine:
 
 def documents(ref: str = "training-cpu-pytorch:25.03", engine: FakeEngine | None = None) -> Documents:
     repo = Repo(ROOT)
-    return Documents(repo=repo, spec=repo.load_ref(ref), engine=engine or FakeEngine(), builder=BUILDER)  # type: ignore[arg-type]
+    spec = repo.load_ref(ref)
+    lock = load_lock(ROOT, spec)
+    made = image_sbom(repo, spec, lock, engine or FakeEngine(), IMAGE_ID)  # type: ignore[arg-type]
+    return Documents(repo=repo, spec=spec, lock=lock, image_id=IMAGE_ID, sbom=made, builder=BUILDER)
 
 
 def components(payload: bytes) -> dict[str, dict[str, Any]]:
@@ -52,7 +55,7 @@ def components(payload: bytes) -> dict[str, dict[str, Any]]:
 
 
 def test_the_sbom_is_cyclonedx_1_6_and_validates_against_its_schema() -> None:
-    sbom = documents().make("sbom", IMAGE_ID, SUBJECT)
+    sbom = documents().make("sbom", SUBJECT)
     data = json.loads(sbom.payload)
 
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(sbom.payload.decode()) is None
@@ -65,7 +68,7 @@ def test_the_sbom_is_cyclonedx_1_6_and_validates_against_its_schema() -> None:
 
 def test_the_sbom_lists_every_python_distribution_with_its_wheel_sha256() -> None:
     lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
-    found = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents().make("sbom", SUBJECT).payload)
 
     for layer in lock.layers:
         for p in layer.packages:
@@ -81,7 +84,7 @@ def test_the_base_provided_torch_is_listed_with_the_sha256_from_the_sdks_own_loc
     sdk_lock = load_lock(ROOT, repo.load_ref("pytorch-cpu-sdk:2.13.0"))
     torch_sha = next(p.sha256 for layer in sdk_lock.layers for p in layer.packages if p.name == "torch")
 
-    torch = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)["pkg:pypi/torch@2.13.0%2Bcpu"]
+    torch = components(documents().make("sbom", SUBJECT).payload)["pkg:pypi/torch@2.13.0%2Bcpu"]
 
     assert torch["hashes"] == [{"alg": "SHA-256", "content": torch_sha}]
     assert {"name": "io.xpu-release:provided-by", "value": "base image"} in torch["properties"]
@@ -91,7 +94,7 @@ def test_the_sbom_lists_debian_packages_read_in_a_throwaway_container_and_the_ba
     engine = FakeEngine()
     lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
 
-    found = components(documents(engine=engine).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents(engine=engine).make("sbom", SUBJECT).payload)
 
     assert engine.asked == [(IMAGE_ID, "sbom")]
     assert found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64"]["version"] == "5.2.15-2+b7"
@@ -108,7 +111,7 @@ def test_debian_packages_carry_their_release_and_source_package_as_syft_writes_t
            "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2\n"
            "zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1\n")  # fmt: skip
 
-    found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents(engine=FakeEngine(out)).make("sbom", SUBJECT).payload)
 
     assert "pkg:deb/debian/libssl3@3.0.20-1~deb12u2?arch=amd64&distro=debian-12&upstream=openssl" in found
     bash = found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64&distro=debian-12"]
@@ -138,8 +141,8 @@ def test_the_sbom_lists_each_artifact_with_its_url_and_sha256() -> None:
 
 
 def test_the_same_image_gives_the_same_sbom_bytes() -> None:
-    first = documents().make("sbom", IMAGE_ID, SUBJECT)
-    again = documents().make("sbom", IMAGE_ID, "sha256:" + "3" * 64)
+    first = documents().make("sbom", SUBJECT)
+    again = documents().make("sbom", "sha256:" + "3" * 64)
 
     assert first.payload == again.payload  # a rerun attaches nothing new
     assert json.loads(first.payload)["metadata"]["timestamp"] == "2025-03-01T00:00:00+00:00"
@@ -158,7 +161,7 @@ def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
     run = BuildRun(builder="urn:test:runner", started="2026-12-01T10:00:00Z", finished="2026-12-01T10:02:00Z")
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: run)
 
-    statement = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)
+    statement = json.loads(documents().make("provenance", SUBJECT).payload)
     predicate = statement["predicate"]
     deps = {d["name"]: d for d in predicate["buildDefinition"]["resolvedDependencies"]}
 
@@ -181,7 +184,7 @@ def test_a_provenance_without_a_known_build_invents_no_times(monkeypatch: pytest
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     monkeypatch.setenv("XPU_RELEASE_BUILDER_ID", "urn:read:by:a:stage")  # no stage reads it
 
-    details = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"]["runDetails"]
+    details = json.loads(documents().make("provenance", SUBJECT).payload)["predicate"]["runDetails"]
 
     assert "startedOn" not in details["metadata"]
     assert "finishedOn" not in details["metadata"]
@@ -194,7 +197,7 @@ def test_no_secret_reaches_a_document(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, secret)
 
     docs = documents()
-    payloads = [docs.make(kind, IMAGE_ID, SUBJECT).payload for kind in ("sbom", "provenance")]
+    payloads = [docs.make(kind, SUBJECT).payload for kind in ("sbom", "provenance")]
 
     assert all(secret.encode() not in p for p in payloads)
 
@@ -210,7 +213,7 @@ def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
     # the provenance: escaped as a JSON string, it can neither end the document nor add a key.
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     hostile = f'urn:ci{ch}"}},"predicateType":"https://evil.invalid/","x":{{"y":"{ch}'
-    made = replace(documents(), builder=hostile).make("provenance", IMAGE_ID, SUBJECT)
+    made = replace(documents(), builder=hostile).make("provenance", SUBJECT)
 
     statement = json.loads(made.payload)
 

@@ -93,6 +93,7 @@ class World:
     registries: dict[str, State]  # endpoint name → the fake behind it
     override: Path
     advisories: Path
+    summary: dict[str, Any] = field(default_factory=dict)  # the release's, once it ran
 
 
 def built_image(root: Path, ref: str = REF) -> FakeEngine:
