@@ -136,12 +136,14 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
 
     from ..image.build import build_image
     from ..image.engine import Engine
+    from ..image.inputs import BuildInputs
 
     spec = state.repo.load_ref(ref)
+    registries = state.registries()
     built = build_image(
         state.root,
-        spec,
-        state.registries(),
+        BuildInputs.read(state.root, spec, registries),
+        registries,
         Engine.connect(),
         rebuild=rebuild or no_cache,
         no_cache=no_cache,
@@ -172,10 +174,14 @@ def test_(state: State, ref: str, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ..image.engine import Engine
+    from ..image.lock import load_lock
     from ..image.smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
-    result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := line_sink()))
+    # The lock as it is: what the image was made from, which a later edit of the manifest (a
+    # wrong pin under test) does not change.
+    lock = load_lock(state.root, spec, current=False)
+    result = smoke_test(state.root, spec, lock, Engine.connect(), on_line=(live := line_sink()))
     live.close()
     if as_json:
         _emit_json(asdict(result))

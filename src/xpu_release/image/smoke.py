@@ -24,7 +24,7 @@ from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 from ..settings import cache_dir
 from .engine import Engine, LineSink
-from .lock import load_lock
+from .lock import Lock
 
 VENV = "/opt/venv"
 
@@ -91,15 +91,14 @@ def _failures(junit: Path) -> tuple[int, list[str]]:
     return passed, failed
 
 
-def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+    """Run the checks against the image ``spec.ref``; ``lock``: the one it was built from, which
+    says what its base provides."""
     started = time.monotonic()
     image = engine.require_image(spec.ref)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         spec_file = Path(tmp) / "spec.json"
-        # What the base provides, as the lock the image was built from says (a manifest edited
-        # since, e.g. a wrong pin under test, leaves the image and its lock as they were).
-        provided = load_lock(root, spec, current=False).provided
-        spec_file.write_text(json.dumps(check_spec(spec, image.id, provided), indent=2))
+        spec_file.write_text(json.dumps(check_spec(spec, image.id, lock.provided), indent=2))
         junit = Path(tmp) / "junit.xml"
         # Our own ini file: the repository's pytest settings (plugins the user may not have,
         # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.

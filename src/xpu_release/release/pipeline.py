@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
 from ..evidence.scan import Gated, GatePolicy, plan_of_gate, run_gate
-from ..image.build import build_image, inputs_sha256
+from ..image.build import build_image
 from ..image.engine import Engine
+from ..image.inputs import BuildInputs
 from ..image.lock import Lock, load_lock
-from ..image.render import require_current
+from ..image.render import Rendered, require_current
 from ..image.smoke import already_tested, smoke_test
 from ..labels import INPUTS_LABEL
 from ..manifest import ImageSpec, Repo
@@ -155,9 +156,9 @@ class Release:
         line = self.reporter.write
         spec: ImageSpec = self.stage("validate", lambda: self._validate())
 
-        def render_check() -> tuple[str, str, str]:
-            rendered = require_current(root, spec)
-            return "done", f"{self.repo.rel(rendered.path)} is current", rendered.text
+        def render_check() -> tuple[str, str, Rendered]:
+            rendered = require_current(root, spec, self.registries)
+            return "done", f"{self.repo.rel(rendered.path)} is current", rendered
 
         dockerfile = self.stage("render", render_check)
 
@@ -166,12 +167,13 @@ class Release:
             return "done", f"{len(lock.layers)} layers locked", lock
 
         lock = self.stage("lock", lock_check)
+        inputs = BuildInputs.of(spec, dockerfile, lock)
         if self.dry_run:
             self.stage("preflight", lambda: self._preflight(spec, lock))
-            return self._plan(spec, inputs_sha256(spec, dockerfile, lock))
+            return self._plan(spec, inputs.digest)
 
-        image_id: str = self.stage("build", lambda: self._build(spec, dockerfile, lock))
-        self.stage("test", lambda: self._test(spec, image_id))
+        image_id: str = self.stage("build", lambda: self._build(inputs))
+        self.stage("test", lambda: self._test(spec, lock, image_id))
         sbom, gated = self.stage("scan", lambda: self._scan(spec, lock, image_id))
         vex = gate_vex(self.repo, spec, gated.result)
         documents = Documents(repo=self.repo, spec=spec, lock=lock, image_id=image_id, sbom=sbom,
@@ -196,20 +198,21 @@ class Release:
         spec = self.repo.load_ref(self.ref)
         return "done", f"{spec.manifest_path} (sha256 {spec.content_hash[:12]})", spec
 
-    def _build(self, spec: ImageSpec, dockerfile: str, lock: Lock) -> tuple[str, str, str]:
-        pulled = pull_published(spec, inputs_sha256(spec, dockerfile, lock), self.engine, self.registries,
+    def _build(self, inputs: BuildInputs) -> tuple[str, str, str]:
+        spec = inputs.spec
+        pulled = pull_published(spec, inputs.digest, self.engine, self.registries,
                                 self.credentials, self.reporter.write)  # fmt: skip
         if pulled is not None:
             return "pulled", f"{pulled[:19]} from an endpoint that serves it (same inputs)", pulled
-        built = build_image(self.repo.root, spec, self.registries, self.engine, builder=self.builder,
+        built = build_image(self.repo.root, inputs, self.registries, self.engine, builder=self.builder,
                             on_line=self.reporter.write, codec=self.options.codec)  # fmt: skip
         state = "skipped" if built.skipped else "done"
         return state, f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", built.image_id
 
-    def _test(self, spec: ImageSpec, image_id: str) -> tuple[str, str, None]:
+    def _test(self, spec: ImageSpec, lock: Lock, image_id: str) -> tuple[str, str, None]:
         if already_tested(self.repo.root, spec, image_id):
             return "skipped", f"{image_id[:19]} already passed these checks", None
-        result = smoke_test(self.repo.root, spec, self.engine, on_line=self.reporter.write)
+        result = smoke_test(self.repo.root, spec, lock, self.engine, on_line=self.reporter.write)
         return "done", f"{result.passed} checks passed", None
 
     def _scan(self, spec: ImageSpec, lock: Lock, image_id: str) -> tuple[str, str, tuple[bytes, Gated]]:

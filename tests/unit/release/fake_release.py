@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xpu_release.image.build import inputs_sha256
 from xpu_release.image.engine import ImageInfo
-from xpu_release.image.lock import load_lock
-from xpu_release.image.render import require_current
+from xpu_release.image.inputs import BuildInputs
 from xpu_release.image.smoke import _mark_tested, tests_sha256
 from xpu_release.labels import INPUTS_LABEL
 from xpu_release.manifest import Repo
+from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.codec import DEFAULT
 from xpu_release.oci.members import Blob, CompressedMap, blob_file, spool_dir
 from xpu_release.oci.store import remember_config
@@ -101,7 +100,7 @@ def built_image(root: Path, ref: str = REF) -> FakeEngine:
     remembered by diff_id (as our build leaves it), its config kept, its smoke test passed."""
     repo = Repo(root)
     spec = repo.load_ref(ref)
-    inputs = inputs_sha256(spec, require_current(root, spec).text, load_lock(root, spec))
+    inputs = BuildInputs.read(root, spec, load_registries(root)).digest
     _tar, diff_id, blob = _layer()
     digest = "sha256:" + hashlib.sha256(blob).hexdigest()
     blob_file(spool_dir(), digest).write_bytes(blob)

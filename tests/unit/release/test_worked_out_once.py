@@ -1,26 +1,47 @@
-"""A release works out what it knows once and hands it down (issue 42): one SBOM, made in one
-throwaway container, is what the gate scans and what publish attaches; one endpoint pool
+"""A release works out what it knows once and hands it down (issue 42): the Dockerfile rendered
+once, the lock parsed once, the inputs hashed once, the registries file read once; one SBOM, made
+in one throwaway container, is what the gate scans and what publish attaches; one endpoint pool
 authenticates once per endpoint and scope. Counted on a whole release with a fake engine and
 fake registries (``fake_release``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from xpu_release.image import inputs, lockfile, render
 from xpu_release.image.engine import Engine
+from xpu_release.manifest import registries
 
 from ..helpers import run
 from .fake_release import REF, World, world
+
+WORK = Counter[str]()  # what the release worked out, and how often
+
+
+def counted(name: str, work: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        WORK[name] += 1
+        return work(*args, **kwargs)
+
+    return wrapper
 
 
 @pytest.fixture
 def released(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     """A whole release of ``REF``, from `validate` to `record`, gate included."""
     with world(repo, tmp_path) as w:
+        WORK.clear()
+        monkeypatch.setattr(render, "render", counted("render", render.render))
+        monkeypatch.setattr(inputs, "inputs_sha256", counted("inputs hashed", inputs.inputs_sha256))
+        monkeypatch.setattr(registries, "_checked", counted("registries file read", registries._checked))
+        parse = lockfile.Lock.parse.__func__  # type: ignore[attr-defined]
+        monkeypatch.setattr(lockfile.Lock, "parse", classmethod(counted("lock parsed", parse)))
         monkeypatch.setattr(Engine, "connect", classmethod(lambda cls: w.engine))
         monkeypatch.setenv("XPU_RELEASE_CACHE", str(tmp_path / "cache"))
         login = ("--username", "u", "--password-stdin")
@@ -36,3 +57,12 @@ def test_one_sbom_is_made_per_release_for_the_gate_and_publish_both(released: Wo
     stages = {s["name"]: s["status"] for s in released.summary["stages"]}
     assert stages["scan"] == "done"
     assert stages["publish"] == "done"
+
+
+def test_what_a_release_knows_is_worked_out_once(released: World) -> None:
+    assert WORK == {
+        "render": 1,
+        "lock parsed": 1,
+        "inputs hashed": 1,
+        "registries file read": 2,  # registries.yaml and the override, once each
+    }
