@@ -66,3 +66,11 @@ def test_what_a_release_knows_is_worked_out_once(released: World) -> None:
         "inputs hashed": 1,
         "registries file read": 2,  # registries.yaml and the override, once each
     }
+
+
+def test_each_endpoint_authenticates_once_per_scope_in_a_release(released: World) -> None:
+    # One client per endpoint for the whole run (build avoidance, publish, its copies, verify and
+    # status); a second client of the run starts with the first one's tokens.
+    scope = "repository:egslingjun/pytorch-cpu-sdk"
+    for name, registry in released.registries.items():
+        assert sorted(registry.token_scopes) == [f"{scope}:pull", f"{scope}:pull,push"], name
