@@ -146,8 +146,9 @@ def artifact_server() -> Iterator[ArtifactServer]:
 
 
 def make_repo(dst: Path, artifact: ArtifactServer) -> Path:
-    """A copy of the repository plus the xpu-fixture image, rendered and locked."""
-    for name in ("manifests", "templates", "images", "schema", "tests"):
+    """A copy of the repository plus the xpu-fixture image, rendered and locked. No test suite:
+    the generic smoke checks come with the package, as they do for any repository."""
+    for name in ("manifests", "templates", "images", "schema"):
         shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
     manifest = (FIXTURE / "manifest.yaml").read_text()
