@@ -19,7 +19,7 @@ import click
 from .. import __version__
 from ..errors import OutputError, ReleaseError
 from ..oci.credentials import CredentialStore
-from ..settings import Settings
+from ..settings import REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
 from .live import LiveLine
 from .output import Verbosity, _bounded, _say_error, as_user_error
 
@@ -156,7 +156,7 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
 @click.version_option(__version__, prog_name="xpu-release")
 @click.option(
     "--root",
-    envvar="XPU_RELEASE_ROOT",
+    envvar=ROOT_ENV,
     show_envvar=True,
     type=click.Path(file_okay=False),
     help="Repository root (default: found upwards from the current folder).",
@@ -164,7 +164,7 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
 @click.option(
     "--registries",
     "registries",
-    envvar="XPU_RELEASE_REGISTRIES",
+    envvar=REGISTRIES_ENV,
     show_envvar=True,
     type=click.Path(dir_okay=False),
     help="A registries file that overrides registries.yaml (e.g. local endpoints).",
@@ -242,7 +242,7 @@ def _credentials(username: str | None, password_stdin: bool, registries: Registr
     from ..errors import ConfigError
     from ..oci.credentials import Credentials
     from ..secrets import register
-    from ..settings import USER_ENV, current
+    from ..settings import current
 
     settings = current()
     hosts = frozenset(ep.host for ep in registries.publish_endpoints())
@@ -294,7 +294,7 @@ def _print_record(record: ReleaseRecord) -> None:
 login_options = [
     click.option(
         "--username",
-        envvar="XPU_RELEASE_USERNAME",
+        envvar=USER_ENV,
         show_envvar=True,
         help="Registry user (with --password-stdin).",
     ),

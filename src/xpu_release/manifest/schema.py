@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ManifestError
+from .model import DEFAULT_BASE_REGISTRY
 from .types import (
     JSON,
     LINE_BREAKS,
@@ -251,7 +252,10 @@ MANIFEST = Obj(
         ),
         "base": Obj(
             fields={
-                "registry": Nullable(inner=REGISTRY_ALIAS, description="Where the base is served."),
+                "registry": Nullable(
+                    inner=REGISTRY_ALIAS,
+                    description=f"Where the base is served (default: {DEFAULT_BASE_REGISTRY}).",
+                ),
                 "repository": Nullable(inner=REPOSITORY, description="A base image by repository and tag…"),
                 "tag": Nullable(inner=TAG),
                 "image": Nullable(
