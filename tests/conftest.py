@@ -27,12 +27,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "tests" / "data" / "seed"  # the published notes and their facts (its README)
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A copy of this repository's manifests, templates, images and registries file."""
-    dst = tmp_path / "repo"
-    dst.mkdir()
+def copy_of_repository(dst: Path) -> Path:
+    """This repository's manifests, templates, images (without their checks and locks) and
+    registries file, copied to ``dst``."""
+    dst.mkdir(parents=True)
     for name in ("manifests", "templates", "images", "schema"):
         shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("tests", "*.lock"))
     shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
     return dst
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A copy of this repository's manifests, templates, images and registries file."""
+    return copy_of_repository(tmp_path / "repo")

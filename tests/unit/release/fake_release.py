@@ -28,9 +28,12 @@ from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.codec import DEFAULT
 from xpu_release.oci.members import Blob, CompressedMap, blob_file, spool_dir
 from xpu_release.oci.store import remember_config
-from xpu_release.settings import Settings, use
+from xpu_release.settings import Settings, current, use
 
+from ...conftest import copy_of_repository
 from ..fake_registry import State, fake_registry
+
+__all__ = ["REF", "World", "copy_of_repository", "world"]
 
 ROOT = Path(__file__).resolve().parents[3]
 REF = "pytorch-cpu-sdk:2.13.0"
@@ -128,6 +131,7 @@ def world(repo: Path, tmp_path: Path) -> Iterator[World]:
     image built and tested, and three fake registries mapped by a registries override."""
     for lock in ROOT.glob("images/*/*/requirements.lock"):
         shutil.copy(lock, repo / lock.relative_to(ROOT))
+    before = current()
     settings = use(Settings(cache=tmp_path / "cache"))
     engine = built_image(repo)
     advisories = tmp_path / "osv"
@@ -141,6 +145,9 @@ def world(repo: Path, tmp_path: Path) -> Iterator[World]:
             f"  public: {{host: '{a}', insecure: true}}\n"
             f"  vpc: {{hosts: {{cn-beijing: '{b}', cn-wulanchabu: '{c}'}}, insecure: true}}\n"
         )
-        yield World(root=repo, engine=engine, override=override, advisories=advisories,
-                    registries={"public": sa, "vpc/cn-beijing": sb, "vpc/cn-wulanchabu": sc})  # fmt: skip
+        try:
+            yield World(root=repo, engine=engine, override=override, advisories=advisories,
+                        registries={"public": sa, "vpc/cn-beijing": sb, "vpc/cn-wulanchabu": sc})  # fmt: skip
+        finally:
+            use(before)
     assert settings.cache == tmp_path / "cache"

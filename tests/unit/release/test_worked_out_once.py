@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from xpu_release.image.engine import Engine
 from xpu_release.manifest import registries
 
 from ..helpers import run
-from .fake_release import REF, World, world
+from .fake_release import REF, World, copy_of_repository, world
 
 WORK = Counter[str]()  # what the release worked out, and how often
 
@@ -32,10 +31,22 @@ def counted(name: str, work: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@pytest.fixture
-def released(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """A whole release of ``REF``, from `validate` to `record`, gate included."""
-    with world(repo, tmp_path) as w:
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A whole release of ``REF``, from `validate` to `record`, gate included (one for the
+    module: the tests read what it counted)."""
+    tmp_path = tmp_path_factory.mktemp("release")
+    with (
+        pytest.MonkeyPatch.context() as monkeypatch,
+        world(copy_of_repository(tmp_path / "repo"), tmp_path) as w,
+    ):
+        for name in (
+            "XPU_RELEASE_REGISTRIES",
+            "XPU_RELEASE_ROOT",
+            "XPU_RELEASE_USERNAME",
+            "XPU_RELEASE_PASSWORD",
+        ):
+            monkeypatch.delenv(name, raising=False)
         WORK.clear()
         monkeypatch.setattr(render, "render", counted("render", render.render))
         monkeypatch.setattr(inputs, "inputs_sha256", counted("inputs hashed", inputs.inputs_sha256))
@@ -45,7 +56,7 @@ def released(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         monkeypatch.setattr(Engine, "connect", classmethod(lambda cls: w.engine))
         monkeypatch.setenv("XPU_RELEASE_CACHE", str(tmp_path / "cache"))
         login = ("--username", "u", "--password-stdin")
-        result = run(repo, "--registries", str(w.override), "release", REF, "--json",
+        result = run(w.root, "--registries", str(w.override), "release", REF, "--json",
                      "--advisories", str(w.advisories), *login, input="the-password\n")  # fmt: skip
         assert result.exit_code == 0, result.stderr
         w.summary = json.loads(result.stdout)
