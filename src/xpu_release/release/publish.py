@@ -325,9 +325,7 @@ def publish(
     record says what each endpoint serves."""
     spec = pool.spec
     require_tested(spec, image_id)
-    if documents is not None and documents.image_id != image_id:  # a defect of ours
-        msg = f"the documents are of {documents.image_id}, not of the image published, {image_id}"
-        raise PublishError(msg)
+    assert documents is None or documents.image_id == image_id, "the documents are of another image"
     if documents is not None and not options.annotations:
         annotations = image_annotations(documents.repo.root, spec, documents.lock)
         options = replace(options, annotations=annotations)
