@@ -151,11 +151,13 @@ def make_repo(dst: Path, artifact: ArtifactServer) -> Path:
     for name in ("manifests", "templates", "images", "schema"):
         shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
-    manifest = (FIXTURE / "manifest.yaml").read_text()
+    # The fixture image is laid out as any image of a repository: its manifest (with the
+    # artifact server's address filled in) and its own smoke checks beside it.
+    manifest = (FIXTURE / "manifests" / "xpu-fixture" / "1.0.yaml").read_text()
     manifest = manifest.replace("{artifact_url}", artifact.url).replace("{artifact_sha256}", artifact.sha256)
     (dst / "manifests" / "xpu-fixture").mkdir()
     (dst / "manifests" / "xpu-fixture" / "1.0.yaml").write_text(manifest)
-    shutil.copytree(FIXTURE / "tests", dst / "images" / "xpu-fixture" / "tests")
+    shutil.copytree(FIXTURE / "images" / "xpu-fixture", dst / "images" / "xpu-fixture")
     return dst
 
 
