@@ -17,6 +17,7 @@ from xpu_release.image import inputs, lockfile, render
 from xpu_release.image.engine import Engine
 from xpu_release.manifest import registries
 
+from ..conftest import forget_the_stack
 from ..helpers import run
 from .fake_release import REF, World, copy_of_repository, world
 
@@ -40,13 +41,7 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         pytest.MonkeyPatch.context() as monkeypatch,
         world(copy_of_repository(tmp_path / "repo"), tmp_path) as w,
     ):
-        for name in (
-            "XPU_RELEASE_REGISTRIES",
-            "XPU_RELEASE_ROOT",
-            "XPU_RELEASE_USERNAME",
-            "XPU_RELEASE_PASSWORD",
-        ):
-            monkeypatch.delenv(name, raising=False)
+        forget_the_stack(monkeypatch)
         WORK.clear()
         monkeypatch.setattr(render, "render", counted("render", render.render))
         monkeypatch.setattr(inputs, "inputs_sha256", counted("inputs hashed", inputs.inputs_sha256))
@@ -68,6 +63,12 @@ def test_one_sbom_is_made_per_release_for_the_gate_and_publish_both(released: Wo
     stages = {s["name"]: s["status"] for s in released.summary["stages"]}
     assert stages["scan"] == "done"
     assert stages["publish"] == "done"
+
+
+def test_publish_is_handed_the_image_the_build_stage_found(released: World) -> None:
+    # Both lookups are the build stage's (build avoidance's, and the build's up-to-date check);
+    # publish no longer asks the engine what the build returned.
+    assert released.engine.calls["image"] == 2
 
 
 def test_what_a_release_knows_is_worked_out_once(released: World) -> None:
