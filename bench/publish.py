@@ -239,6 +239,7 @@ def publish(
     from xpu_release.manifest import Repo
     from xpu_release.manifest.registries import load_registries
     from xpu_release.oci.credentials import CredentialStore
+    from xpu_release.release.pool import EndpointPool
     from xpu_release.release.publish import Options, Publisher
     from xpu_release.settings import Settings
 
@@ -264,7 +265,8 @@ def publish(
             registries = load_registries(repo, str(regs))
             options = Options(engine_push=engine_push)
             credentials = CredentialStore.from_settings(settings)
-            publisher = Publisher(spec, registries, engine, credentials, options, lambda _: None)
+            pool = EndpointPool(spec, registries, credentials)
+            publisher = Publisher(pool, engine, options, lambda _: None)
             started = time.time()
             record = publisher.run(image_id, "")
             if keep_blobs is not None:

@@ -106,6 +106,7 @@ def setting(target: Target) -> tuple[Any, Any, Any]:
 def library(target: Target) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and bytes hashed of the deep check run in this process."""
     from xpu_release.release import record as records
+    from xpu_release.release.pool import VERIFYING, EndpointPool
     from xpu_release.release.verify import verify
 
     spec, registries, credentials = setting(target)
@@ -114,7 +115,8 @@ def library(target: Target) -> tuple[float, float, int]:
     cpu0 = time.process_time()
     started = time.monotonic()
     attached = record.attachments or None
-    report = verify(spec, registries, credentials, record.digest, deep=True, attachments=attached)
+    pool = EndpointPool(spec, registries, credentials, VERIFYING)
+    report = verify(pool, record.digest, deep=True, attachments=attached)
     wall = time.monotonic() - started
     allowed = set() if attached else {"attachments"}  # the generated image has no SBOM, no provenance
     assert {f.what for f in report.findings} <= allowed, report.findings

@@ -113,7 +113,7 @@ log "engine-free tests (tests/unit, on every core)"
 unit_status=0
 run_pytest "${unit_tests[@]}" || unit_status=$?
 
-log "tests on the stack (tests/integration, tests/smoke)"
+log "tests on the stack (tests/integration)"
 stack_status=0
 run_pytest -ra --durations=20 -p no:cacheprovider --ignore=tests/unit tests || stack_status=$?
 ((unit_status == 0)) || exit "$unit_status"

@@ -24,15 +24,20 @@ settings.load_profile("ci")
 use(Settings.from_env(os.environ))
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = ROOT.parent / "shared" / "seed"
+SEED = ROOT / "tests" / "data" / "seed"  # the published notes and their facts (its README)
+
+
+def copy_of_repository(dst: Path) -> Path:
+    """This repository's manifests, templates, images (without their checks and locks) and
+    registries file, copied to ``dst``."""
+    dst.mkdir(parents=True)
+    for name in ("manifests", "templates", "images", "schema"):
+        shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("tests", "*.lock"))
+    shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
+    return dst
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A copy of this repository's manifests, templates, images and registries file."""
-    dst = tmp_path / "repo"
-    dst.mkdir()
-    for name in ("manifests", "templates", "images", "schema"):
-        shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("tests", "*.lock"))
-    shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
-    return dst
+    return copy_of_repository(tmp_path / "repo")

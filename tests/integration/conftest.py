@@ -146,15 +146,18 @@ def artifact_server() -> Iterator[ArtifactServer]:
 
 
 def make_repo(dst: Path, artifact: ArtifactServer) -> Path:
-    """A copy of the repository plus the xpu-fixture image, rendered and locked."""
-    for name in ("manifests", "templates", "images", "schema", "tests"):
+    """A copy of the repository plus the xpu-fixture image, rendered and locked. No test suite:
+    the generic smoke checks come with the package, as they do for any repository."""
+    for name in ("manifests", "templates", "images", "schema"):
         shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
-    manifest = (FIXTURE / "manifest.yaml").read_text()
+    # The fixture image is laid out as any image of a repository: its manifest (with the
+    # artifact server's address filled in) and its own smoke checks beside it.
+    manifest = (FIXTURE / "manifests" / "xpu-fixture" / "1.0.yaml").read_text()
     manifest = manifest.replace("{artifact_url}", artifact.url).replace("{artifact_sha256}", artifact.sha256)
     (dst / "manifests" / "xpu-fixture").mkdir()
     (dst / "manifests" / "xpu-fixture" / "1.0.yaml").write_text(manifest)
-    shutil.copytree(FIXTURE / "tests", dst / "images" / "xpu-fixture" / "tests")
+    shutil.copytree(FIXTURE / "images" / "xpu-fixture", dst / "images" / "xpu-fixture")
     return dst
 
 

@@ -109,7 +109,9 @@ def test_the_smoke_run_loads_no_conftest_of_the_repositorys_own_test_suite(
     # suite's conftest (tests/conftest.py, root conftest.py) needs them, and is not the smoke run's.
     planted = [fixture_cli.root / "tests" / "conftest.py", fixture_cli.root / "conftest.py"]
     kept = {p: p.read_bytes() for p in planted if p.is_file()}
+    made = [d for d in {p.parent for p in planted} if not d.exists()]
     for p in planted:
+        p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("import a_dev_only_module_that_is_not_installed\n")
     try:
         result = fixture_cli.run("test", "xpu-fixture:1.0", "--json")
@@ -118,6 +120,8 @@ def test_the_smoke_run_loads_no_conftest_of_the_repositorys_own_test_suite(
             p.unlink()
         for p, data in kept.items():
             p.write_bytes(data)
+        for d in made:
+            d.rmdir()
 
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     summary = json.loads(result.stdout)

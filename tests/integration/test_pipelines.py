@@ -45,7 +45,7 @@ def _project(tested: Cli, dst: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for name in PROJECT_DIRS:
         shutil.copytree(ROOT / name, dst / name, ignore=ignore)
-    for name in ("manifests", "images", "tests"):  # tests/smoke: the generic in-image checks
+    for name in ("manifests", "images"):  # the generic in-image checks come with src
         shutil.copytree(tested.root / name, dst / name, ignore=ignore)
     git = ["git", "-C", str(dst), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)

@@ -43,6 +43,7 @@ class State:
     uploads: dict[str, bytearray] = field(default_factory=dict)
     tokens: set[str] = field(default_factory=set)
     token_requests: int = 0
+    token_scopes: list[str] = field(default_factory=list)  # the scope each token was asked for
     patches: int = 0
     requests: list[str] = field(default_factory=list)  # authorized requests, in order
     referrers_api: bool = False  # OCI 1.1: GET /v2/<repo>/referrers/<digest>, OCI-Subject on push
@@ -96,6 +97,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _token(self) -> None:
         self.state.token_requests += 1
+        self.state.token_scopes += parse_qs(urlparse(self.path).query).get("scope", [""])
         expected = base64.b64encode(f"{self.state.username}:{self.state.password}".encode()).decode()
         if self.headers.get("Authorization") != f"Basic {expected}":
             self._send(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}')

@@ -1,7 +1,9 @@
-"""The 25.03 manifest carries every fact of shared/seed/FACTS.md."""
+"""The 25.03 manifest carries every fact of tests/data/seed/FACTS.md."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,14 @@ def test_facts_not_in_the_seed_are_marked_assumed() -> None:
     for line in text.splitlines():
         if any(k in line for k in ("repository:", "url:", "sha256:", "index_url", "dest:", "package:")):
             assert "# assumed:" in line, line
+
+
+def test_the_seed_is_inside_the_repository_as_it_was_copied() -> None:
+    # A clone in any folder has it: no test reaches outside the repository for data.
+    from ..conftest import SEED
+
+    assert SEED.resolve().is_relative_to(ROOT)
+    listed = re.findall(r"\| `([^`]+)` \| `([0-9a-f]{64})` \|", (SEED / "README.md").read_text())
+    assert len(listed) == 2
+    for name, sha256 in listed:
+        assert hashlib.sha256((SEED / name).read_bytes()).hexdigest() == sha256, name

@@ -12,32 +12,47 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import __version__
 from ..errors import INTERNAL_ERROR, INTERRUPTED, OutputError, ReleaseError
 from ..oci.credentials import CredentialStore
-from ..settings import Settings
+from ..settings import REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
 from .live import LiveLine
 from .output import Verbosity, _bounded, _say_error, as_user_error
+
+if TYPE_CHECKING:  # the commands import what they use when they run: `--help` stays quick
+    from click.shell_completion import CompletionItem
+
+    from ..evidence.signing import Signer
+    from ..manifest import Repo
+    from ..manifest.registries import Registries
+    from ..oci.codec import Codec
+    from ..release.plan import Plan
+    from ..release.record import ReleaseRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
 class State:
+    """What one command knows before it starts: the options of the group, the settings read once
+    from the environment, and (read when first asked, then kept) the repository and its
+    registries file."""
+
     root_option: str | None
     registries_option: str | None
     debug: bool
     verbosity: Verbosity = field(default_factory=Verbosity)
     settings: Settings = field(default_factory=Settings)  # read once, from the environment
-    cache_hold: Any = None  # this command's shared hold on the cache (release/cache.py)
-    _repo: Any = field(default=None, init=False)
+    cache_hold: IO[bytes] | None = None  # this command's shared hold on the cache (release/cache.py)
+    _repo: Repo | None = field(default=None, init=False)
+    _registries: Registries | None = field(default=None, init=False)
 
     @property
-    def repo(self) -> Any:
+    def repo(self) -> Repo:
         from dataclasses import replace
 
         from ..manifest import Repo
@@ -45,23 +60,25 @@ class State:
 
         if self._repo is None:
             repo = Repo.discover(self.root_option)
+            names: frozenset[str] | None = None
             try:
-                names = frozenset(n for n, _ in load_registries(repo.root, self.registries_option).entries)
+                self._registries = load_registries(repo.root, self.registries_option)
+                names = frozenset(n for n, _ in self._registries.entries)
             except ReleaseError:
-                names = None  # the registries file's own mistake is reported where it is read
+                pass  # the registries file's own mistake is reported where it is read
             self._repo = replace(repo, registry_names=names)
         return self._repo
 
     @property
     def root(self) -> Path:
-        return self.repo.root  # type: ignore[no-any-return]
+        return self.repo.root
 
     @property
     def builder(self) -> str:
         """Who builds (``XPU_RELEASE_BUILDER_ID``, else this host): read once per command."""
         return self.settings.builder_id
 
-    def signer(self, signing_key: str | None) -> Any:
+    def signer(self, signing_key: str | None) -> Signer | None:
         """The signing key named by ``--signing-key`` or the settings (None: unsigned)."""
         from ..evidence.signing import load_signer
 
@@ -71,10 +88,14 @@ class State:
         """Credentials for hosts outside a release (a base image's hub): the docker config's."""
         return CredentialStore.from_settings(self.settings)
 
-    def registries(self) -> Any:
+    def registries(self) -> Registries:
+        """The registries file (and ``--registries``' override), parsed once per command."""
         from ..manifest.registries import load_registries
 
-        return load_registries(self.root, self.registries_option)
+        root = self.root  # finding the repository reads the registries file too
+        if self._registries is None:  # it failed then: its mistake is said here
+            self._registries = load_registries(root, self.registries_option)
+        return self._registries
 
 
 pass_state = click.make_pass_decorator(State)
@@ -133,7 +154,7 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
 @click.version_option(__version__, prog_name="xpu-release")
 @click.option(
     "--root",
-    envvar="XPU_RELEASE_ROOT",
+    envvar=ROOT_ENV,
     show_envvar=True,
     type=click.Path(file_okay=False),
     help="Repository root (default: found upwards from the current folder).",
@@ -141,7 +162,7 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
 @click.option(
     "--registries",
     "registries",
-    envvar="XPU_RELEASE_REGISTRIES",
+    envvar=REGISTRIES_ENV,
     show_envvar=True,
     type=click.Path(dir_okay=False),
     help="A registries file that overrides registries.yaml (e.g. local endpoints).",
@@ -185,7 +206,7 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: boo
         state.cache_hold = ctx.with_resource(in_use(read.cache, waiting))
 
 
-def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Shell completion of NAME:VERSION from the repository's manifests (nothing on error)."""
     from click.shell_completion import CompletionItem
 
@@ -213,13 +234,13 @@ def json_option(what: str = "The result as JSON on stdout.") -> Callable[[F], F]
     return click.option("--json", "as_json", is_flag=True, help=what)
 
 
-def _credentials(username: str | None, password_stdin: bool, registries: Any) -> Any:
+def _credentials(username: str | None, password_stdin: bool, registries: Registries) -> CredentialStore:
     """The credential store of a command: a login or the environment's credentials go only to
     the public and VPC endpoints of the registries in use."""
     from ..errors import ConfigError
     from ..oci.credentials import Credentials
     from ..secrets import register
-    from ..settings import USER_ENV, current
+    from ..settings import current
 
     settings = current()
     hosts = frozenset(ep.host for ep in registries.publish_endpoints())
@@ -238,12 +259,12 @@ def _credentials(username: str | None, password_stdin: bool, registries: Any) ->
     return CredentialStore.from_settings(settings, release_hosts=hosts, explicit=login)
 
 
-def newer_version(repo: Any, image: str, version: str) -> str | None:
+def newer_version(repo: Repo, image: str, version: str) -> str | None:
     """The latest version of ``image`` if it is not ``version`` (floating tags stay then)."""
     return None if repo.is_latest(image, version) else str(repo.versions(image)[-1])
 
 
-def print_plan(plan: Any, heading: str) -> None:
+def print_plan(plan: Plan, heading: str) -> None:
     """The refs of a plan, per endpoint, then the floating tags that move last."""
     click.echo(heading)
     for t in plan.targets:
@@ -256,7 +277,7 @@ def print_plan(plan: Any, heading: str) -> None:
         click.echo(f"  then move {ref} (after every endpoint verifies)")
 
 
-def _print_record(record: Any) -> None:
+def _print_record(record: ReleaseRecord) -> None:
     click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
     for e in record.endpoints:
         detail = (
@@ -271,7 +292,7 @@ def _print_record(record: Any) -> None:
 login_options = [
     click.option(
         "--username",
-        envvar="XPU_RELEASE_USERNAME",
+        envvar=USER_ENV,
         show_envvar=True,
         help="Registry user (with --password-stdin).",
     ),
@@ -357,7 +378,7 @@ def compression_options(f: F) -> F:
     )(f)
 
 
-def layer_codec(state: State, compression: str | None, accept_zstd: bool) -> Any:
+def layer_codec(state: State, compression: str | None, accept_zstd: bool) -> Codec:
     """The codec the option names, else the setting, else the default (ConfigError if refused)."""
     from ..oci.codec import DEFAULT, parse_codec
     from ..settings import COMPRESSION_ENV

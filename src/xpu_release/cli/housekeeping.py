@@ -123,8 +123,9 @@ def cache_limit(state: State) -> int | None:
     if not state.settings.cache_max:
         return None
     from ..release.cache import parse_size
+    from ..settings import CACHE_MAX_ENV
 
-    return parse_size(state.settings.cache_max, what="XPU_RELEASE_CACHE_MAX")
+    return parse_size(state.settings.cache_max, what=CACHE_MAX_ENV)
 
 
 def cap_cache(state: State, limit: int | None) -> None:

@@ -136,12 +136,14 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
 
     from ..image.build import build_image
     from ..image.engine import Engine
+    from ..image.inputs import BuildInputs
 
     spec = state.repo.load_ref(ref)
+    registries = state.registries()
     built = build_image(
         state.root,
-        spec,
-        state.registries(),
+        BuildInputs.read(state.root, spec, registries),
+        registries,
         Engine.connect(),
         rebuild=rebuild or no_cache,
         no_cache=no_cache,
@@ -172,10 +174,14 @@ def test_(state: State, ref: str, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ..image.engine import Engine
+    from ..image.lock import load_lock
     from ..image.smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
-    result = smoke_test(state.root, spec, Engine.connect(), on_line=(live := line_sink()))
+    # The lock as it is: what the image was made from, which a later edit of the manifest (a
+    # wrong pin under test) does not change.
+    lock = load_lock(state.root, spec, current=False)
+    result = smoke_test(state.root, spec, lock, Engine.connect(), on_line=(live := line_sink()))
     live.close()
     if as_json:
         _emit_json(asdict(result))
@@ -240,23 +246,21 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
       xpu-release sbom training-cpu-pytorch:25.03 -o sbom.cdx.json
       xpu-release sbom training-cpu-pytorch:25.03 --format spdx-json -o sbom.spdx.json
     """
-
-    from ..evidence.attest import Documents
+    from ..evidence.attachment import Attachment
+    from ..evidence.attest import image_sbom
     from ..image.engine import Engine
+    from ..image.lock import load_lock
 
     spec = state.repo.load_ref(ref)
     engine = Engine.connect()
     image_id = engine.require_image(spec.ref).id
-    document = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder).make(
-        "sbom", image_id, ""
-    )
+    made = image_sbom(state.repo, spec, load_lock(state.root, spec), engine, image_id)
+    document = Attachment(kind="sbom", payload=made)
     if fmt == "spdx-json":
-        from dataclasses import replace
-
         from .. import __version__
         from ..evidence.spdx import to_spdx
 
-        document = replace(document, payload=to_spdx(document.payload, tool_version=__version__))
+        document = Attachment(kind="spdx", payload=to_spdx(document.payload, tool_version=__version__))
     if write_output(output, document.payload + b"\n" if output in (None, "-") else document.payload,
                     what="SBOM"):  # fmt: skip
         info(f"wrote {output} ({fmt}, {document.digest})")
@@ -320,9 +324,11 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     """
     from .. import __version__
     from ..errors import ConfigError, VulnerabilityGateFailed
+    from ..evidence.attest import image_sbom
     from ..evidence.sarif import to_sarif
     from ..evidence.scan import gate_failure, scan_image
     from ..image.engine import Engine
+    from ..image.lock import load_lock
 
     gate = gate_policy(state, advisories, None, today)
     if not gate.advisories:
@@ -331,8 +337,8 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     spec = state.repo.load_ref(ref)
     engine = Engine.connect()
     image_id = engine.require_image(spec.ref).id
-    result = scan_image(state.repo, spec, engine, image_id, gate, builder=state.builder,
-                        cache=state.settings.cache)  # fmt: skip
+    sbom = image_sbom(state.repo, spec, load_lock(state.root, spec), engine, image_id)
+    result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache)
     if sarif_file is not None:
         sarif = to_sarif(result, manifest=spec.manifest_path, version=__version__)
         if write_output(sarif_file, sarif, what="SARIF"):

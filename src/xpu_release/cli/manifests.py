@@ -151,6 +151,7 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
     """
     from ..errors import ConfigError, ManifestError
     from ..image import render as rendering
+    from ..manifest.registries import load_registries
     from ..manifest.schema import json_schema
 
     repo = state.repo
@@ -164,8 +165,9 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
     else:
         specs = [repo.load_ref(r) for r in refs]
     stale = []
+    registries = load_registries(repo.root)  # the repository's own: what committed Dockerfiles name
     for spec in specs:
-        out = rendering.render(repo.root, spec)
+        out = rendering.render(repo.root, spec, registries)
         rel = repo.rel(out.path)
         if stdout:
             click.echo(out.text, nl=False)
@@ -267,6 +269,7 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     from ..manifest import parse_ref
     from ..manifest.bump import new_version as create
     from ..manifest.bump import parse_sets
+    from ..manifest.registries import load_registries
 
     image, version = parse_ref(ref)
     repo = state.repo
@@ -274,6 +277,6 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     info(f"wrote {repo.rel(path)}")
     for n in repo.notices(image, version):
         notice(str(n))
-    out = rendering.render(repo.root, spec)
+    out = rendering.render(repo.root, spec, load_registries(repo.root))
     rendering.write(out)
     info(f"wrote {repo.rel(out.path)}")

@@ -90,10 +90,14 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    from ..evidence.attest import Documents
+    from ..evidence.attest import Documents, image_sbom
     from ..image.engine import Engine
+    from ..image.lock import load_lock
+    from ..image.smoke import require_tested
+    from ..labels import INPUTS_LABEL
+    from ..release.pool import EndpointPool
 
-    creds = _credentials(username, password_stdin, state.registries())
+    creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,
@@ -104,8 +108,14 @@ def publish(
         codec=codec,
     )
     engine = Engine.connect()
-    documents = Documents(repo=state.repo, spec=spec, engine=engine, builder=state.builder)
-    result = run_publish(spec, registries, engine, creds, options, live := line_sink(), documents)
+    image = engine.require_image(spec.ref)
+    require_tested(spec, image.id)  # before the SBOM is made: an untested image is not published
+    lock = load_lock(state.root, spec)
+    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
+                          sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
+    pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    inputs = image.labels.get(INPUTS_LABEL, "")
+    result = run_publish(pool, engine, image.id, inputs, options, live, documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path)
@@ -157,7 +167,9 @@ def verify(
     from dataclasses import asdict
 
     from ..errors import VerifyFailed
+    from ..evidence.signing import load_verifier
     from ..release import record as records
+    from ..release.pool import VERIFYING, EndpointPool
     from ..release.verify import verify as run_verify
 
     spec = state.repo.load_ref(ref)
@@ -166,10 +178,9 @@ def verify(
     creds = _credentials(username, password_stdin, state.registries())
     expected = record.digest if record else None
     attached = (record.attachments or None) if record else None
-    from ..evidence.signing import load_verifier
-
     key = load_verifier(key_file) if key_file else None
-    report = run_verify(spec, state.registries(), creds, expected, deep=deep, attachments=attached, key=key,
+    pool = EndpointPool(spec, state.registries(), creds, VERIFYING)
+    report = run_verify(pool, expected, deep=deep, attachments=attached, key=key,
                         on_line=(live := line_sink()))  # fmt: skip
     live.close()
     if as_json:
@@ -214,13 +225,15 @@ def status(
     """
     from ..errors import PublishError
     from ..release import record as records
+    from ..release.pool import ASKING, EndpointPool
     from ..release.serving import catalog as tag_catalog
     from ..release.serving import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
-    creds = _credentials(username, password_stdin, state.registries())
+    registries = state.registries()
+    pool = EndpointPool(spec, registries, _credentials(username, password_stdin, registries), ASKING)
     if catalog:
-        entries = tag_catalog(spec, state.registries(), creds)
+        entries = tag_catalog(pool)
         if as_json:
             _emit_json(
                 {
@@ -243,7 +256,7 @@ def status(
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
-    rows = endpoint_status(spec, state.registries(), creds, record)
+    rows = endpoint_status(pool, record)
     if as_json:
         _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
     else:

@@ -17,22 +17,23 @@ Both are documents *about* an image, attached to it by digest in every region
 
 from __future__ import annotations
 
-import functools
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import __version__
 from ..errors import ConfigError
 from ..files import sha256_file
 from ..image.build import BuildRun, known_build, source_date_epoch
 from ..image.engine import Engine
-from ..image.lock import Lock, load_lock, lock_path
+from ..image.lock import Lock, lock_path
 from ..image.normalize import iso
 from ..manifest import ImageSpec, Repo
 from ..oci.store import canonical_json
 from .attachment import KINDS, SLSA_PROVENANCE, Attachment, Kind
 from .contents import read_contents
 from .sbom import sbom
+from .spdx import to_spdx
 from .vexdoc import ReleaseVex, vex_statement
 
 IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
@@ -118,13 +119,22 @@ def provenance(
     return canonical_json(statement)
 
 
+def image_sbom(repo: Repo, spec: ImageSpec, lock: Lock, engine: Engine, image_id: str) -> bytes:
+    """The SBOM of ``image_id``, which the engine holds: the one throwaway container a release
+    runs for it (dpkg's database), made once and handed to the gate and to publish."""
+    return sbom(repo, spec, lock, image_id, read_contents(engine, image_id))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Documents:
-    """Makes the documents of one release's image, which the engine holds."""
+    """The documents of one release's image, made from what the release worked out once: its
+    lock, and the SBOM (``image_sbom``) the gate scanned, the very bytes attached."""
 
     repo: Repo
     spec: ImageSpec
-    engine: Engine
+    lock: Lock
+    image_id: str
+    sbom: bytes
     builder: str  # who builds (or, for a pulled image, publishes): the command read it once
     vex: ReleaseVex | None = None  # what the release's gate concluded (None: it did not run)
 
@@ -135,31 +145,20 @@ class Documents:
         out: tuple[Kind, ...] = (*KINDS, "vex") if self.vex is not None else KINDS
         return (*out, "spdx") if "spdx" in self.spec.sbom_formats else out
 
-    @functools.cached_property
-    def lock(self) -> Lock:
-        return load_lock(self.repo.root, self.spec)
+    def run_known(self) -> bool:
+        """This runner knows the build run of the image (it built it)."""
+        return known_build(self.image_id) is not None
 
-    def run_known(self, image_id: str) -> bool:
-        """This runner knows the build run of ``image_id`` (it built it)."""
-        return known_build(image_id) is not None
-
-    def make(self, kind: Kind, image_id: str, subject: str) -> Attachment:
+    def make(self, kind: Kind, subject: str) -> Attachment:
         if kind == "sbom":
-            contents = read_contents(self.engine, image_id)
-            return Attachment(kind=kind, payload=sbom(self.repo, self.spec, self.lock, image_id, contents))
+            return Attachment(kind=kind, payload=self.sbom)
         if kind == "spdx":  # from the very CycloneDX SBOM attached beside it: the same facts
-            from .. import __version__
-            from .spdx import to_spdx
-
-            cyclonedx = self.make("sbom", image_id, subject).payload
-            return Attachment(kind=kind, payload=to_spdx(cyclonedx, tool_version=__version__))
+            return Attachment(kind=kind, payload=to_spdx(self.sbom, tool_version=__version__))
         if kind == "vex":
             if self.vex is None:  # a defect of ours: ``kinds`` does not list it
                 msg = f"no gate result to make the VEX of {self.spec.ref} from"
                 raise ConfigError(msg)
             return Attachment(kind=kind, payload=vex_statement(self.spec, self.vex, subject))
-        run = known_build(image_id)
-        return Attachment(
-            kind=kind,
-            payload=provenance(self.repo, self.spec, self.lock, image_id, subject, run, self.builder),
-        )
+        run = known_build(self.image_id)
+        payload = provenance(self.repo, self.spec, self.lock, self.image_id, subject, run, self.builder)
+        return Attachment(kind=kind, payload=payload)

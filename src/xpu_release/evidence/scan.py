@@ -19,12 +19,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ..image.engine import Engine
+from ..errors import ManifestError, VulnerabilityGateFailed
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
-from .matching import affects, at_or_above, severity
+from .matching import LEVELS, affects, at_or_above, severity
 from .osv import Advisories, Counts, as_list
-from .vex import Purl, Statement, Subject
+from .vex import Purl, Statement, Subject, read_vex, vex_path
 
 NO_ADVISORIES = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
 ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
@@ -135,6 +135,18 @@ def packages_of(sbom: bytes) -> tuple[Package, ...]:
     return tuple(pypi + debs)
 
 
+def named_by(sbom: bytes) -> frozenset[str]:
+    """The digests the SBOM says name its image (the image id it was made from): a VEX product
+    ``pkg:oci/<image>@<that digest>`` is about this image."""
+    try:
+        component = json.loads(sbom).get("metadata", {}).get("component", {})
+        props = {p.get("name"): p.get("value") for p in component.get("properties") or ()}
+    except (ValueError, AttributeError, TypeError):
+        return frozenset()
+    image_id = props.get("io.xpu-release:image-id")
+    return frozenset({image_id}) if isinstance(image_id, str) and image_id else frozenset()
+
+
 def _ordered_ids(ids: set[str]) -> tuple[str, ...]:
     def rank(i: str) -> tuple[int, str]:
         return next((n for n, p in enumerate(ID_ORDER) if i.startswith(p)), len(ID_ORDER)), i
@@ -169,8 +181,6 @@ def scan(
     """Every finding in ``sbom``, what VEX says of each, and the stale exceptions. ``digests``:
     what names this image besides its version (its id; its manifest digest once published), for
     the statements whose product names a digest."""
-    from .matching import LEVELS
-
     image = Subject(name=spec.image, version=spec.version, digests=digests)
     mine = tuple(s for s in statements if s.about(image))
     used: set[int] = set()
@@ -217,8 +227,6 @@ def scan(
 
 
 def _rank(level: str) -> int:
-    from .matching import LEVELS
-
     return LEVELS.index(level) + 1 if level in LEVELS else 5  # unknown first: it needs a look
 
 
@@ -269,15 +277,9 @@ def gate_failure(result: ScanResult) -> str:
     return "\n".join(lines)
 
 
-def scan_image(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: GatePolicy, *,
-               builder: str, cache: Path) -> ScanResult:  # fmt: skip
-    """Scan the SBOM publish would attach to ``image_id`` (made here, the same bytes) with the
-    image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named)."""
-    from ..errors import ManifestError
-    from .attest import Documents
-    from .osv import Advisories
-    from .vex import read_vex, vex_path
-
+def scan_image(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> ScanResult:
+    """Scan ``sbom`` (the image's, as ``attest.image_sbom`` made it: the bytes publish attaches)
+    with the image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named)."""
     statements: tuple[Statement, ...] = ()
     path = vex_path(repo.root, spec.image)
     if path.exists():
@@ -287,44 +289,41 @@ def scan_image(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate:
         )
         if problems:
             raise ManifestError(problems)
-    sbom = Documents(repo=repo, spec=spec, engine=engine, builder=builder).make("sbom", image_id, "").payload
     advisories = Advisories([Path(p) for p in gate.advisories], cache)
     try:
         return scan(spec, sbom, advisories, statements, today=gate.today or date.today(),
-                    digests=frozenset({image_id}))  # fmt: skip
+                    digests=named_by(sbom))  # fmt: skip
     finally:
         advisories.close()
 
 
 @dataclass(frozen=True)
 class Gated:
-    """What a release's scan stage hands on: the record's ``scan``, and the result (None: the
-    gate did not run) that the release's VEX is made from."""
+    """What a release's scan stage hands on: the record's ``scan``, the result (None: the gate
+    did not run) that the release's VEX is made from, and what the stage says of it."""
 
     entry: dict[str, Any]
+    detail: str
     result: ScanResult | None = None
 
 
-def run_gate(repo: Repo, spec: ImageSpec, engine: Engine, image_id: str, gate: GatePolicy, *,
-             builder: str, cache: Path) -> tuple[str, str, Gated]:  # fmt: skip
+def run_gate(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> Gated:
     """A release's scan stage, between the smoke test and the publish. A finding it stops on
     raises, and nothing is published. Skipped only when said (``--no-scan REASON``); with no
     advisories it says that nothing was checked."""
-    from ..errors import VulnerabilityGateFailed
-
     if gate.skip_reason is not None:
         why = f"--no-scan: {gate.skip_reason}"
-        return "skipped", why, Gated(record_entry(None, skipped=why))
+        return Gated(record_entry(None, skipped=why), why)
     if not gate.advisories:
         why = f"{NO_ADVISORIES}: nothing was checked"
-        return "skipped", why, Gated(record_entry(None, skipped=why))
-    result = scan_image(repo, spec, engine, image_id, gate, builder=builder, cache=cache)
+        return Gated(record_entry(None, skipped=why), why)
+    result = scan_image(repo, spec, sbom, gate, cache=cache)
     if not result.passed:
         raise VulnerabilityGateFailed(gate_failure(result))
     excepted = sum(1 for f in result.findings if f.exception is not None)
     detail = (f"{len(result.findings)} findings in {result.packages} packages, none blocking "
               f"({excepted} excepted by VEX)")  # fmt: skip
-    return "done", detail, Gated(record_entry(result), result)
+    return Gated(record_entry(result), detail, result)
 
 
 def plan_of_gate(gate: GatePolicy) -> str:

@@ -21,11 +21,10 @@ from typing import Any
 from ..errors import ConfigError, VerifyFailed
 from ..oci.store import canonical_json
 from ..secrets import register
+from ..settings import KEY_PASSWORD_ENV as PASSWORD_ENV
 
 ENVELOPE_TYPE = "application/vnd.dsse.envelope.v1+json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-KEY_ENV = "XPU_RELEASE_SIGNING_KEY"
-PASSWORD_ENV = "XPU_RELEASE_SIGNING_KEY_PASSWORD"
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:

@@ -19,17 +19,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..image.build import source_date_epoch
 from ..image.normalize import iso
 from ..manifest.model import ImageSpec
 from ..oci.store import canonical_json
 from .attachment import OPENVEX_PREDICATE
+from .scan import ScanResult
 from .vex import CONTEXT
-
-if TYPE_CHECKING:
-    from .scan import ScanResult
 
 IN_TOTO_STATEMENT = "https://in-toto.io/Statement/v1"
 AUTHOR = "xpu-release"

@@ -10,17 +10,14 @@ time or place: the same manifest, lock and base digest give the same image id on
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import ManifestError
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
@@ -29,11 +26,10 @@ from ..oci.store import ObservedMap
 from ..settings import cache_dir, current
 from . import baseimage, fetch, stages
 from .engine import Engine, LineSink
-from .lock import Lock, load_lock
+from .inputs import BuildInputs, require_pinned
+from .lock import Lock
 from .normalize import Normalized, iso, normalize
-from .render import require_current
 
-BUILDER_ENV = "XPU_RELEASE_BUILDER_ID"
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
 _CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
 
@@ -74,14 +70,6 @@ class BuildRun:
     finished: str
 
 
-def builder_id(env: Mapping[str, str]) -> str:
-    """Who builds: ``XPU_RELEASE_BUILDER_ID`` (a CI system sets its runner's URI), else this
-    host. Read once by the command (``Settings.builder_id``) and handed to the stages."""
-    from ..settings import Settings
-
-    return Settings.from_env(env).builder_id
-
-
 def remember_build(image_id: str, builder: str, started: float, finished: float) -> None:
     run = {"builder": builder, "started": _utc(started), "finished": _utc(finished)}
     ObservedMap("builds").put(image_id, json.dumps(run, sort_keys=True))
@@ -101,21 +89,6 @@ def known_build(image_id: str) -> BuildRun | None:
 
 def _utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
-    """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
-    base digest it pins (and the rules that normalize layers)."""
-    from .layers import RULES_VERSION
-
-    basis = {
-        "manifest": spec.content_hash,
-        "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
-        "lock": [[p.name, p.version, p.sha256] for layer in lock.layers for p in layer.packages],
-        "base": lock.base_digest,
-        "layer_rules": RULES_VERSION,
-    }
-    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
 def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
@@ -144,7 +117,7 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) 
 
 def build_image(
     root: Path,
-    spec: ImageSpec,
+    inputs: BuildInputs,
     registries: Registries,
     engine: Engine,
     *,
@@ -155,29 +128,22 @@ def build_image(
     on_line: LineSink,
     codec: Codec | None = None,
 ) -> BuiltImage:
-    """Build ``spec`` (skipped when an image of the same inputs exists, unless ``rebuild``);
-    ``builder`` is who builds, kept with the image id for its provenance. ``codec``: the layers
-    it writes are compressed into the publish spool with it, for the push to find."""
+    """Build the image of ``inputs`` (skipped when an image of the same inputs exists, unless
+    ``rebuild``); ``builder`` is who builds, kept with the image id for its provenance.
+    ``codec``: the layers it writes are compressed into the publish spool with it, for the push
+    to find."""
     started = time.monotonic()
     wall_started = time.time()
-    unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
-    if unpinned:
-        msg = (
-            f"{spec.manifest_path}: components {', '.join(unpinned)} have no sha256 (assumed "
-            "artifacts); pin their checksums before building"
-        )
-        raise ManifestError(msg)
-    rendered = require_current(root, spec)
-    lock = load_lock(root, spec)
-    inputs = inputs_sha256(spec, rendered.text, lock)
-
+    spec, lock = inputs.spec, inputs.lock
+    require_pinned(spec)
     existing = engine.image(spec.ref)
-    if existing and existing.labels.get(INPUTS_LABEL) == inputs and not rebuild:
-        on_line(f"{spec.ref} is up to date ({existing.id[:19]}, inputs {inputs[:12]}); skipping the build")
+    if existing and existing.labels.get(INPUTS_LABEL) == inputs.digest and not rebuild:
+        up_to_date = f"{spec.ref} is up to date ({existing.id[:19]}, inputs {inputs.digest[:12]})"
+        on_line(f"{up_to_date}; skipping the build")
         return BuiltImage(
             ref=spec.ref,
             image_id=existing.id,
-            inputs_sha256=inputs,
+            inputs_sha256=inputs.digest,
             manifest_sha256=spec.content_hash,
             size=existing.size,
             skipped=True,
@@ -188,7 +154,7 @@ def build_image(
     base_layers = baseimage.ensure(
         engine, base_ref, on_line, baseimage.pull_auth(spec, registries), release=spec.base.release_ref
     )
-    context = _assemble_context(root, spec, rendered.text, lock)
+    context = _assemble_context(root, spec, inputs.dockerfile.text, lock)
     epoch = source_date_epoch(spec)
     # Nothing of the build's time or place: no clock, no git revision or remote, no host name.
     # The revision a release was built from is in its record, not in the image.
@@ -199,7 +165,7 @@ def build_image(
         "org.opencontainers.image.base.name": f"{spec.base.repository}:{spec.base.tag}",
         BASE_DIGEST_LABEL: lock.base_digest,
         MANIFEST_LABEL: spec.content_hash,
-        INPUTS_LABEL: inputs,
+        INPUTS_LABEL: inputs.digest,
     }
     raw_tag = f"{RAW_REPOSITORY}/{spec.image}:{spec.version}"
     log: list[str] = []
@@ -229,7 +195,7 @@ def build_image(
     return BuiltImage(
         ref=spec.ref,
         image_id=image_id,
-        inputs_sha256=inputs,
+        inputs_sha256=inputs.digest,
         manifest_sha256=spec.content_hash,
         size=info.size,
         skipped=False,

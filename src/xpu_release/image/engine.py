@@ -19,7 +19,6 @@ from ..progress import Sink
 from ..secrets import redact
 
 CONTAINER_LABEL = "io.xpu-release.container"
-KEEP_ENV = "XPU_RELEASE_KEEP_CONTAINERS"
 
 LineSink = Sink  # the one progress type (progress.py)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ManifestError, StaleError
 from ..manifest import ImageSpec, schema
-from ..manifest.registries import load_registries
+from ..manifest.registries import Registries
 from .templating import render_template
 
 
@@ -72,13 +72,14 @@ def image_source(root: Path, image: str) -> str:
     return str(src.data.get("source") or "")
 
 
-def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered:
+def render(root: Path, spec: ImageSpec, registries: Registries, template: str | None = None) -> Rendered:
     """The Dockerfile for ``spec``. Deterministic: the same inputs give the same bytes.
 
-    The committed Dockerfile names the base registry of the repository's own registries.yaml;
-    a build passes the base pinned by digest, from the registry in use, as BASE_IMAGE."""
+    The committed Dockerfile names the base registry of the repository's own registries.yaml
+    (``registries.committed()``, whatever overrides it); a build passes the base pinned by
+    digest, from the registry in use, as BASE_IMAGE."""
     template = template or image_template(root, spec.image)
-    hub = load_registries(root).endpoint(spec.base.registry)
+    hub = registries.committed().endpoint(spec.base.registry)
     base_component = spec.component(spec.base.component) if spec.base.component else None
     groups = [
         PipGroup(id=c.id, title=f"{c.pin} and what no earlier layer installs") for c in spec.of_kind("pip")
@@ -95,9 +96,9 @@ def render(root: Path, spec: ImageSpec, template: str | None = None) -> Rendered
     return Rendered(spec=spec, path=dockerfile_path(root, spec), text=text)
 
 
-def require_current(root: Path, spec: ImageSpec) -> Rendered:
+def require_current(root: Path, spec: ImageSpec, registries: Registries) -> Rendered:
     """The rendered Dockerfile of ``spec``; StaleError with the diff if the committed one differs."""
-    rendered = render(root, spec)
+    rendered = render(root, spec, registries)
     diff = stale_diff(rendered, root)
     if diff:
         msg = f"{rendered.path.relative_to(root)} is stale; run `xpu-release render {spec.ref}`\n{diff}"

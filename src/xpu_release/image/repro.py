@@ -18,6 +18,7 @@ from ..settings import cache_dir
 from . import layers
 from .build import build_image
 from .engine import Engine, LineSink
+from .inputs import BuildInputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +61,7 @@ def _config_diff(engine: Engine, a: str, b: str) -> tuple[str, ...]:
 def check(
     root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, builder: str, on_line: LineSink
 ) -> ReproReport:
+    inputs = BuildInputs.read(root, spec, registries)
     with tempfile.TemporaryDirectory(prefix="xpu-repro-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
         built = []
@@ -69,7 +71,7 @@ def check(
             on_line(f"==> {n} build of {spec.ref}, from scratch")
             made = build_image(
                 root,
-                spec,
+                inputs,
                 registries,
                 engine,
                 rebuild=True,

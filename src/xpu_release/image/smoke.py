@@ -1,8 +1,9 @@
 """``test``: run testinfra checks inside a throwaway container of the built image.
 
-The generic checks (``tests/smoke/``) are parametrized from the manifest, written to a JSON
-file for the pytest run; image-specific checks live in ``images/<image>/tests/``. The container
-is uuid-named and removed afterwards, even on Ctrl-C.
+The generic checks ship with this package (``checks/``, beside this module: every image gets
+them, from any repository) and are parametrized from the manifest, written to a JSON file for
+the pytest run; image-specific checks live in the repository, ``images/<image>/tests/``. The
+container is uuid-named and removed afterwards, even on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 from ..settings import cache_dir
 from .engine import Engine, LineSink
-from .lock import load_lock
+from .lock import Lock
 
 VENV = "/opt/venv"
+CHECKS = Path(__file__).with_name("checks")  # the generic checks, shipped with the package
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,48 +93,61 @@ def _failures(junit: Path) -> tuple[int, list[str]]:
     return passed, failed
 
 
-def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+@dataclass(frozen=True, kw_only=True)
+class StagedRun:
+    """A smoke run laid out in a folder of its own: the checks' JSON, an empty pytest ini and a
+    copy of each suite (``suites``)."""
+
+    folder: Path
+    spec_file: Path
+    ini: Path
+    suites: tuple[Path, ...]
+
+    def argv(self, hosts: str, *more: str) -> list[str]:
+        """The pytest command that runs the suites against testinfra's ``hosts``."""
+        return [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
+            "-p", "xpu_release.image.smoke_plugin", f"--xpu-spec={self.spec_file}", "-c", str(self.ini),
+            *more, f"--hosts={hosts}", "--rootdir", str(self.folder / "suites"), *map(str, self.suites),
+        ]  # fmt: skip
+
+
+def stage_run(
+    root: Path, spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...], folder: Path
+) -> StagedRun:
+    """Lay out a smoke run of ``image_id`` in ``folder``. ``provided``: what the base provides,
+    as the lock the image was built from says (a manifest edited since, e.g. a wrong pin under
+    test, leaves the image and its lock as they were)."""
+    spec_file = folder / "spec.json"
+    spec_file.write_text(json.dumps(check_spec(spec, image_id, provided), indent=2))
+    # Our own ini file: the repository's pytest settings (plugins the user may not have, such as
+    # pytest-timeout's `timeout`) are the suite's, not the smoke run's.
+    ini = folder / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    # The checks run from a copy of their own, so that pytest loads only the suites' own conftest
+    # files: the repository's test suite (tests/conftest.py, which needs the dev extras) is not
+    # the smoke run's, and a release job installs no dev extras.
+    staged = []
+    for name, suite in suites(root, spec):
+        shutil.copytree(
+            suite, folder / "suites" / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+        staged.append(folder / "suites" / name)
+    return StagedRun(folder=folder, spec_file=spec_file, ini=ini, suites=tuple(staged))
+
+
+def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_line: LineSink) -> SmokeResult:
+    """Run the checks against the image ``spec.ref``; ``lock``: the one it was built from, which
+    says what its base provides."""
     started = time.monotonic()
     image = engine.require_image(spec.ref)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
-        spec_file = Path(tmp) / "spec.json"
-        # What the base provides, as the lock the image was built from says (a manifest edited
-        # since, e.g. a wrong pin under test, leaves the image and its lock as they were).
-        provided = load_lock(root, spec, current=False).provided
-        spec_file.write_text(json.dumps(check_spec(spec, image.id, provided), indent=2))
-        junit = Path(tmp) / "junit.xml"
-        # Our own ini file: the repository's pytest settings (plugins the user may not have,
-        # such as pytest-timeout's `timeout`) are the suite's, not the smoke run's.
-        ini = Path(tmp) / "pytest.ini"
-        ini.write_text("[pytest]\n", encoding="utf-8")
-        # The checks run from a copy laid out as in the repository, so that pytest loads only
-        # the suites' own conftest files: the repository's test suite (tests/conftest.py, which
-        # needs the dev extras) is not the smoke run's, and a release job installs no dev extras.
-        staged = _stage_suites(root, spec, Path(tmp) / "suites")
+        run = stage_run(root, spec, image.id, lock.provided, Path(tmp))
+        junit = run.folder / "junit.xml"
         # By id, not by tag: the container runs exactly the image the marker will name.
         with engine.container(image.id, purpose="smoke") as name:
             on_line(f"smoke-testing {spec.ref} in container {name}")
-            cmd = [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "-rfE",
-                "-p",
-                "xpu_release.image.smoke_plugin",
-                f"--xpu-spec={spec_file}",
-                "-c",
-                str(ini),
-                "-o",
-                "junit_family=xunit1",
-                f"--junitxml={junit}",
-                f"--hosts=docker://{name}",
-                "--rootdir",
-                str(staged),
-                *map(str, (staged / p.relative_to(root) for p in suites(root, spec))),
-            ]
+            cmd = run.argv(f"docker://{name}", "-o", "junit_family=xunit1", f"--junitxml={junit}")
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
             try:
@@ -157,29 +172,23 @@ def smoke_test(root: Path, spec: ImageSpec, engine: Engine, *, on_line: LineSink
     return result
 
 
-def suites(root: Path, spec: ImageSpec) -> list[Path]:
-    found = [root / "tests" / "smoke"]
+def suites(root: Path, spec: ImageSpec) -> list[tuple[str, Path]]:
+    """The suites ``spec``'s image is checked with: the generic checks of this package, and the
+    image's own from the repository; each with the name it runs under (its test ids read
+    ``checks/…`` and ``images/<image>/tests/…``)."""
+    found = [("checks", CHECKS)]
     image_tests = root / "images" / spec.image / "tests"
     if image_tests.is_dir():
-        found.append(image_tests)
+        found.append((f"images/{spec.image}/tests", image_tests))
     return found
-
-
-def _stage_suites(root: Path, spec: ImageSpec, into: Path) -> Path:
-    """A copy of the smoke suites under ``into``, at their paths relative to the repository
-    (test ids read as they do there)."""
-    for folder in suites(root, spec):
-        shutil.copytree(folder, into / folder.relative_to(root),
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
-    return into
 
 
 def tests_sha256(root: Path, spec: ImageSpec) -> str:
     """The checks themselves: a changed check means the image must be tested again."""
     h = hashlib.sha256()
-    for folder in suites(root, spec):
+    for name, folder in suites(root, spec):
         for path in sorted(folder.rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+            h.update(f"{name}/{path.relative_to(folder)}".encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 

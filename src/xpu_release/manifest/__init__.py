@@ -1,7 +1,8 @@
 """The manifest wing: what a release is made of, as the repository declares it.
 
-Owns: the manifest format (``schema``), loading, inheriting (``extends:``) and validating
-manifests into ``ImageSpec`` values (``loader``, ``inherit``, ``model``, ``yamlsrc``), the
+Owns: the manifest format (``schema``), loading, inheriting (``extends:``, a list of named
+rules in ``inherit``) and validating manifests (the cross-key rules in ``rules``) into
+``ImageSpec`` values (``loader``, ``model``, ``yamlsrc``), the
 registries file (``registries``), what changed between releases (``diff``), starting a new
 release (``bump``), and what CI runs for (``triggers``).
 

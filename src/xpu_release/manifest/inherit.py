@@ -1,6 +1,7 @@
 """What a release takes from the one it ``extends:``, and what it must not take blindly.
 
-The merge itself is key by key (``null`` removes an inherited entry). On top of it:
+The merge itself is key by key (``null`` removes an inherited entry). On top of it, each a
+named rule of ``RULES`` (tested one by one in tests/unit/manifest/test_inherit_rules.py):
 
 - anything that names the version follows the version: an inherited title that names the
   parent's version names the child's;
@@ -16,7 +17,9 @@ The merge itself is key by key (``null`` removes an inherited entry). On top of 
 from __future__ import annotations
 
 import copy
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,7 @@ PROSE_LISTS = ("features", "known_issues", "quick_start_intro", "usage_advice")
 class Finding:
     path: KeyPath
     message: str
+    error: bool = False  # an error stops the manifest; a notice is for a person to check
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,125 +120,216 @@ def _label(item: Any) -> str:
     return f"{en!r}" if isinstance(en, str) else "this item"
 
 
-def inherit(parent: dict[str, Any], child: dict[str, Any]) -> Inherited:
-    """``child`` (as written) on top of ``parent`` (resolved), with the rules above."""
-    old_v, new_v = str(parent.get("version")), str(child.get("version"))
-    data: dict[str, Any] = merge(parent, child)
-    errors: list[Finding] = []
-    notices: list[Finding] = []
+def _components(manifest: dict[str, Any]) -> dict[str, Any]:
+    return manifest.get("components") or {}
 
-    # The title names the release.
-    if "title" not in child or not isinstance(child.get("title"), dict):
-        title = data.get("title")
-        if isinstance(title, dict):
-            data["title"] = {k: _swap(v, old_v, new_v) if isinstance(v, str) else v for k, v in title.items()}
-    else:
-        own = child["title"]
-        data["title"] = {
-            k: (v if k in own or not isinstance(v, str) else _swap(v, old_v, new_v))
-            for k, v in data["title"].items()
-        }
 
-    # Components whose pin moved.
-    old_comps = parent.get("components") or {}
-    moved: dict[str, tuple[str, str]] = {}
-    for cid, own in (child.get("components") or {}).items():
-        before, after = old_comps.get(cid), data.get("components", {}).get(cid)
+# --- the rules ---------------------------------------------------------------------------------
+#
+# Each rule reads one ``Case`` (the parent as resolved, the child as written, their merge) and
+# says what it finds; a rule that rewrites what the child inherits edits ``case.data``, the merge.
+# ``RULES`` runs them in order; ``ITEM_RULES`` run on each inherited prose item, in order.
+
+
+@dataclass(frozen=True)
+class Case:
+    parent: dict[str, Any]
+    child: dict[str, Any]
+    data: dict[str, Any]  # the merge: what the child inherits, as the rules leave it
+
+    @classmethod
+    def of(cls, parent: dict[str, Any], child: dict[str, Any]) -> Case:
+        return cls(parent=parent, child=child, data=merge(parent, child))
+
+    @property
+    def old_version(self) -> str:
+        return str(self.parent.get("version"))
+
+    @property
+    def new_version(self) -> str:
+        return str(self.child.get("version"))
+
+    @functools.cached_property
+    def moved(self) -> dict[str, tuple[str, str]]:
+        """component → (old pin, new pin), for each component the child re-pins."""
+        out: dict[str, tuple[str, str]] = {}
+        before = _components(self.parent)
+        for cid, own in _components(self.child).items():
+            old = before.get(cid)
+            if not (isinstance(own, dict) and isinstance(old, dict) and "version" in own):
+                continue
+            if own["version"] != old.get("version"):
+                out[cid] = (str(old.get("version")), str(own["version"]))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prose:
+    """One inherited item of a prose list (``PROSE_LISTS``), where the parent has it."""
+
+    key: str
+    index: int
+    item: Any
+
+    @property
+    def path(self) -> KeyPath:
+        return (self.key, self.index)
+
+    @property
+    def only_in(self) -> Any:
+        return self.item.get("only_in") if isinstance(self.item, dict) else None
+
+    @property
+    def scoped(self) -> bool:
+        """Scoped on purpose (``applies:``): the notes keep it only where it applies."""
+        return isinstance(self.item, dict) and isinstance(self.item.get("applies"), dict)
+
+
+Rule = Callable[[Case], list[Finding]]
+ItemRule = Callable[[Case, Prose], list[Finding]]
+
+
+def title_names_this_release(case: Case) -> list[Finding]:
+    """An inherited title that names the parent's version names the child's (a title the child
+    writes is its own, language by language)."""
+    title = case.data.get("title")
+    if not isinstance(title, dict):
+        return []
+    written = case.child.get("title")
+    own: dict[str, Any] = written if isinstance(written, dict) else {}
+    old, new = case.old_version, case.new_version
+    case.data["title"] = {
+        k: v if k in own or not isinstance(v, str) else _swap(v, old, new) for k, v in title.items()
+    }
+    return []
+
+
+def a_moved_pin_drops_its_noted_as(case: Case) -> list[Finding]:
+    """A component whose pin moves is shown with its new pin: the inherited ``noted_as`` belonged
+    to the old one."""
+    for cid in case.moved:
+        after = _components(case.data).get(cid)
+        if isinstance(after, dict) and "noted_as" not in _components(case.child)[cid]:
+            after.pop("noted_as", None)
+    return []
+
+
+def a_moved_artifact_brings_its_own_url_and_sha256(case: Case) -> list[Finding]:
+    """An artifact whose version or URL moves says its new URL and sha256: the inherited ones
+    are another file's."""
+    errors = []
+    for cid, own in _components(case.child).items():
+        before, after = _components(case.parent).get(cid), _components(case.data).get(cid)
         if not (isinstance(own, dict) and isinstance(before, dict) and isinstance(after, dict)):
             continue
-        if "version" in own and own["version"] != before.get("version"):
-            moved[cid] = (str(before.get("version")), str(own["version"]))
-            if "noted_as" not in own:
-                after.pop("noted_as", None)
-        if after.get("kind") == "artifact":
-            url_moved = "url" in own and own["url"] != before.get("url")
-            if cid in moved and "url" not in own:
-                errors.append(
-                    Finding(
-                        path=("components", cid, "version"),
-                        message=(
-                            f"moves {cid} from {moved[cid][0]} to {moved[cid][1]} but inherits the url "
-                            f"and sha256 of {moved[cid][0]}; give the url and sha256 of {moved[cid][1]} "
-                            "here (sha256: null only while the artifact is unpublished)"
-                        ),
-                    )
-                )
-            elif (cid in moved or url_moved) and "sha256" not in own:
-                errors.append(
-                    Finding(
-                        path=("components", cid, "url"),
-                        message=(
-                            f"a new url for {cid} needs its own sha256; the inherited one is of "
-                            f"{before.get('url')}"
-                        ),
-                    )
-                )
-
-    own_comps = child.get("components") or {}
-    changed = moved or any(v is None or cid not in old_comps for cid, v in own_comps.items())
-    if not changed and not (child.get("release") or {}).get("highlights"):
-        notices.append(
-            Finding(
-                path=("extends",),
-                message=(
-                    f"{new_v} changes no pin and has no release.highlights: its notes will have "
-                    "nothing under Main Features"
-                ),
-            )
-        )
-
-    # Prose: scoped items, and items that name what this release no longer has.
-    versions = {
-        cid: str(c.get("version")) for cid, c in (data.get("components") or {}).items() if isinstance(c, dict)
-    }
-    # component → (the names its old pin went by, what this release has instead)
-    stale: dict[str, tuple[tuple[str, ...], str]] = {}
-    for cid, c in old_comps.items():
-        if not isinstance(c, dict) or (cid in versions and cid not in moved):
+        if after.get("kind") != "artifact":
             continue
-        names = tuple(dict.fromkeys(str(n) for n in (c.get("noted_as"), c.get("version")) if n))
-        stale[cid] = (names, versions.get(cid, "none"))
+        url_moved = "url" in own and own["url"] != before.get("url")
+        if cid in case.moved and "url" not in own:
+            old, new = case.moved[cid]
+            errors.append(Finding(path=("components", cid, "version"), error=True, message=(
+                f"moves {cid} from {old} to {new} but inherits the url and sha256 of {old}; give the "
+                f"url and sha256 of {new} here (sha256: null only while the artifact is unpublished)"
+            )))  # fmt: skip
+        elif (cid in case.moved or url_moved) and "sha256" not in own:
+            errors.append(Finding(path=("components", cid, "url"), error=True, message=(
+                f"a new url for {cid} needs its own sha256; the inherited one is of {before.get('url')}"
+            )))  # fmt: skip
+    return errors
+
+
+def a_release_that_changes_nothing_says_so(case: Case) -> list[Finding]:
+    """A release that moves, adds and removes no pin and has no ``release.highlights`` would have
+    nothing under Main Features."""
+    before, own = _components(case.parent), _components(case.child)
+    changed = case.moved or any(v is None or cid not in before for cid, v in own.items())
+    if changed or (case.child.get("release") or {}).get("highlights"):
+        return []
+    message = (
+        f"{case.new_version} changes no pin and has no release.highlights: its notes will have "
+        "nothing under Main Features"
+    )
+    return [Finding(path=("extends",), message=message)]
+
+
+def prose_held_for_another_release(case: Case, prose: Prose) -> list[Finding]:
+    """Prose marked ``only_in: <version>`` holds for that release only: the child does not
+    inherit it (``inherited_prose`` drops an item this rule finds)."""
+    if prose.only_in is None or prose.only_in == case.new_version:
+        return []
+    message = f"{_label(prose.item)} holds for {prose.only_in} only; {case.new_version} does not inherit it"
+    return [Finding(path=prose.path, message=message)]
+
+
+def prose_that_names_a_replaced_pin(case: Case, prose: Prose) -> list[Finding]:
+    """Unscoped inherited prose that names a pin (or its ``noted_as``) this release moved or
+    removed."""
+    if prose.scoped:
+        return []
+    now = {cid: str(c.get("version")) for cid, c in _components(case.data).items() if isinstance(c, dict)}
+    texts = _texts(prose.item)
+    out = []
+    for cid, c in sorted(_components(case.parent).items()):
+        if not isinstance(c, dict) or (cid in now and cid not in case.moved):
+            continue
+        names = dict.fromkeys(str(n) for n in (c.get("noted_as"), c.get("version")) if n)
+        old = next((o for o in names if any(_names(t, o) for t in texts)), None)
+        if old is not None:
+            new_v, has = case.new_version, now.get(cid, "none")
+            out.append(Finding(path=prose.path, message=(
+                f"{_label(prose.item)}, inherited by {new_v}, names {cid} {old}, but {new_v} has {has}: "
+                f"scope it (applies: {{{cid}: '=={old}'}}) or rewrite it in {new_v}"
+            )))  # fmt: skip
+    return out
+
+
+def prose_that_names_the_parent_release(case: Case, prose: Prose) -> list[Finding]:
+    """Unscoped inherited prose, not marked ``only_in``, that names the release it came from."""
+    old, new = case.old_version, case.new_version
+    if prose.scoped or prose.only_in is not None or not any(_names(t, old) for t in _texts(prose.item)):
+        return []
+    message = (
+        f"{_label(prose.item)}, inherited by {new}, names release {old}: mark it only_in: '{old}', "
+        f"or rewrite it in {new}"
+    )
+    return [Finding(path=prose.path, message=message)]
+
+
+ITEM_RULES: tuple[ItemRule, ...] = (prose_that_names_a_replaced_pin, prose_that_names_the_parent_release)
+
+
+def inherited_prose(case: Case) -> list[Finding]:
+    """Each prose list the child inherits as a whole: an item held for another release is
+    dropped, the others are kept and read by ``ITEM_RULES``."""
+    found: list[Finding] = []
     for key in PROSE_LISTS:
-        if key in child or not isinstance(data.get(key), list):
+        items = case.data.get(key)
+        if key in case.child or not isinstance(items, list):
             continue
         kept = []
-        for i, item in enumerate(data[key]):
-            only = item.get("only_in") if isinstance(item, dict) else None
-            if only is not None and only != new_v:
-                notices.append(
-                    Finding(
-                        path=(key, i),
-                        message=f"{_label(item)} holds for {only} only; {new_v} does not inherit it",
-                    )
-                )
-                continue
-            kept.append(item)
-            scope = item.get("applies") if isinstance(item, dict) else None
-            if isinstance(scope, dict):
-                continue  # scoped on purpose: the notes keep it only where it applies
-            texts = _texts(item)
-            for cid, (olds, new) in sorted(stale.items()):
-                old = next((o for o in olds if any(_names(t, o) for t in texts)), None)
-                if old is not None:
-                    notices.append(
-                        Finding(
-                            path=(key, i),
-                            message=(
-                                f"{_label(item)}, inherited by {new_v}, names {cid} {old}, but "
-                                f"{new_v} has {new}: scope it (applies: {{{cid}: '=={old}'}}) or rewrite "
-                                f"it in {new_v}"
-                            ),
-                        )
-                    )
-            if only is None and any(_names(t, old_v) for t in texts):
-                notices.append(
-                    Finding(
-                        path=(key, i),
-                        message=(
-                            f"{_label(item)}, inherited by {new_v}, names release {old_v}: mark "
-                            f"it only_in: '{old_v}', or rewrite it in {new_v}"
-                        ),
-                    )
-                )
-        data[key] = kept
-    return Inherited(data=data, errors=tuple(errors), notices=tuple(notices))
+        for index, item in enumerate(items):
+            prose = Prose(key=key, index=index, item=item)
+            held = prose_held_for_another_release(case, prose)
+            found += held
+            if not held:
+                kept.append(item)
+                found += [f for rule in ITEM_RULES for f in rule(case, prose)]
+        case.data[key] = kept
+    return found
+
+
+RULES: tuple[Rule, ...] = (
+    title_names_this_release,
+    a_moved_pin_drops_its_noted_as,
+    a_moved_artifact_brings_its_own_url_and_sha256,
+    a_release_that_changes_nothing_says_so,
+    inherited_prose,
+)
+
+
+def inherit(parent: dict[str, Any], child: dict[str, Any]) -> Inherited:
+    """``child`` (as written) on top of ``parent`` (resolved), with ``RULES``."""
+    case = Case.of(parent, child)
+    found = [f for rule in RULES for f in rule(case)]
+    return Inherited(data=case.data, errors=tuple(f for f in found if f.error),
+                     notices=tuple(f for f in found if not f.error))  # fmt: skip

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from packaging.version import InvalidVersion, Version
 
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
-from . import inherit, schema
-from .model import ImageSpec, canonical_name
+from . import inherit, rules, schema
+from .model import ImageSpec
 from .yamlsrc import Source, YamlProblems, load
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
@@ -229,7 +225,7 @@ class Repo:
         checker = schema.Checker(src)
         schema.MANIFEST.check(src.data, (), checker)
         if not checker.problems:
-            _semantic_checks(src, checker, self.registry_names)
+            rules.check(rules.Resolved(src.data, self.registry_names), checker)
         if not checker.problems:
             _check_base_chain(self, image, version, src, checker)
         if checker.problems:
@@ -303,83 +299,3 @@ def version_key(v: str) -> tuple[int, tuple[tuple[int, str], ...], str]:
     if all(p.isascii() and p.isdigit() for p in parts):
         return (0, tuple((len(p.lstrip("0")), p.lstrip("0")) for p in parts), "")
     return (1, (), v)
-
-
-def _semantic_checks(src: Source, c: schema.Checker, registry_names: frozenset[str] | None) -> None:
-    """Rules that span keys: references between sections, PEP 440 pins, unique packages, and
-    the registry the base comes from."""
-    data = src.data
-    base = data["base"]
-    if base.get("image") is not None:
-        if base.get("version") is None:
-            c.fail(("base", "image"), "a base that is another family's release needs its version too")
-        for key in ("repository", "tag"):
-            if base.get(key) is not None:
-                c.fail(
-                    ("base", key),
-                    f"give either image + version or registry + repository + tag, not {key} too",
-                )
-    else:
-        for key in ("registry", "repository", "tag"):
-            if base.get(key) is None:
-                c.fail(("base",), f"missing required key {key!r} (or name a family release: image + version)")
-        if base.get("version") is not None:
-            c.fail(("base", "version"), "version goes with image (a family release); a base image has a tag")
-    alias = base.get("registry") or "public"
-    if registry_names is not None and alias not in registry_names:
-        close = difflib.get_close_matches(alias, sorted(registry_names), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        known = ", ".join(sorted(registry_names))
-        c.fail(
-            ("base", "registry"), f"{alias!r} is no registry of the registries file (known: {known}){hint}"
-        )
-    comps: dict[str, Any] = {k: v for k, v in data["components"].items() if v is not None}
-    provided = {canonical_name(p) for p in base.get("provides") or ()}
-    for cid, comp in comps.items():
-        if comp["kind"] == "pip" and canonical_name(comp.get("package") or cid) in provided:
-            c.fail(
-                ("components", cid),
-                f"installs {comp.get('package') or cid}, which the base provides (base.provides); "
-                "a layer may never replace it: make it a `kind: base` component, or drop it",
-            )
-    base_cid = data["base"].get("component")
-    if base_cid is not None:
-        if base_cid not in comps:
-            c.fail(("base", "component"), f"names no component (have: {', '.join(comps)})")
-        elif comps[base_cid]["kind"] != "base":
-            c.fail(
-                ("base", "component"),
-                f"{base_cid!r} is a {comps[base_cid]['kind']} component, not base",
-            )
-    for cid, comp in comps.items():
-        if comp["kind"] == "base" and cid != base_cid:
-            c.fail(("components", cid, "kind"), "a base component must be named by base.component")
-    seen_pkgs: dict[str, str] = {}
-    for cid, comp in comps.items():
-        if comp["kind"] != "pip":
-            continue
-        try:
-            Version(comp["version"])
-        except InvalidVersion:
-            c.fail(("components", cid, "version"), f"{comp['version']!r} is not a PEP 440 version")
-        pkg = canonical_name(comp.get("package") or cid)
-        if pkg in seen_pkgs:
-            c.fail(("components", cid), f"installs {pkg!r}, already pinned by {seen_pkgs[pkg]!r}")
-        seen_pkgs[pkg] = cid
-    release = data.get("release") or {}
-    for key in ("upgraded", "added"):
-        for i, cid in enumerate(release.get(key) or ()):
-            if cid not in comps:
-                c.fail(("release", key, i), f"{cid!r} is not a component of this image")
-    for cid in release.get("previous") or {}:
-        if cid not in comps:
-            c.fail(("release", "previous", cid), f"{cid!r} is not a component of this image")
-    for i, issue in enumerate(data.get("known_issues") or ()):
-        for cid, spec in (issue.get("applies") or {}).items():
-            bad = inherit.scope_problem(spec)
-            if bad:
-                c.fail(("known_issues", i, "applies", cid), bad)
-    env = {k for k, v in (data.get("env") or {}).items() if v is not None}
-    reserved = {"PATH", "VIRTUAL_ENV", "PIP_CONSTRAINT"} & env
-    for name in sorted(reserved):
-        c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")

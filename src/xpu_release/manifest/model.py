@@ -10,6 +10,10 @@ from typing import Any, Literal
 
 from .inherit import applies
 
+# Where a base is served when the manifest names no ``base.registry`` (a family's release is
+# published there).
+DEFAULT_BASE_REGISTRY = "public"
+
 Kind = Literal["base", "artifact", "pip"]
 
 
@@ -206,7 +210,7 @@ class ImageSpec:
             accelerator_name=data["accelerator"]["name"],
             accelerator_kind=data["accelerator"]["kind"],
             base=BaseImage(
-                registry=base.get("registry") or "public",
+                registry=base.get("registry") or DEFAULT_BASE_REGISTRY,
                 repository=base.get("image") or base["repository"],
                 tag=base.get("version") or base["tag"],
                 component=base.get("component"),

@@ -60,6 +60,15 @@ FILE = schema.Obj(
 class Registries:
     source: str  # which files it came from, for messages
     entries: tuple[tuple[str, dict[str, Any]], ...]
+    # The repository's own registries.yaml, without the override (None: no override), which the
+    # committed Dockerfiles name: read in the same pass, so no command parses a file twice.
+    own: tuple[tuple[str, dict[str, Any]], ...] | None = None
+
+    def committed(self) -> Registries:
+        """The registries as the repository's own file says, whatever overrides them here."""
+        if self.own is None:
+            return self
+        return Registries(source="registries.yaml", entries=self.own)
 
     def _entry(self, alias: str) -> dict[str, Any]:
         for name, entry in self.entries:
@@ -159,7 +168,8 @@ def load_registries(root: Path, override: str | None = None) -> Registries:
     """The repository's ``registries.yaml``, overridden by ``override`` (``--registries`` or
     ``$XPU_RELEASE_REGISTRIES``, which the CLI reads)."""
     base = _checked(root / "registries.yaml", "registries.yaml")
-    merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in base.data["registries"].items()}
+    own = tuple((k, dict(v)) for k, v in base.data["registries"].items())
+    merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in own}
     sources = ["registries.yaml"]
     if override:
         path = Path(override)
@@ -179,4 +189,4 @@ def load_registries(root: Path, override: str | None = None) -> Registries:
         if missing:
             msg = f"{source}: registry {name!r} lacks {', '.join(missing)}"
             raise ConfigError(msg)
-    return Registries(source=source, entries=tuple(merged.items()))
+    return Registries(source=source, entries=tuple(merged.items()), own=own if override else None)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ManifestError
+from .model import DEFAULT_BASE_REGISTRY
 from .tokens import (
     ABS_PATH,
     COMPONENT_ID,
@@ -190,7 +191,10 @@ MANIFEST = Obj(
         ),
         "base": Obj(
             fields={
-                "registry": Nullable(inner=REGISTRY_ALIAS, description="Where the base is served."),
+                "registry": Nullable(
+                    inner=REGISTRY_ALIAS,
+                    description=f"Where the base is served (default: {DEFAULT_BASE_REGISTRY}).",
+                ),
                 "repository": Nullable(inner=REPOSITORY, description="A base image by repository and tag…"),
                 "tag": Nullable(inner=TAG),
                 "image": Nullable(

@@ -101,6 +101,14 @@ class Transport:
         self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0,
                       "sent_bytes": 0}  # fmt: skip
 
+    def adopt(self, other: Transport) -> None:
+        """Start with what ``other`` (a transport to the same endpoint, of the same run) has
+        earned: its bearer tokens and its basic credentials, so a second client of one run does
+        not authenticate again. A token that expires is renewed on its 401, by each on its own."""
+        assert other.endpoint == self.endpoint
+        self._tokens.update(other._tokens)
+        self.session.auth = other.session.auth
+
     def url(self, path: str) -> str:
         return path if path.startswith("http") else f"{self.base}{path}"
 

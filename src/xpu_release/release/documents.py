@@ -20,7 +20,7 @@ from .notes import previous_spec, scanned_findings
 
 
 def documents_for(
-    client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest, image_id: str,
+    client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest,
     signer: Signer | None, on_line: Sink,
 ) -> tuple[Attachment, ...]:  # fmt: skip
     """The SBOM and the provenance (and the VEX, after a gate) to attach to ``source``
@@ -29,7 +29,7 @@ def documents_for(
     already holds (an earlier or interrupted run) is outside data, reused only where
     ``choose`` proves it the same, and never signed as found."""
     found = list_referrers(client, repo, source.digest)
-    run_known = documents.run_known(image_id)
+    run_known = documents.run_known()
     out: list[Attachment] = []
     for kind in documents.kinds:
         earlier: Attachment | None = None
@@ -40,7 +40,7 @@ def documents_for(
                 on_line(f"{where}: the attached {kind} is unusable ({exc.message}); making it again")
         if earlier is None:
             on_line(f"making the {kind} of {source.digest[:19]}")
-        ours = documents.make(kind, image_id, source.digest)
+        ours = documents.make(kind, source.digest)
         choice = choose(ours, earlier, signer, run_known=run_known)
         if choice.replaced:
             on_line(f"{where}: the attached {kind} is not reused: {choice.replaced}; "

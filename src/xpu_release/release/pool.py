@@ -1,6 +1,8 @@
-"""The endpoints of one release, each with one registry client for the whole run: publish, its
-tag rules and its early copies share it (so a run's report counts every retry), and the
-read-only questions of ``serving`` ask through it."""
+"""The endpoints of one release, each with one registry client for the whole run: build
+avoidance, publish (its tag rules, its early copies) and verification share it, so each endpoint
+authenticates once per run and scope, and a run's report counts every retry. A command builds
+one pool and hands it down; the read-only questions of ``serving`` and ``verify`` ask through it.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ from ..oci.registry import RegistryClient, RetryPolicy
 from ..progress import Meter, Sink, meter
 from .plan import Plan, make_plan
 
+# A command that only asks (status, the catalog) gives up sooner than one that publishes: a region
+# that is down is a row of its answer, not a wait.
+ASKING = RetryPolicy(attempts=2)
+VERIFYING = RetryPolicy(attempts=3)
+
 
 class EndpointPool:
     """The endpoints of one release, each with one client for the whole run."""
@@ -28,7 +35,6 @@ class EndpointPool:
         retry: RetryPolicy | None = None,
         on_line: Sink = lambda _: None,
     ) -> None:
-        self.spec = spec
         self.plan: Plan = make_plan(spec, registries)
         self.credentials = credentials
         self.retry = retry or RetryPolicy()
@@ -36,10 +42,18 @@ class EndpointPool:
         self._clients: dict[str, RegistryClient] = {}
         self._made: list[RegistryClient] = []  # every client, fresh ones too: their bytes sent
 
+    @property
+    def spec(self) -> ImageSpec:
+        return self.plan.spec
+
     def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
-        """The endpoint's client; a ``fresh`` one for work shared across threads."""
+        """The endpoint's client; a ``fresh`` one for work shared across threads, which starts
+        with the tokens the endpoint's client has earned (no second authentication)."""
         if fresh or ep.name not in self._clients:
             made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
+            shared = self._clients.get(ep.name)
+            if shared is not None:
+                made.t.adopt(shared.t)
             self._made.append(made)
             if fresh:
                 return made

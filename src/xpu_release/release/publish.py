@@ -31,19 +31,15 @@ from ..image.build import source_date_epoch
 from ..image.engine import Engine
 from ..image.normalize import iso
 from ..image.smoke import require_tested
-from ..labels import INPUTS_LABEL
-from ..manifest import ImageSpec
-from ..manifest.registries import Registries
 from ..oci.codec import DEFAULT, Codec
-from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
-from ..oci.registry import Manifest, RegistryClient, RetryPolicy
+from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink
 from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
-from .plan import Plan, Target, make_plan
+from .plan import Plan, Target
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
@@ -58,7 +54,6 @@ def _now() -> str:
 class Options:
     allow_overwrite: bool = False
     chunk_size: int | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
     # Endpoints worked on at once; None: all of them (at most 32), so twelve regions are not
     # copied in two rounds behind a worker limit.
     parallel: int | None = None
@@ -95,28 +90,29 @@ def copy_blobs(
 
 
 class Publisher:
+    """One publish, through the run's endpoint pool (handed in: the pool that found the image
+    for build avoidance and verifies after, so each endpoint authenticates once)."""
+
     def __init__(
         self,
-        spec: ImageSpec,
-        registries: Registries,
+        pool: EndpointPool,
         engine: Engine | None,
-        credentials: CredentialStore,
         options: Options,
         on_line: Sink,
         documents: Documents | None = None,
     ) -> None:
-        self.spec = spec
+        spec = self.spec = pool.spec
         self.documents = documents
         self.attachments: tuple[Attachment, ...] = ()
         self.created = iso(source_date_epoch(spec))  # the documents' created annotation
-        self.plan: Plan = make_plan(spec, registries)
+        self.plan: Plan = pool.plan
         self.workers = options.parallel or min(32, len(self.plan.targets))
         self.engine = engine
-        self.credentials = credentials
+        self.credentials = pool.credentials
         self.options = options
         self.on_line = on_line
         self.spool = BlobSpool(on_line)
-        self.pool = EndpointPool(spec, registries, credentials, options.retry, on_line)
+        self.pool = pool
         self.tags = TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
                              workers=self.workers, on_line=on_line)  # fmt: skip
         self.early: EarlyCopies | None = None
@@ -165,12 +161,12 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
-    def documents_for(self, source: Manifest, image_id: str) -> tuple[Attachment, ...]:
+    def documents_for(self, source: Manifest) -> tuple[Attachment, ...]:
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
         return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
-                             image_id, self.options.signer, self.on_line)  # fmt: skip
+                             self.options.signer, self.on_line)  # fmt: skip
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
         if not self.attachments:
@@ -292,7 +288,7 @@ class Publisher:
                 for t in self.plan.targets
             )
             return replace(base, endpoints=failed)
-        self.attachments = self.documents_for(source, image_id)
+        self.attachments = self.documents_for(source)
         attached: dict[str, str] = {
             a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
         }
@@ -316,24 +312,26 @@ class Publisher:
 
 
 def publish(
-    spec: ImageSpec,
-    registries: Registries,
+    pool: EndpointPool,
     engine: Engine,
-    credentials: CredentialStore,
+    image_id: str,
+    inputs: str,
     options: Options,
     on_line: Sink,
     documents: Documents | None = None,
 ) -> ReleaseRecord:
-    """Publish the built, smoke-tested ``spec`` (with its SBOM and provenance attached, given
-    ``documents``); the record says what each endpoint serves."""
-    info = engine.require_image(spec.ref)
-    require_tested(spec, info.id)
+    """Publish the built, smoke-tested image ``image_id`` of ``pool.spec``, made of ``inputs``
+    (with its SBOM and provenance attached, given ``documents``), at the pool's endpoints; the
+    record says what each endpoint serves."""
+    spec = pool.spec
+    require_tested(spec, image_id)
+    assert documents is None or documents.image_id == image_id, "the documents are of another image"
     if documents is not None and not options.annotations:
         annotations = image_annotations(documents.repo.root, spec, documents.lock)
         options = replace(options, annotations=annotations)
-    publisher = Publisher(spec, registries, engine, credentials, options, on_line, documents)
-    with publisher.pool.metering():
-        return publisher.run(info.id, info.labels.get(INPUTS_LABEL, ""))
+    publisher = Publisher(pool, engine, options, on_line, documents)
+    with pool.metering():
+        return publisher.run(image_id, inputs)
 
 
 def failure_report(record: ReleaseRecord) -> str:

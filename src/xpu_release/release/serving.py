@@ -1,4 +1,5 @@
-"""What the endpoints serve: the read-only questions asked through an ``EndpointPool``.
+"""What the endpoints serve: the read-only questions asked through the ``EndpointPool`` the
+command (or the release) built.
 
 ``status`` (typed rows: what each version and floating
 tag serves against the record), ``catalog`` (every tag per endpoint; an endpoint that does not
@@ -11,17 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import RegistryAuthError, ReleaseError
+from ..errors import PublishError, RegistryAuthError, ReleaseError
 from ..evidence.attachment import ALL_KINDS, SIGNED_KINDS
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
 from ..evidence.signing import ENVELOPE_TYPE
 from ..image.engine import Engine
 from ..labels import INPUTS_LABEL
-from ..manifest import ImageSpec
-from ..manifest.registries import Registries
-from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
-from ..oci.registry import RegistryClient, RetryPolicy
+from ..oci.registry import RegistryClient
 from ..oci.store import remember_config
 from ..progress import Sink
 from .pool import EndpointPool
@@ -32,11 +30,6 @@ ErrorKind = Literal["auth", "unreachable"]
 # ours), unsigned (a provenance or VEX with no DSSE envelope), missing (the referrers list it, the
 # registry no longer serves it), foreign (not the digest the record names: someone else's).
 DocState = Literal["ok", "unsigned", "missing", "foreign"]
-
-
-def _reader(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> EndpointPool:
-    """A pool that only asks (few retries): for status, the catalog and build avoidance."""
-    return EndpointPool(spec, registries, credentials, RetryPolicy(attempts=2))
 
 
 def _kind(exc: ReleaseError) -> ErrorKind:
@@ -97,11 +90,9 @@ def _document_states(
     return tuple(out)
 
 
-def status(
-    spec: ImageSpec, registries: Registries, credentials: CredentialStore, record: ReleaseRecord | None
-) -> list[StatusRow]:
+def status(pool: EndpointPool, record: ReleaseRecord | None) -> list[StatusRow]:
     """What each endpoint serves now for the version and floating tags, against the record."""
-    pool = _reader(spec, registries, credentials)
+    spec = pool.spec
     rows: list[StatusRow] = []
     expected = record.digest if record else None
     for t in pool.plan.targets:
@@ -139,8 +130,7 @@ class CatalogEntry:
     error_kind: ErrorKind | None = None
 
 
-def catalog(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> list[CatalogEntry]:
-    pool = _reader(spec, registries, credentials)
+def catalog(pool: EndpointPool) -> list[CatalogEntry]:
     out: list[CatalogEntry] = []
     for t in pool.plan.targets:
         client = pool.client(t.endpoint)
@@ -165,14 +155,12 @@ class Published:
     image_id: str  # its config digest
 
 
-def find_published(
-    spec: ImageSpec, registries: Registries, credentials: CredentialStore, inputs: str
-) -> Published | None:
+def find_published(pool: EndpointPool, inputs: str) -> Published | None:
     """The first endpoint (public first) whose version tag serves an image whose config carries
     ``inputs`` as its inputs hash: that image can be pulled instead of built (build avoidance).
     Unreachable endpoints are passed over; a different image at the tag is left to publish's
     immutability check."""
-    pool = _reader(spec, registries, credentials)
+    spec = pool.spec
     for t in pool.plan.targets:
         client = pool.client(t.endpoint)
         repo = pool.repo(t.endpoint)
@@ -195,20 +183,18 @@ def find_published(
     return None
 
 
-def pull_published(spec: ImageSpec, inputs: str, engine: Engine, registries: Registries,
-                   credentials: CredentialStore, on_line: Sink) -> str | None:  # fmt: skip
+def pull_published(pool: EndpointPool, inputs: str, engine: Engine, on_line: Sink) -> str | None:
     """Build avoidance: on a runner without the image, an endpoint that already serves this
     version made from the same inputs gives it by digest (its image id; None: build it). It is
     smoke-tested like a build, and publish then finishes the other endpoints with that image."""
-    from ..errors import PublishError
-
+    spec = pool.spec
     existing = engine.image(spec.ref)
     if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
         return None  # the build stage skips it
-    found = find_published(spec, registries, credentials, inputs)
+    found = find_published(pool, inputs)
     if found is None:
         return None
-    creds = credentials.for_host(found.endpoint.host)
+    creds = pool.credentials.for_host(found.endpoint.host)
     on_line(f"pulling {found.ref}: {found.endpoint.name} serves this version, same inputs")
     engine.pull(found.ref, creds.docker_auth() if creds else None)
     engine.tag(found.image_id, spec.ref)

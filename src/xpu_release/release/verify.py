@@ -32,12 +32,9 @@ from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
-from ..manifest import ImageSpec
-from ..manifest.registries import Registries
 from ..oci.blobcheck import Source, check_copies
-from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
-from ..oci.registry import Manifest, RegistryClient, RetryPolicy
+from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink, Tally
 from .pool import EndpointPool
 
@@ -196,9 +193,7 @@ def _att(client: RegistryClient, repo: str, subject: str, envelopes: dict[Kind, 
 
 
 def verify(
-    spec: ImageSpec,
-    registries: Registries,
-    credentials: CredentialStore,
+    endpoints: EndpointPool,
     digest: str | None,
     *,
     deep: bool,
@@ -210,8 +205,7 @@ def verify(
     """Check every endpoint against ``digest`` (None: against what the first endpoint serves),
     and its attachments against ``attachments`` (kind → artifact manifest digest; None: those
     of the first endpoint)."""
-    endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
-    plan = endpoints.plan
+    plan, spec = endpoints.plan, endpoints.spec
     findings: list[Finding] = []
     jobs: list[Job] = []
     expected = digest

@@ -13,7 +13,7 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
-from xpu_release.evidence.attest import Documents
+from xpu_release.evidence.attest import Documents, image_sbom
 from xpu_release.evidence.contents import parse
 from xpu_release.evidence.sbom import sbom
 from xpu_release.image.build import BuildRun
@@ -70,7 +70,10 @@ class FakeEngine:
 
 def documents(ref: str = "training-cpu-pytorch:25.03", engine: FakeEngine | None = None) -> Documents:
     repo = Repo(ROOT)
-    return Documents(repo=repo, spec=repo.load_ref(ref), engine=engine or FakeEngine(), builder=BUILDER)  # type: ignore[arg-type]
+    spec = repo.load_ref(ref)
+    lock = load_lock(ROOT, spec)
+    made = image_sbom(repo, spec, lock, engine or FakeEngine(), IMAGE_ID)  # type: ignore[arg-type]
+    return Documents(repo=repo, spec=spec, lock=lock, image_id=IMAGE_ID, sbom=made, builder=BUILDER)
 
 
 def components(payload: bytes) -> dict[str, dict[str, Any]]:
@@ -81,7 +84,7 @@ def components(payload: bytes) -> dict[str, dict[str, Any]]:
 
 
 def test_the_sbom_is_cyclonedx_1_6_and_validates_against_its_schema() -> None:
-    sbom = documents().make("sbom", IMAGE_ID, SUBJECT)
+    sbom = documents().make("sbom", SUBJECT)
     data = json.loads(sbom.payload)
 
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(sbom.payload.decode()) is None
@@ -94,7 +97,7 @@ def test_the_sbom_is_cyclonedx_1_6_and_validates_against_its_schema() -> None:
 
 def test_the_sbom_lists_every_python_distribution_with_its_wheel_sha256() -> None:
     lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
-    found = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents().make("sbom", SUBJECT).payload)
 
     for layer in lock.layers:
         for p in layer.packages:
@@ -110,7 +113,7 @@ def test_the_base_provided_torch_is_listed_with_the_sha256_from_the_sdks_own_loc
     sdk_lock = load_lock(ROOT, repo.load_ref("pytorch-cpu-sdk:2.13.0"))
     torch_sha = next(p.sha256 for layer in sdk_lock.layers for p in layer.packages if p.name == "torch")
 
-    torch = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)["pkg:pypi/torch@2.13.0%2Bcpu"]
+    torch = components(documents().make("sbom", SUBJECT).payload)["pkg:pypi/torch@2.13.0%2Bcpu"]
 
     assert torch["hashes"] == [{"alg": "SHA-256", "content": torch_sha}]
     assert {"name": "io.xpu-release:provided-by", "value": "base image"} in torch["properties"]
@@ -120,7 +123,7 @@ def test_the_sbom_lists_debian_packages_read_in_a_throwaway_container_and_the_ba
     engine = FakeEngine()
     lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
 
-    found = components(documents(engine=engine).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents(engine=engine).make("sbom", SUBJECT).payload)
 
     assert engine.asked == [(IMAGE_ID, "sbom")]
     assert found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64"]["version"] == "5.2.15-2+b7"
@@ -137,7 +140,7 @@ def test_debian_packages_carry_their_release_and_source_package_as_syft_writes_t
             "zlib1g\t1:1.2.13.dfsg-1\tamd64\tzlib\t1:1.2.13.dfsg-1")  # fmt: skip
     out = image_says(("debian", "12", "12.15"), debs)
 
-    found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents(engine=FakeEngine(out)).make("sbom", SUBJECT).payload)
 
     assert "pkg:deb/debian/libssl3@3.0.20-1~deb12u2?arch=amd64&distro=debian-12&upstream=openssl" in found
     bash = found["pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64&distro=debian-12"]
@@ -169,8 +172,8 @@ def test_the_sbom_lists_each_artifact_with_its_url_and_sha256() -> None:
 
 
 def test_the_same_image_gives_the_same_sbom_bytes() -> None:
-    first = documents().make("sbom", IMAGE_ID, SUBJECT)
-    again = documents().make("sbom", IMAGE_ID, "sha256:" + "3" * 64)
+    first = documents().make("sbom", SUBJECT)
+    again = documents().make("sbom", "sha256:" + "3" * 64)
 
     assert first.payload == again.payload  # a rerun attaches nothing new
     assert json.loads(first.payload)["metadata"]["timestamp"] == "2025-03-01T00:00:00+00:00"
@@ -193,7 +196,7 @@ def test_the_provenance_is_an_in_toto_statement_about_the_image_manifest(
     run = BuildRun(builder="urn:test:runner", started="2026-12-01T10:00:00Z", finished="2026-12-01T10:02:00Z")
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: run)
 
-    statement = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)
+    statement = json.loads(documents().make("provenance", SUBJECT).payload)
     predicate = statement["predicate"]
     deps = {d["name"]: d for d in predicate["buildDefinition"]["resolvedDependencies"]}
 
@@ -216,7 +219,7 @@ def test_a_provenance_without_a_known_build_invents_no_times(monkeypatch: pytest
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     monkeypatch.setenv("XPU_RELEASE_BUILDER_ID", "urn:read:by:a:stage")  # no stage reads it
 
-    details = json.loads(documents().make("provenance", IMAGE_ID, SUBJECT).payload)["predicate"]["runDetails"]
+    details = json.loads(documents().make("provenance", SUBJECT).payload)["predicate"]["runDetails"]
 
     assert "startedOn" not in details["metadata"]
     assert "finishedOn" not in details["metadata"]
@@ -229,7 +232,7 @@ def test_no_secret_reaches_a_document(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, secret)
 
     docs = documents()
-    payloads = [docs.make(kind, IMAGE_ID, SUBJECT).payload for kind in ("sbom", "provenance")]
+    payloads = [docs.make(kind, SUBJECT).payload for kind in ("sbom", "provenance")]
 
     assert all(secret.encode() not in p for p in payloads)
 
@@ -245,7 +248,7 @@ def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
     # the provenance: escaped as a JSON string, it can neither end the document nor add a key.
     monkeypatch.setattr("xpu_release.evidence.attest.known_build", lambda image_id: None)
     hostile = f'urn:ci{ch}"}},"predicateType":"https://evil.invalid/","x":{{"y":"{ch}'
-    made = replace(documents(), builder=hostile).make("provenance", IMAGE_ID, SUBJECT)
+    made = replace(documents(), builder=hostile).make("provenance", SUBJECT)
 
     statement = json.loads(made.payload)
 
@@ -258,7 +261,7 @@ def test_a_hostile_builder_id_stays_one_string_in_the_provenance(
 
 
 def test_the_sbom_names_every_distribution_on_disk_where_it_is_not_only_what_the_lock_pins() -> None:
-    found = components(documents().make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents().make("sbom", SUBJECT).payload)
 
     pip, aiohttp = found["pkg:pypi/pip@23.0.1"], found["pkg:pypi/aiohttp@3.11.13"]
     where = {p["name"]: p["value"] for p in aiohttp["properties"]}
@@ -274,7 +277,7 @@ def test_the_sbom_names_every_distribution_on_disk_where_it_is_not_only_what_the
 def test_copies_of_one_distribution_in_two_places_are_two_components() -> None:
     python = ((f"{VENV}/idna-3.10.dist-info", "idna", "3.10"),
               (f"{VENV}/ray/thirdparty_files/idna-3.10.dist-info", "idna", "3.10"))  # fmt: skip
-    payload = documents(engine=FakeEngine(image_says(python=python))).make("sbom", IMAGE_ID, SUBJECT).payload
+    payload = documents(engine=FakeEngine(image_says(python=python))).make("sbom", SUBJECT).payload
 
     idna = [c for c in json.loads(payload)["components"] if c.get("purl") == "pkg:pypi/idna@3.10"]
     assert len({c["bom-ref"] for c in idna}) == 2
@@ -291,7 +294,7 @@ def test_a_distribution_a_debian_package_installed_is_listed_once_as_that_packag
 def test_the_operating_system_is_a_component_named_as_scanners_name_it() -> None:
     # trivy reads the Debian packages of an SBOM only beside it ('Unsupported os family="none"').
     out = image_says(("debian", "12", "12.15"))
-    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", SUBJECT).payload)
 
     (system,) = [c for c in found["components"] if c["type"] == "operating-system"]
     assert (system["name"], system["version"]) == ("debian", "12.15")
@@ -315,7 +318,7 @@ def test_a_debian_package_names_its_source_as_trivy_reads_it(deb: str, trivy: di
     # Without these trivy takes the binary for its own source: a glibc advisory would never
     # match libc6 in `trivy sbom` of our SBOM.
     out = image_says(("debian", "12", "12.15"), (deb,))
-    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = json.loads(documents(engine=FakeEngine(out)).make("sbom", SUBJECT).payload)
 
     (pkg,) = [c for c in found["components"] if c.get("purl", "").startswith("pkg:deb/")]
     said = {p["name"].removeprefix("aquasecurity:trivy:"): p["value"]
@@ -327,7 +330,7 @@ def test_an_image_that_cannot_be_searched_is_described_by_its_locks() -> None:
     lock = load_lock(ROOT, Repo(ROOT).load_ref("training-cpu-pytorch:25.03"))
     out = image_says(python=()).replace("py\t", "") + "python-unknown\n"
 
-    found = components(documents(engine=FakeEngine(out)).make("sbom", IMAGE_ID, SUBJECT).payload)
+    found = components(documents(engine=FakeEngine(out)).make("sbom", SUBJECT).payload)
 
     pinned = {f"pkg:pypi/{canonical_name(p.name)}" for x in lock.layers for p in x.packages}
     assert pinned <= {k.split("@")[0] for k in found}

@@ -13,7 +13,7 @@ import pytest
 
 from xpu_release.evidence.spdx import to_spdx
 
-from .test_attest import IMAGE_ID, SUBJECT, FakeEngine, documents, image_says
+from .test_attest import SUBJECT, FakeEngine, documents, image_says
 
 DPKG = image_says(("debian", "12", "12.15"), ("libssl3\t3.0.20-1~deb12u2\tamd64\topenssl\t3.0.20-1~deb12u2",
                                              "bash\t5.2.15-2+b7\tamd64\tbash\t5.2.15-2"))  # fmt: skip
@@ -26,7 +26,7 @@ def validate(path: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def spdx(tmp_path: Path) -> tuple[bytes, bytes]:
-    cyclonedx = documents(engine=FakeEngine(DPKG)).make("sbom", IMAGE_ID, SUBJECT).payload
+    cyclonedx = documents(engine=FakeEngine(DPKG)).make("sbom", SUBJECT).payload
     return cyclonedx, to_spdx(cyclonedx, tool_version="0.1.0")
 
 
@@ -100,14 +100,14 @@ def test_a_manifest_that_asks_for_spdx_gets_it_attached_beside_cyclonedx(tmp_pat
     plain = documents(engine=FakeEngine(DPKG))
     asked = replace(plain, spec=replace(plain.spec, sbom_formats=("cyclonedx", "spdx")))
 
-    attached = asked.make("spdx", IMAGE_ID, SUBJECT)
+    attached = asked.make("spdx", SUBJECT)
     path = tmp_path / "attached.spdx.json"
     path.write_bytes(attached.payload)
     subject = Manifest(digest=SUBJECT, media_type=OCI_MANIFEST, body=b"{}")
 
     assert "spdx" not in plain.kinds
     assert asked.kinds == ("sbom", "provenance", "spdx")
-    assert attached.payload == to_spdx(asked.make("sbom", IMAGE_ID, SUBJECT).payload, tool_version="0.1.0")
+    assert attached.payload == to_spdx(asked.make("sbom", SUBJECT).payload, tool_version="0.1.0")
     assert validate(path).returncode == 0
     assert (
         artifact_manifest(attached, subject, "2026-12-03T00:00:00Z").data["artifactType"]

@@ -10,6 +10,7 @@ import pytest
 
 from xpu_release.image.render import render
 from xpu_release.manifest import Repo
+from xpu_release.manifest.registries import load_registries
 
 from ..helpers import MINIMAL, run, write_manifest
 
@@ -49,7 +50,25 @@ components:
 
 def _render(root: Path, ref: str) -> str:
     repo = Repo(root)
-    return render(root, repo.load_ref(ref)).text
+    return render(root, repo.load_ref(ref), load_registries(root)).text
+
+
+def test_the_committed_dockerfile_names_the_repositorys_own_registries_whatever_overrides_them(
+    repo: Path, tmp_path: Path
+) -> None:
+    override = tmp_path / "local.yaml"
+    override.write_text(
+        "registries:\n"
+        "  hub: {host: '127.0.0.1:5000', insecure: true}\n"
+        "  public: {host: '127.0.0.1:5001', insecure: true}\n"
+        "  vpc: {host: '127.0.0.1:5002', insecure: true}\n"
+    )
+    spec = Repo(repo).load_ref("training-cpu-pytorch:25.03")
+
+    overridden = render(repo, spec, load_registries(repo, str(override))).text
+
+    assert overridden == _render(repo, "training-cpu-pytorch:25.03")
+    assert "127.0.0.1" not in overridden
 
 
 def test_rendering_is_deterministic(repo: Path) -> None:

@@ -10,7 +10,7 @@ from ..helpers import run, write_manifest
 
 XPU = "training-xpu-pytorch:25.03"
 
-# Every fact of shared/seed/FACTS.md, as it must appear in both languages' notes.
+# Every fact of tests/data/seed/FACTS.md, as it must appear in both languages' notes.
 FACTS_BOTH = [
     "1.4.3_hotfix", "1.4.3-hotfix", "v1.4.3-8", "1.3.7.1-v2503", "0.7.3", "2.43", "0.2.1.post1", "1.5.2",
     "4.49.0+ali", ">= 1.1.0", "pytorch",

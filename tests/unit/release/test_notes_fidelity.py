@@ -1,4 +1,4 @@
-"""The zh notes of training-xpu-pytorch 25.03 reproduce the published notes (shared/seed),
+"""The zh notes of training-xpu-pytorch 25.03 reproduce the published notes (tests/data/seed),
 heading by heading and sentence by sentence. The only differences allowed are listed below,
 each with its reason; anything else the seed says and the notes lose fails here."""
 

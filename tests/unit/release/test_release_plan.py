@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from xpu_release.errors import BuildFailed
-from xpu_release.release.pipeline import Reporter, StageResult
+from xpu_release.release.context import StageResult, Status
+from xpu_release.release.pipeline import Reporter
 from xpu_release.settings import Settings
 
 from ..helpers import run
@@ -86,7 +87,7 @@ def test_stages_become_ci_log_groups(env: dict[str, str], start: str, end: str) 
     reporter = Reporter(lines.append, ci=Settings.from_env(env).ci)
 
     reporter.start("build")
-    reporter.end(StageResult(name="build", status="done", seconds=1.0, detail="x"))
+    reporter.end(StageResult(name="build", status=Status.DONE, seconds=1.0, detail="x"))
 
     assert start in lines[0]
     assert any(end in line for line in lines[1:])

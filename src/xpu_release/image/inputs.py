@@ -1,0 +1,66 @@
+"""What an image is made from, worked out once per command and handed down: the manifest (its
+``ImageSpec``), the Dockerfile rendered from it (checked against the committed one), the lock
+(checked current) and the digest of them all, which the image carries as its inputs label.
+
+A release renders the Dockerfile, parses the lock and hashes the inputs here, once; the build,
+build avoidance, the SBOM and the dry run's plan all read the one ``BuildInputs``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ManifestError
+from ..manifest import ImageSpec
+from ..manifest.registries import Registries
+from .layers import RULES_VERSION
+from .lock import Lock, load_lock
+from .render import Rendered, require_current
+
+
+def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
+    """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
+    base digest it pins (and the rules that normalize layers)."""
+    basis = {
+        "manifest": spec.content_hash,
+        "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
+        "lock": [[p.name, p.version, p.sha256] for layer in lock.layers for p in layer.packages],
+        "base": lock.base_digest,
+        "layer_rules": RULES_VERSION,
+    }
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def require_pinned(spec: ImageSpec) -> None:
+    """Every artifact has its sha256: a build refuses an unchecked download (said before the
+    Dockerfile or the lock are looked at, the first thing to fix)."""
+    unpinned = [c.id for c in spec.of_kind("artifact") if not c.sha256]
+    if unpinned:
+        msg = (
+            f"{spec.manifest_path}: components {', '.join(unpinned)} have no sha256 (assumed "
+            "artifacts); pin their checksums before building"
+        )
+        raise ManifestError(msg)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildInputs:
+    spec: ImageSpec
+    dockerfile: Rendered  # checked current against the committed Dockerfile
+    lock: Lock  # checked current against the manifest's pins and base
+    digest: str  # ``inputs_sha256`` of the three: the image's inputs label
+
+    @classmethod
+    def of(cls, spec: ImageSpec, dockerfile: Rendered, lock: Lock) -> BuildInputs:
+        """From a Dockerfile and a lock already checked (a release's render and lock stages)."""
+        digest = inputs_sha256(spec, dockerfile.text, lock)
+        return cls(spec=spec, dockerfile=dockerfile, lock=lock, digest=digest)
+
+    @classmethod
+    def read(cls, root: Path, spec: ImageSpec, registries: Registries) -> BuildInputs:
+        """Checked in the order a person fixes them: artifacts pinned, the Dockerfile current,
+        the lock current."""
+        require_pinned(spec)
+        return cls.of(spec, require_current(root, spec, registries), load_lock(root, spec))

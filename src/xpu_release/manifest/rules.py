@@ -1,0 +1,181 @@
+"""The rules of a manifest that span keys, each a small named function (``RULES``): the schema
+checks every key on its own; these check what keys say of one another (references between
+sections, PEP 440 pins, unique packages, the registry the base comes from). The loader runs them
+on a manifest the schema passed, ``extends:`` already applied; every rule reports each problem it
+finds, located, so ``validate`` lists them all at once. Each is tested on its own
+(tests/unit/manifest/test_manifest_rules.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from .inherit import scope_problem
+from .model import DEFAULT_BASE_REGISTRY, canonical_name
+from .types import Checker
+
+# Set by the Dockerfile template; a manifest's env may not change them.
+TEMPLATE_ENV = frozenset({"PATH", "VIRTUAL_ENV", "PIP_CONSTRAINT"})
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A manifest as the rules read it: resolved (``extends:`` applied), its shape checked."""
+
+    data: dict[str, Any]
+    registry_names: frozenset[str] | None = None  # the registries file's (None: not checked here)
+
+    @property
+    def base(self) -> dict[str, Any]:
+        return self.data["base"]  # type: ignore[no-any-return]
+
+    @property
+    def components(self) -> dict[str, Any]:
+        """The components it has (an entry a child removed with ``null`` is gone)."""
+        return {k: v for k, v in self.data["components"].items() if v is not None}
+
+    @property
+    def pip(self) -> dict[str, Any]:
+        return {k: v for k, v in self.components.items() if v["kind"] == "pip"}
+
+
+Rule = Callable[[Resolved, Checker], None]
+
+
+def a_family_base_names_its_release(m: Resolved, c: Checker) -> None:
+    """A base that is another family's release (``image``) names its ``version``, and no
+    repository or tag besides."""
+    if m.base.get("image") is None:
+        return
+    if m.base.get("version") is None:
+        c.fail(("base", "image"), "a base that is another family's release needs its version too")
+    for key in ("repository", "tag"):
+        if m.base.get(key) is not None:
+            c.fail(
+                ("base", key), f"give either image + version or registry + repository + tag, not {key} too"
+            )
+
+
+def a_base_image_names_where_it_is(m: Resolved, c: Checker) -> None:
+    """A base image (not a family release) names its registry, repository and tag; a version
+    goes with a family release only."""
+    if m.base.get("image") is not None:
+        return
+    for key in ("registry", "repository", "tag"):
+        if m.base.get(key) is None:
+            c.fail(("base",), f"missing required key {key!r} (or name a family release: image + version)")
+    if m.base.get("version") is not None:
+        c.fail(("base", "version"), "version goes with image (a family release); a base image has a tag")
+
+
+def the_base_registry_is_in_the_registries_file(m: Resolved, c: Checker) -> None:
+    """The registry the base is served from (``public`` when none is named) is one the
+    registries file names."""
+    alias = m.base.get("registry") or DEFAULT_BASE_REGISTRY
+    if m.registry_names is None or alias in m.registry_names:
+        return
+    close = difflib.get_close_matches(alias, sorted(m.registry_names), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    known = ", ".join(sorted(m.registry_names))
+    c.fail(("base", "registry"), f"{alias!r} is no registry of the registries file (known: {known}){hint}")
+
+
+def no_layer_replaces_what_the_base_provides(m: Resolved, c: Checker) -> None:
+    """A pip component never installs a distribution the base provides (``base.provides``)."""
+    provided = {canonical_name(p) for p in m.base.get("provides") or ()}
+    for cid, comp in m.pip.items():
+        if canonical_name(comp.get("package") or cid) in provided:
+            c.fail(("components", cid),
+                   f"installs {comp.get('package') or cid}, which the base provides (base.provides); a layer "
+                   "may never replace it: make it a `kind: base` component, or drop it")  # fmt: skip
+
+
+def base_component_is_a_base_component(m: Resolved, c: Checker) -> None:
+    """``base.component`` names a component of this image, of kind ``base``."""
+    cid = m.base.get("component")
+    if cid is None:
+        return
+    if cid not in m.components:
+        c.fail(("base", "component"), f"names no component (have: {', '.join(m.components)})")
+    elif m.components[cid]["kind"] != "base":
+        c.fail(("base", "component"), f"{cid!r} is a {m.components[cid]['kind']} component, not base")
+
+
+def every_base_component_is_the_base(m: Resolved, c: Checker) -> None:
+    """A component of kind ``base`` is the one ``base.component`` names."""
+    for cid, comp in m.components.items():
+        if comp["kind"] == "base" and cid != m.base.get("component"):
+            c.fail(("components", cid, "kind"), "a base component must be named by base.component")
+
+
+def pip_pins_are_pep_440_versions(m: Resolved, c: Checker) -> None:
+    for cid, comp in m.pip.items():
+        try:
+            Version(comp["version"])
+        except InvalidVersion:
+            c.fail(("components", cid, "version"), f"{comp['version']!r} is not a PEP 440 version")
+
+
+def each_package_is_pinned_once(m: Resolved, c: Checker) -> None:
+    """Two pip components never install the same distribution (by its canonical name)."""
+    seen: dict[str, str] = {}
+    for cid, comp in m.pip.items():
+        pkg = canonical_name(comp.get("package") or cid)
+        if pkg in seen:
+            c.fail(("components", cid), f"installs {pkg!r}, already pinned by {seen[pkg]!r}")
+        seen[pkg] = cid
+
+
+def release_notes_name_components(m: Resolved, c: Checker) -> None:
+    """``release.upgraded``, ``release.added`` and ``release.previous`` name components of this
+    image."""
+    release = m.data.get("release") or {}
+    for key in ("upgraded", "added"):
+        for i, cid in enumerate(release.get(key) or ()):
+            if cid not in m.components:
+                c.fail(("release", key, i), f"{cid!r} is not a component of this image")
+    for cid in release.get("previous") or {}:
+        if cid not in m.components:
+            c.fail(("release", "previous", cid), f"{cid!r} is not a component of this image")
+
+
+def known_issue_scopes_are_version_ranges(m: Resolved, c: Checker) -> None:
+    """A known issue's ``applies:`` gives each component a version specifier."""
+    for i, issue in enumerate(m.data.get("known_issues") or ()):
+        for cid, spec in (issue.get("applies") or {}).items():
+            bad = scope_problem(spec)
+            if bad:
+                c.fail(("known_issues", i, "applies", cid), bad)
+
+
+def env_leaves_the_templates_variables_alone(m: Resolved, c: Checker) -> None:
+    """``env`` does not set what the Dockerfile template sets (``TEMPLATE_ENV``)."""
+    env = {k for k, v in (m.data.get("env") or {}).items() if v is not None}
+    for name in sorted(TEMPLATE_ENV & env):
+        c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")
+
+
+RULES: tuple[Rule, ...] = (
+    a_family_base_names_its_release,
+    a_base_image_names_where_it_is,
+    the_base_registry_is_in_the_registries_file,
+    no_layer_replaces_what_the_base_provides,
+    base_component_is_a_base_component,
+    every_base_component_is_the_base,
+    pip_pins_are_pep_440_versions,
+    each_package_is_pinned_once,
+    release_notes_name_components,
+    known_issue_scopes_are_version_ranges,
+    env_leaves_the_templates_variables_alone,
+)
+
+
+def check(m: Resolved, c: Checker) -> None:
+    """Every rule, in order; their problems go to ``c``."""
+    for rule in RULES:
+        rule(m, c)

@@ -1,0 +1,179 @@
+"""The stages of a release after its inputs are known (``pipeline.py`` runs them in order): each
+reads the ``ReleaseContext`` and what the stages before it handed on, and hands back an
+``Outcome``. None of them works out again what the context holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PublishError, ReleaseError, VerifyFailed
+from ..evidence.attest import Documents, image_sbom
+from ..evidence.scan import Gated, plan_of_gate, run_gate
+from ..image.build import build_image
+from ..image.engine import Engine
+from ..image.smoke import already_tested, smoke_test
+from ..labels import INPUTS_LABEL
+from ..settings import cache_dir
+from . import record as records
+from .context import Outcome, ReleaseContext, Status, done
+from .documents import gate_vex
+from .notes import notes_path, render_notes
+from .preflight import preflight as preflight_checks
+from .preflight import verdict
+from .publish import failure_report
+from .publish import publish as publish_image
+from .serving import pull_published, status
+from .verify import verify as verify_blobs
+
+LANGUAGES = ("zh", "en")
+
+
+def build(ctx: ReleaseContext, engine: Engine) -> Outcome[str]:
+    """The image id: pulled from an endpoint that serves the same inputs, else built (skipped
+    when the engine holds an image of these inputs)."""
+    pulled = pull_published(ctx.pool, ctx.inputs.digest, engine, ctx.on_line)
+    if pulled is not None:
+        detail = f"{pulled[:19]} from an endpoint that serves it (same inputs)"
+        return Outcome(status=Status.PULLED, detail=detail, value=pulled)
+    built = build_image(ctx.repo.root, ctx.inputs, ctx.registries, engine, builder=ctx.builder,
+                        on_line=ctx.on_line, codec=ctx.options.codec)  # fmt: skip
+    state = Status.SKIPPED if built.skipped else Status.DONE
+    return Outcome(
+        status=state, detail=f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", value=built.image_id
+    )
+
+
+def test(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[None]:
+    if already_tested(ctx.repo.root, ctx.spec, image_id):
+        return Outcome(
+            status=Status.SKIPPED, detail=f"{image_id[:19]} already passed these checks", value=None
+        )
+    result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line)
+    return done(f"{result.passed} checks passed", None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """What the scan stage hands on: the image's SBOM (made once: the gate scans it, publish
+    attaches these very bytes) and what the gate concluded."""
+
+    sbom: bytes
+    gated: Gated
+
+
+def scan(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[Evidence]:
+    spec, lock = ctx.spec, ctx.inputs.lock
+    sbom = image_sbom(ctx.repo, spec, lock, engine, image_id)
+    gated = run_gate(ctx.repo, spec, sbom, ctx.gate, cache=cache_dir())
+    state = Status.DONE if gated.result is not None else Status.SKIPPED
+    return Outcome(status=state, detail=gated.detail, value=Evidence(sbom=sbom, gated=gated))
+
+
+def documents(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> Documents:
+    """The documents publish attaches, from the SBOM the gate scanned and the VEX of its result."""
+    vex = gate_vex(ctx.repo, ctx.spec, evidence.gated.result)
+    return Documents(repo=ctx.repo, spec=ctx.spec, lock=ctx.inputs.lock, image_id=image_id,
+                     sbom=evidence.sbom, builder=ctx.builder, vex=vex)  # fmt: skip
+
+
+def publish(ctx: ReleaseContext, engine: Engine, docs: Documents) -> Outcome[records.ReleaseRecord]:
+    result = publish_image(ctx.pool, engine, docs.image_id, ctx.inputs.digest, ctx.options, ctx.on_line, docs)
+    if not result.complete:
+        # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
+        # record is written by the last stage.
+        records.keep(result, records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version))
+        raise PublishError(failure_report(result))
+    moved = sum(1 for e in result.endpoints if e.status == "verified")
+    return done(f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result)
+
+
+def verify(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[None]:
+    """Every endpoint serves the record's digest, with every blob, through the run's pool."""
+    spec = ctx.spec
+    rows = status(ctx.pool, record)
+    # Floating tags are held to the release only where it moved them: with a newer version
+    # published, they stay on that one.
+    moved = set(record.floating_moved)
+    rows = [r for r in rows if r.tag == spec.version or r.ref in moved]
+    wrong = [r for r in rows if not r.matches]
+    if wrong:
+        listing = "\n".join(f"  {r.ref}: serves {r.serves or r.error or 'nothing'}" for r in wrong)
+        msg = f"after publishing, not every endpoint serves {record.digest}:\n{listing}"
+        raise VerifyFailed(msg)
+    # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
+    # hashes them too).
+    blobs = verify_blobs(ctx.pool, record.digest, deep=False, attachments=record.attachments)
+    if not blobs.ok:
+        listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
+        msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
+        raise VerifyFailed(msg)
+    kinds = " and ".join(record.attachments) or "nothing"
+    return done(
+        f"{len(rows)} refs serve {record.digest}; {kinds} attached; {blobs.blobs_checked} blobs", None
+    )
+
+
+def notes(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[list[Path]]:
+    written = []
+    for lang in LANGUAGES:
+        text = render_notes(ctx.repo, ctx.spec, ctx.registries, lang, record).text
+        path = notes_path(ctx.repo.root, ctx.spec, lang)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return done(", ".join(ctx.repo.rel(p) for p in written), written)
+
+
+def record(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[None]:
+    path = records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version)
+    records.keep(record, path)
+    return done(ctx.repo.rel(path), None)
+
+
+# --- a dry run ---------------------------------------------------------------------------------
+
+
+def preflight(ctx: ReleaseContext, connect: Callable[[], Engine]) -> Outcome[None]:
+    """What the real run needs from the world (engine, base, files, endpoints, credentials),
+    checked read-only; fails as the real run would."""
+    checks = preflight_checks(
+        ctx.spec, ctx.inputs.lock, ctx.registries, ctx.pool.credentials, connect=connect
+    )
+    for c in checks:
+        ctx.on_line(f"    {c.line()}")
+    error = verdict(checks)
+    if error is not None:
+        raise error
+    return done(f"{len(checks)} checks passed", None)
+
+
+def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
+    """What each stage after the lock would do, as a dry run says it."""
+    spec, inputs, repo = ctx.spec, ctx.inputs.digest, ctx.repo
+    try:
+        existing = engine.image(spec.ref)
+    except ReleaseError:
+        existing = None
+    same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
+    plan = ctx.pool.plan
+    tags = ", ".join(spec.floating_tags)
+    floating = ""
+    if tags:
+        floating = (
+            f"; then {tags}" if ctx.options.move_floating else f"; {tags} stay (a newer version exists)"
+        )
+    build_plan = (
+        f"up to date ({existing.id[:19]})" if same and existing else f"would build (inputs {inputs[:12]})"
+    )
+    return [
+        ("build", build_plan),
+        ("test", "would run the smoke checks in a throwaway container"),
+        ("scan", plan_of_gate(ctx.gate)),
+        ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
+        ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
+        ("notes", ", ".join(repo.rel(notes_path(repo.root, spec, lang)) for lang in LANGUAGES)),
+        ("record", repo.rel(records.default_path(repo.root, spec.image, spec.version))),
+    ]
