@@ -4,7 +4,9 @@
   folder (created ``O_EXCL``, its name holds the process id and a random token, so two runs never
   write one file), are fsync'd, and the file is renamed over the target. A write that fails or
   is abandoned leaves no temporary behind; a killed one leaves an unlocked temporary that
-  ``sweep`` (or ``cache prune``) removes.
+  ``sweep`` (or ``cache prune``) removes. Thousands of small files (a layout's blobs) may skip
+  the fsync each (``durable=False``: one fsync costs as much as writing a hundred of them) when
+  ``settle`` flushes their filesystem once before anything that lists them is written.
 - **Never through a link.** ``within`` is the folder the write must stay inside (a layout, the
   cache): the folders between it and the file are opened one at a time with ``O_NOFOLLOW``, so
   a ``blobs/sha256`` that is a link (to ``/etc``, to another disk) is refused, not written
@@ -23,6 +25,7 @@ for links and special files is stated there.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import hashlib
@@ -116,8 +119,10 @@ class Out:
 
     OSError on the way is ``OutputError`` naming ``path`` and ``what`` (exit 13)."""
 
-    def __init__(self, path: Path, *, within: Path | None = None, what: str = "file") -> None:
-        self.path, self.within, self.what = path, within, what
+    def __init__(
+        self, path: Path, *, within: Path | None = None, what: str = "file", durable: bool = True
+    ) -> None:
+        self.path, self.within, self.what, self.durable = path, within, what, durable
         self.size = 0
         self.identity: Identity | None = None  # the file's, once committed
         self._folder = -1
@@ -159,14 +164,16 @@ class Out:
         assert self._file is not None, "Out.commit outside its with block"
         try:
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if self.durable:
+                os.fsync(self._file.fileno())
             os.replace(self._tmp, self.path.name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
             self._tmp = ""
             self.identity = Identity.of(os.fstat(self._file.fileno()))
         except OSError as exc:
             raise self._fail(exc) from None
-        with contextlib.suppress(OSError):  # the rename's own durability; not every fs can
-            os.fsync(self._folder)
+        if self.durable:
+            with contextlib.suppress(OSError):  # the rename's own durability; not every fs can
+                os.fsync(self._folder)
         return self.identity
 
     def _discard(self) -> None:
@@ -205,9 +212,11 @@ def _kept_mode(folder: int, path: Path) -> int | None:
     return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else None
 
 
-def write_bytes(path: Path, data: bytes, *, within: Path | None = None, what: str = "file") -> Identity:
+def write_bytes(
+    path: Path, data: bytes, *, within: Path | None = None, what: str = "file", durable: bool = True
+) -> Identity:
     """``data`` at ``path``, whole or not at all (see ``Out``)."""
-    with Out(path, within=within, what=what) as out:
+    with Out(path, within=within, what=what, durable=durable) as out:
         out.write(data)
         return out.commit()
 
@@ -223,13 +232,19 @@ class NotAsNamed(Exception):
 
 
 def write_proven(
-    path: Path, digest: str, size: int, blocks: Iterable[bytes], *, within: Path | None = None
+    path: Path,
+    digest: str,
+    size: int,
+    blocks: Iterable[bytes],
+    *,
+    within: Path | None = None,
+    durable: bool = True,
 ) -> Identity:
     """``blocks`` at ``path``, put in place only once they are proven to be the ``size`` bytes
     that hash to ``digest`` (``sha256:<hex>``); else ``NotAsNamed`` and nothing is put there. A
     source that sends more than ``size`` bytes is cut off as soon as it does."""
     h = hashlib.sha256()
-    with Out(path, within=within, what=f"blob {digest}") as out:
+    with Out(path, within=within, what=f"blob {digest}", durable=durable) as out:
         for block in blocks:
             if out.size + len(block) > size:
                 raise NotAsNamed(digest, size, f"has more than the {size} bytes listed for it")
@@ -241,6 +256,22 @@ def write_proven(
         if got != digest:
             raise NotAsNamed(digest, size, f"hashes to {got}")
         return out.commit()
+
+
+def settle(folder: Path) -> None:
+    """Everything written on ``folder``'s filesystem is on disk when this returns (``syncfs``;
+    where the C library lacks it, ``sync``): what ``durable=False`` writes skipped, at once."""
+    try:
+        fd = os.open(folder, _DIR_FLAGS)
+    except OSError:
+        os.sync()
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
 
 
 # --- files the user names --------------------------------------------------------------------

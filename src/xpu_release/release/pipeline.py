@@ -17,6 +17,7 @@ from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents
 from ..evidence.scan import GatePolicy, plan_of_gate, run_gate
 from ..evidence.vexdoc import ReleaseVex
+from ..guard.writing import write_bytes
 from ..image.build import build_image, inputs_sha256
 from ..image.engine import Engine
 from ..image.lock import Lock, load_lock
@@ -257,8 +258,7 @@ class Release:
         for lang in ("zh", "en"):
             notes = render_notes(self.repo, spec, self.registries, lang, record)
             path = notes_path(self.repo.root, spec, lang)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(notes.text, encoding="utf-8")
+            write_bytes(path, notes.text.encode(), what="release notes")
             written.append(path)
         return "done", ", ".join(self.repo.rel(p) for p in written), written
 

@@ -26,7 +26,10 @@ SHAPES = (
 
 
 def plant(path: Path, shape: str, outside: Path) -> None:
-    """Put ``shape`` at ``path`` (its folder made); what a link leads to is made in ``outside``."""
+    """Put ``shape`` at ``path`` (its folder made); what a link leads to is made in ``outside``.
+    A path something deeper was planted in already is a folder, and stays one."""
+    if os.path.lexists(path):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     target = outside / f"target-{path.name}"
     if shape == "file":
@@ -62,9 +65,13 @@ def snapshot(root: Path) -> dict[str, tuple[str, int, str]]:
             st = path.lstat()
             mode = stat.S_IMODE(st.st_mode)
             if stat.S_ISLNK(st.st_mode):
-                out[str(path.relative_to(root))] = ("link", mode, os.readlink(path))
+                out[str(path.relative_to(root))] = ("link", mode, str(path.readlink()))
             elif stat.S_ISREG(st.st_mode):
-                out[str(path.relative_to(root))] = ("file", mode, hashlib.sha256(path.read_bytes()).hexdigest())
+                out[str(path.relative_to(root))] = (
+                    "file",
+                    mode,
+                    hashlib.sha256(path.read_bytes()).hexdigest(),
+                )
             else:
                 out[str(path.relative_to(root))] = (stat.filemode(st.st_mode)[0], mode, "")
     return out
@@ -89,7 +96,8 @@ def deadline(seconds: float) -> Iterator[None]:
     """Fail (``Hung``) if the block runs longer than ``seconds``; the main thread only."""
 
     def expired(signum: int, frame: object) -> None:
-        raise Hung(f"still running after {seconds} s")
+        msg = f"still running after {seconds} s"
+        raise Hung(msg)
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)

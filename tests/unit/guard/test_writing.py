@@ -64,9 +64,16 @@ def test_an_abandoned_write_leaves_the_old_file_and_no_temporary(tmp_path: Path)
     path = tmp_path / "index.json"
     path.write_bytes(b"old")
 
-    with pytest.raises(RuntimeError), Out(path) as out:
-        out.write(b"half of the new")
-        raise RuntimeError("killed halfway")
+    class Killed(Exception):
+        pass
+
+    def killed_halfway() -> None:
+        with Out(path) as out:
+            out.write(b"half of the new")
+            raise Killed
+
+    with pytest.raises(Killed):
+        killed_halfway()
 
     assert path.read_bytes() == b"old"
     assert names(tmp_path) == ["index.json"]
@@ -210,7 +217,7 @@ def test_a_sweep_removes_a_dead_runs_temporary_but_not_one_being_written(tmp_pat
     dead.write_bytes(b"half")
     (tmp_path / "young.tmp").write_bytes(b"not a temporary's name")
     os.mkfifo(tmp_path / ".fifo.1-2.tmp")  # a temporary's name, but not ours: left alone
-    later = os.stat(dead).st_mtime + TEMPORARY_GRACE_SECONDS + 1
+    later = dead.stat().st_mtime + TEMPORARY_GRACE_SECONDS + 1
 
     with Out(tmp_path / "blob") as live:
         live.write(b"under way")

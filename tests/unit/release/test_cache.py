@@ -163,8 +163,10 @@ def test_a_killed_mirrors_spool_and_partial_downloads_are_leftovers_a_prune_remo
 
     report = prune(cache, now=NOW)
 
-    assert names(report.removed) == {"xpu-mirror-k1ll3d", "mirror", ".ab12.json.4242-0badcafe.tmp",
-                                     "wheel.whl.77.partial", "sha256-y.1234.partial", "xpu-push-abc"}  # fmt: skip
+    assert names(report.removed) == {
+        "xpu-mirror-k1ll3d", "mirror", ".ab12.json.4242-0badcafe.tmp", "wheel.whl.77.partial",
+        "sha256-y.1234.partial", "xpu-push-abc",
+    }  # fmt: skip
     assert sorted(p.name for p in (cache / "configs").iterdir()) == ["ab12.json"]
     assert (cache / "blobs" / ("a" * 64) / "wheel.whl").is_file()  # the entry stays; its leftover went
     assert facts_before == 171 + 30  # a temporary is not counted as a fact
