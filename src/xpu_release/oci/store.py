@@ -32,11 +32,6 @@ def canonical_json(data: object) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Kept for the layout until it writes through ``guard.writing`` itself."""
-    write_bytes(path, data)
-
-
 def holds(path: Path, digest: str) -> bool:
     """``path`` exists and its bytes hash to ``digest`` (``sha256:<hex>``)."""
     return path.is_file() and "sha256:" + sha256_file(path) == digest
