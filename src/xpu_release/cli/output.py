@@ -84,7 +84,7 @@ def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
         else:
             click.echo(data, nl=False)
         return False
-    from ..guard.writing import write_named
+    from ..guard.named import write_named
 
     write_named(Path(output), data.encode() if isinstance(data, str) else data, what=what)
     return True
