@@ -4,10 +4,10 @@ air-gapped region), and back from one into a registry.
 
 What travels: the image manifest and its blobs; every referrer of it (SBOM, provenance, VEX,
 cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag; then the
-version tag, last, so that a copy broken halfway is never visible at the tag. Digests never
-change (the bytes are copied, nothing is re-serialized). A target whose version tag holds
-another image is refused (exit 9), nothing written. Floating tags are not copied: they are the
-release's to move.
+version tag, last, once every blob is proven at the target, so that a broken copy is never
+visible at the tag. Digests never change (the bytes are copied, nothing is re-serialized). A
+target whose version tag holds another image is refused (exit 9), nothing written. Floating
+tags are not copied: they are the release's to move.
 
 A copy is proven where it lands. A blob the target already holds is skipped only once proven
 intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is
@@ -67,6 +67,11 @@ class NothingAtTag(NotFoundError):
 
 
 PROVING_THREADS = 4  # blobs read back at once from a registry target
+# Distribution keeps the blob it holds when the same digest is uploaded again: damage in its
+# storage outlives a copy, and only its operator can remove it.
+STILL_DAMAGED = (
+    "still after it was copied again (the target keeps its damaged copy: remove it there, then mirror again)"
+)
 
 
 class Side(Protocol):
@@ -234,7 +239,7 @@ class LayoutSide:
             if known is not None and unchanged(self.layout.blob_path(digest), known):
                 continue
             if not self.holds(digest, size):
-                problems[digest] = f"is missing, or is not the {size} bytes that hash to its name"
+                problems[digest] = f"missing, or not the {size} bytes that hash to its name"
         return problems
 
 
@@ -325,7 +330,7 @@ class _Copier:
             self.copy(digest, self.blobs[digest])
             self.report.blobs_replaced += 1
         bad = self.target.prove([(d, self.blobs[d]) for d in bad], None) if bad else {}
-        return [f"{self.target.name}: blob {d} {why}" for d, why in bad.items()]
+        return [f"{self.target.name}: blob {d}: {why}, {STILL_DAMAGED}" for d, why in bad.items()]
 
 
 def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = lambda _: None) -> MirrorReport:
@@ -377,8 +382,10 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) ->
     target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
     if referrers:
         target.list_referrers(image, referrers)
-    target.put_manifests([(image, tag)], tag)  # the tag last: a broken copy is never visible at it
-    report.problems = copier.prove() + check(target, tag, image, referrers, att)
+    damaged = copier.prove()
+    if not damaged:  # the tag last, once every blob is proven: a broken copy is never visible at it
+        target.put_manifests([(image, tag)], tag)
+    report.problems = damaged + check(target, tag, image, referrers, att)
     return report
 
 

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ import pytest
 from xpu_release.oci.layout import Layout
 
 from ..fake_registry import State, fake_registry
+from ..real_registry import blob_data, real_registry
 from .layouts import blobs_of, damaged_blobs, into_registry, release_layout
 
 LAYER_MB = int(os.environ.get("XPU_RELEASE_TEST_LAYER_MB", "32"))
@@ -58,11 +60,24 @@ def world(
         yield tmp_path, {"source": source, "target": target, **env}, blobs, target_state
 
 
-def _start(env: dict[str, str], image: str, to: str) -> subprocess.Popen[str]:
-    source = env["source"]
-    argv = [sys.executable, "-m", "xpu_release", "mirror", f"{image}:{RELEASES[image]}",
-            "--from", f"{source}/ns/{image}", "--to", to]  # fmt: skip
+def _run(env: dict[str, str], image: str, source: str, to: str) -> subprocess.Popen[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "xpu_release",
+        "mirror",
+        f"{image}:{RELEASES[image]}",
+        "--from",
+        source,
+        "--to",
+        to,
+    ]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _start(env: dict[str, str], image: str, to: str) -> subprocess.Popen[str]:
+    """A mirror of ``image`` from the fake source registry."""
+    return _run(env, image, f"{env['source']}/ns/{image}", to)
 
 
 def _all_succeed(runs: list[subprocess.Popen[str]]) -> None:
@@ -106,3 +121,65 @@ def test_two_and_three_mirrors_into_one_registry_sharing_one_cache_round_after_r
             held = state.blobs.get(digest) or state.manifests[(repo, digest)][1]
             assert "sha256:" + hashlib.sha256(held).hexdigest() == digest, round_
         assert _leftovers(tmp / "cache") == []
+
+
+# --- a real registry: what distribution 2.8 does ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A release in a layout (``usb``), a real registry (``host``, its ``storage``) that the
+    registries file names as the VPC endpoints, and the environment of a command."""
+
+    usb: Path
+    host: str
+    storage: Path
+    env: dict[str, str]
+    blobs: dict[str, int]
+    cache: Path
+
+    def into(self, repo: str) -> subprocess.Popen[str]:
+        """A mirror of training-cpu-pytorch from the layout into ``host/repo``."""
+        return _run(self.env, "training-cpu-pytorch", f"oci:{self.usb}", f"{self.host}/{repo}")
+
+
+@pytest.fixture
+def distribution(
+    world: tuple[Path, dict[str, str], dict[str, dict[str, int]], State],
+) -> Iterator[Distribution]:
+    tmp, env, blobs, _ = world
+    with real_registry(tmp / "distribution") as (host, storage):
+        usb = tmp / "usb"
+        _all_succeed([_start(env, "training-cpu-pytorch", f"oci:{usb}")])
+        regs = Path(env["XPU_RELEASE_REGISTRIES"])
+        regs.write_text(regs.read_text().replace(env["target"], host))  # the VPC endpoints: distribution
+        yield Distribution(usb, host, storage, env, blobs["training-cpu-pytorch"], tmp / "cache")
+
+
+def test_three_mirrors_into_one_distribution_repository_and_its_storage_holds_every_blob_intact(
+    distribution: Distribution,
+) -> None:
+    for round_ in range(ROUNDS):
+        _all_succeed([distribution.into(f"ns/round-{round_}") for _ in range(3)])
+
+        for digest in distribution.blobs:
+            data = blob_data(distribution.storage, digest).read_bytes()
+            assert "sha256:" + hashlib.sha256(data).hexdigest() == digest, round_
+        assert _leftovers(distribution.cache) == []
+
+
+def test_damage_in_distributions_storage_is_found_and_named_since_a_copy_cannot_replace_it(
+    distribution: Distribution,
+) -> None:
+    _all_succeed([distribution.into("ns/image")])
+    layer = max(distribution.blobs, key=distribution.blobs.__getitem__)
+    stored = blob_data(distribution.storage, layer)
+    stored.write_bytes(b"z" * stored.stat().st_size)  # the disk under the registry went bad
+
+    again = distribution.into("ns/image")
+    code, _, err = again.wait(timeout=RUN_SECONDS), *again.communicate()
+
+    assert code == 7, err
+    assert layer in err
+    assert "the target keeps its damaged copy" in err
+    assert "Traceback" not in err

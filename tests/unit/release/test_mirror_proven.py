@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -55,11 +55,13 @@ def test_a_blob_damaged_between_the_copy_and_the_check_is_copied_again(
     source, target = LayoutSide(Layout(tmp_path / "src")), LayoutSide(Layout(tmp_path / "dst"))
     layer = image.data["layers"][0]["digest"]
     put = Layout.put_manifests
+    damaged: list[str] = []
 
     def and_then_damage(self: Layout, *args: object, **kwargs: object) -> None:
         put(self, *args, **kwargs)  # type: ignore[arg-type]
-        if self.root == target.layout.root:
+        if self.root == target.layout.root and not damaged:  # once the referrers are listed
             self.blob_path(layer).write_bytes(b"damaged by another hand")
+            damaged.append(layer)
 
     monkeypatch.setattr(Layout, "put_manifests", and_then_damage)
     report = mirror(source, target, TAG, tmp_path / "cache")
@@ -86,29 +88,27 @@ def test_a_damaged_blob_at_a_registry_target_is_read_back_found_and_uploaded_aga
     assert state.blobs[layer] != b"rotten" * 100
 
 
-def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it(
+def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it_and_gets_no_tag(
     registry: tuple[str, State], tmp_path: Path
 ) -> None:
     host, state = registry
     image, _ = release_layout(tmp_path / "src", TAG)
-    source = LayoutSide(Layout(tmp_path / "src"))
+    layer = image.data["layers"][1]["digest"]
+    state.blobs[layer] = b"rotten"  # already there, damaged, before the first copy
 
-    class Stubborn(RegistrySide):  # a registry that keeps what it holds, as distribution does
-        def store_blob(self, digest: str, size: int, blocks: object, spool: Path) -> None:
+    class Stubborn(RegistrySide):  # keeps what it holds when it is sent again, as distribution does
+        def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
             if digest in state.blobs:
-                list(blocks)  # type: ignore[call-overload]
+                list(blocks)
                 return
-            super().store_blob(digest, size, blocks, spool)  # type: ignore[arg-type]
+            super().store_blob(digest, size, blocks, spool)
 
     target = Stubborn(client_for(host, state), "m/image")
-    mirror(source, target, TAG, tmp_path / "cache")
-    layer = image.data["layers"][1]["digest"]
-    state.blobs[layer] = b"rotten"
-
-    report = mirror(source, target, TAG, tmp_path / "cache")
+    report = mirror(LayoutSide(Layout(tmp_path / "src")), target, TAG, tmp_path / "cache")
 
     assert not report.ok
-    assert any(layer in p and "hash to" in p for p in report.problems), report.problems
+    assert any(layer in p and "hash to" in p and "remove it there" in p for p in report.problems)
+    assert target.resolve(TAG) is None  # a broken copy is never visible at the tag
 
 
 @pytest.mark.parametrize(
