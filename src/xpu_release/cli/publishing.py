@@ -388,9 +388,11 @@ def mirror(
         _emit_json({**asdict(report), "ok": report.ok})
     elif report.ok:
         att = ", cosign's .att" if report.att else ""
+        again = f", {report.blobs_replaced} found damaged and copied again" if report.blobs_replaced else ""
         click.echo(f"{spec.ref}: {report.digest} at {report.target} with {len(report.referrers)} "
                    f"referrers{att}; {report.blobs_copied} blobs copied ({report.bytes_copied / 1e6:.1f} "
-                   f"MB), {report.blobs_skipped} present")  # fmt: skip
+                   f"MB), {report.blobs_skipped} present and intact{again}; every blob hashed where it "
+                   "landed")  # fmt: skip
     if not report.ok:
         raise VerifyFailed("\n".join([f"{spec.ref}: the copy at {report.target} is incomplete:",
                                       *(f"  {p}" for p in report.problems)]))  # fmt: skip
