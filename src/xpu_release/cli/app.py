@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import __version__
 from ..errors import INTERNAL_ERROR, INTERRUPTED, OutputError, ReleaseError
+from ..guard.locks import LockFile
 from ..oci.credentials import CredentialStore
 from ..settings import REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
 from .live import LiveLine
@@ -47,7 +48,7 @@ class State:
     debug: bool
     verbosity: Verbosity = field(default_factory=Verbosity)
     settings: Settings = field(default_factory=Settings)  # read once, from the environment
-    cache_hold: IO[bytes] | None = None  # this command's shared hold on the cache (release/cache.py)
+    cache_hold: LockFile | None = None  # this command's shared hold on the cache (release/cache.py)
     _repo: Repo | None = field(default=None, init=False)
     _registries: Registries | None = field(default=None, init=False)
 

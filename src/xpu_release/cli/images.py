@@ -52,6 +52,7 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
       xpu-release lock training-cpu-pytorch:25.03 --check --json
     """
     from ..errors import LockError
+    from ..guard.writing import write_bytes
     from ..image.baseimage import current_digest, ensure, provided, pull_auth
     from ..image.lock import (
         Kept,
@@ -101,8 +102,7 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
     earlier = None if upgrade else earlier_lock(state.root, spec)
     keep = Kept.of(earlier[0], spec) if earlier else Kept()
     result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python), keep)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.render(spec), encoding="utf-8")
+    write_bytes(path, result.render(spec).encode(), what="lock file")
     count = len(result.versions)
     info(
         f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "

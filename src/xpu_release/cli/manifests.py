@@ -150,6 +150,7 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
       xpu-release render --all --check
     """
     from ..errors import ConfigError, ManifestError
+    from ..guard.writing import write_bytes
     from ..image import render as rendering
     from ..manifest.registries import load_registries
     from ..manifest.schema import json_schema
@@ -189,8 +190,7 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
             if check:
                 stale.append(repo.rel(schema_path))
             elif not stdout:
-                schema_path.parent.mkdir(exist_ok=True)
-                schema_path.write_text(text, encoding="utf-8")
+                write_bytes(schema_path, text.encode(), what="schema")
                 info(f"wrote {repo.rel(schema_path)}")
     if as_json and check:
         _emit_json({"stale": stale, "checked": len(specs) + (1 if all_ else 0), "current": not stale})

@@ -74,39 +74,20 @@ def status(word: str, width: int = 8, stream: IO[Any] | None = None) -> str:
 
 
 def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
-    """Write a command's data to ``output`` (``-`` or None: stdout). A file's folder is made
-    when missing; the file appears whole (a temporary file renamed over it). Returns True when
-    a file was written (the caller says so on stderr)."""
+    """Write a command's data to ``output`` (``-`` or None: stdout), by the rule of
+    ``guard.writing.write_named``: a file's folder is made when missing; the file appears whole
+    (a temporary file renamed over it) and keeps its mode; a FIFO or a device is written to; a
+    link is refused (the system's ``/dev/stdout`` aside). Returns True when a file was written
+    (the caller says so on stderr)."""
     if output is None or output == "-":
         if isinstance(data, bytes):
             click.echo(data.decode(), nl=False)
         else:
             click.echo(data, nl=False)
         return False
-    from ..files import describe, kind_of
+    from ..guard.named import write_named
 
-    path = Path(output)
-    raw = data.encode() if isinstance(data, str) else data
-    kind = kind_of(path)
-    if kind == "directory":
-        msg = f"{_cut(str(path))}: is a directory; name a file to write the {what} to"
-        raise OutputError(msg)
-    if kind == "file" and path.is_symlink():
-        path = Path(os.path.realpath(path))  # the file the link names, not the link
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if kind == "special":  # /dev/stdout, a FIFO, a device: written as any tool would
-            with path.open("wb") as f:
-                f.write(raw)
-            return True
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(raw)
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        msg = f"{_cut(str(path))}: cannot write the {what} ({describe(exc)})"
-        raise OutputError(msg) from None
+    write_named(Path(output), data.encode() if isinstance(data, str) else data, what=what)
     return True
 
 

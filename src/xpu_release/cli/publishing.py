@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -362,7 +363,8 @@ def mirror(
     """Copy a published release, by digest, with every document that refers to it (SBOM,
     provenance, VEX, cosign's layouts) to another registry repository or an OCI layout
     directory, and back. Exit 9 when the target's version tag holds another image; a rerun
-    skips what is there; the copy is checked after (exit 7 naming what is missing).
+    skips what is there and intact (a damaged blob is copied again); every blob is hashed where
+    it lands (exit 7 naming what is missing or damaged); a host that does not answer is exit 10.
 
     \b
     Examples:
@@ -370,8 +372,8 @@ def mirror(
       xpu-release mirror training-cpu-pytorch:25.03 --from oci:/media/usb/training-cpu-pytorch \\
           --to registry.region.example/ai/training-cpu-pytorch
     """
-    from ..errors import VerifyFailed
-    from ..release.mirror import RegistrySide
+    from ..errors import NotFoundError, VerifyFailed
+    from ..release.mirror import NothingAtTag, RegistrySide
     from ..release.mirror import mirror as run_mirror
     from ..release.pool import EndpointPool
 
@@ -385,16 +387,25 @@ def mirror(
     else:
         src = _mirror_side(source, "--from", registries, creds, create=False)
     dst = _mirror_side(target, "--to", registries, creds, create=True)
-    report = run_mirror(src, dst, spec.version, state.settings.cache / "mirror", on_line=info)
+    try:
+        with contextlib.closing(line_sink()) as live:  # lines, and meters of the bytes copied and checked
+            report = run_mirror(src, dst, spec.version, state.settings.cache, on_line=live)
+    except NothingAtTag as exc:
+        hint = "publish it first, or name the source with --from" if source is None else (
+            f"is {spec.version} the version it holds? (check --from)")  # fmt: skip
+        msg = f"{exc.message}: {hint}"
+        raise NotFoundError(msg) from None
     if as_json:
         from dataclasses import asdict
 
         _emit_json({**asdict(report), "ok": report.ok})
     elif report.ok:
         att = ", cosign's .att" if report.att else ""
+        again = f", {report.blobs_replaced} found damaged and copied again" if report.blobs_replaced else ""
         click.echo(f"{spec.ref}: {report.digest} at {report.target} with {len(report.referrers)} "
                    f"referrers{att}; {report.blobs_copied} blobs copied ({report.bytes_copied / 1e6:.1f} "
-                   f"MB), {report.blobs_skipped} present")  # fmt: skip
+                   f"MB), {report.blobs_skipped} present and intact{again}; every blob hashed where it "
+                   "landed")  # fmt: skip
     if not report.ok:
         raise VerifyFailed("\n".join([f"{spec.ref}: the copy at {report.target} is incomplete:",
                                       *(f"  {p}" for p in report.problems)]))  # fmt: skip

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PublishError
+from ..guard.writing import write_bytes
 from ..oci.members import blob_file
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
-from ..oci.store import atomic_write, canonical_json, holds
+from ..oci.store import canonical_json, holds
 from .attachment import ARTIFACT_TYPES, Attachment, Kind
 from .cosign import att_manifest, att_tag, signed_statements
 
@@ -153,7 +154,7 @@ def _upload(client: RegistryClient, repo: str, data: bytes, spool: Path, mount_f
         return
     path = blob_file(spool, digest)
     if not holds(path, digest):
-        atomic_write(path, data)
+        write_bytes(path, data, what="document")
     client.upload_blob(repo, digest, path)
 
 

@@ -6,7 +6,8 @@ is bounded in size (declared and actual), nesting depth, number of entries and t
 files are read. Writing goes through one helper: a temporary file of this run's own in the
 target folder, fsync, rename; never through a link; a copy proven where it lands.
 
-Owns: the named limits (``limits``), reading (``reading``), writing (``writing``).
+Owns: the named limits (``limits``), reading (``reading``), writing (``writing``; files the user
+names: ``named``; the locks of what several runs write at once: ``locks``).
 
 May import: the leaf modules (``errors``, ``files``, ``secrets``) only; every wing may import it.
 """

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ManifestError, StaleError
+from ..guard.writing import write_bytes
 from ..manifest import ImageSpec, schema
 from ..manifest.registries import Registries
 from .templating import render_template
@@ -126,6 +127,5 @@ def write(rendered: Rendered) -> bool:
     old = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else None
     if old == rendered.text:
         return False
-    rendered.path.parent.mkdir(parents=True, exist_ok=True)
-    rendered.path.write_text(rendered.text, encoding="utf-8")
+    write_bytes(rendered.path, rendered.text.encode(), what="Dockerfile")
     return True

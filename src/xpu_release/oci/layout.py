@@ -9,14 +9,18 @@ against its digest, so an interrupted copy leaves no half blob under its name.
 from __future__ import annotations
 
 import json
-import shutil
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DamagedFileError, OutputError
+from ..errors import ConfigError, DamagedFileError, OutputError, TagConflict
+from ..files import FileProblem, describe, read_regular
+from ..guard.locks import folder_lock
+from ..guard.writing import Identity, landed, open_folder, settle, write_bytes, write_proven
 from .registry import OCI_INDEX, Manifest
-from .store import atomic_write, canonical_json, holds, sha256_digest
+from .store import canonical_json, sha256_digest
 
 REF_NAME = "org.opencontainers.image.ref.name"
 LAYOUT_VERSION = {"imageLayoutVersion": "1.0.0"}
@@ -39,20 +43,21 @@ class Layout:
             msg = f"{self.root}: not a directory; name a directory for oci:DIR"
             raise ConfigError(msg)
         try:
-            (self.root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
-            if not (self.root / "oci-layout").exists():
-                atomic_write(self.root / "oci-layout", json.dumps(LAYOUT_VERSION).encode())
-            if not (self.root / "index.json").exists():
-                self._write_index([])
+            os.close(open_folder(self.root / "blobs" / "sha256", within=self.root))
+            if not os.path.lexists(self.root / "oci-layout"):
+                write_bytes(self.root / "oci-layout", json.dumps(LAYOUT_VERSION).encode(), within=self.root)
+            if not os.path.lexists(self.root / "index.json"):
+                self._write_index({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []})
         except OSError as exc:
-            msg = f"{self.root}: cannot make an OCI layout there ({exc.strerror or type(exc).__name__})"
+            msg = f"{self.root}: cannot make an OCI layout there ({describe(exc)})"
             raise OutputError(msg) from None
+        self.check()  # an oci-layout that was there already (a folder, a FIFO) is no layout
 
     def check(self) -> None:
         """It is a layout this reader knows (``--from oci:DIR``)."""
         try:
-            marker = json.loads((self.root / "oci-layout").read_text())
-        except (OSError, ValueError):
+            marker = json.loads(read_regular(self.root / "oci-layout", what="oci-layout file"))
+        except (FileProblem, ValueError):
             msg = f"{self.root}: not an OCI image layout (no readable oci-layout file)"
             raise ConfigError(msg) from None
         if not isinstance(marker, dict) or not str(marker.get("imageLayoutVersion", "")).startswith("1."):
@@ -64,26 +69,23 @@ class Layout:
     def has_blob(self, digest: str) -> bool:
         return self.blob_path(digest).is_file()
 
-    def put_file(self, digest: str, source: Path) -> None:
-        """Move (or copy) ``source`` in as ``digest``, checked first."""
-        dest = self.blob_path(digest)
-        if not holds(source, digest):
-            msg = f"{source}: does not hash to {digest}; not written into {self.root}"
-            raise DamagedFileError(msg)
-        tmp = dest.with_name(f".{dest.name}.partial")
-        try:
-            shutil.copyfile(source, tmp)
-            tmp.replace(dest)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            msg = f"{self.root}: cannot write blob {digest} ({exc.strerror or type(exc).__name__})"
-            raise OutputError(msg) from None
+    def write_blob(self, digest: str, size: int, blocks: Iterable[bytes]) -> Identity:
+        """``blocks`` as the blob ``digest``, put under its name only once proven to be its
+        ``size`` bytes (``guard.writing.NotAsNamed`` if not: nothing is put there). Not synced
+        one by one: ``put_manifests`` settles the disk once before ``index.json`` lists them; a
+        blob a crash left torn is found by the next run's proof and written again."""
+        return write_proven(self.blob_path(digest), digest, size, blocks, within=self.root, durable=False)
+
+    def proven(self, digest: str, size: int) -> Identity | None:
+        """The blob's file, if it is there as a regular file (no link followed) holding the
+        ``size`` bytes that hash to ``digest``; None if it is missing or damaged."""
+        found = landed(self.blob_path(digest), within=self.root)
+        return found[1] if found is not None and found[0] == digest and found[1].size == size else None
 
     def put_bytes(self, data: bytes) -> str:
         digest = sha256_digest(data)
-        path = self.blob_path(digest)
-        if not holds(path, digest):
-            atomic_write(path, data)
+        if self.proven(digest, len(data)) is None:
+            self.write_blob(digest, len(data), [data])
         return digest
 
     def read_blob(self, digest: str, limit: int = 64 << 20) -> bytes:
@@ -103,18 +105,20 @@ class Layout:
     def exists(self) -> bool:
         return (self.root / "index.json").is_file()
 
-    def entries(self) -> list[dict[str, Any]]:
-        try:
-            data = json.loads((self.root / "index.json").read_text())
-        except (OSError, ValueError):
+    def _index(self) -> Any:
+        try:  # a FIFO is refused unopened: reading one would wait forever
+            return json.loads(read_regular(self.root / "index.json", what="index.json"))
+        except (FileProblem, ValueError):
             msg = f"{self.root}/index.json: missing or not JSON"
             raise DamagedFileError(msg) from None
+
+    def entries(self) -> list[dict[str, Any]]:
+        data = self._index()
         manifests = data.get("manifests") if isinstance(data, dict) else None
         return [m for m in manifests if isinstance(m, dict)] if isinstance(manifests, list) else []
 
-    def _write_index(self, entries: list[dict[str, Any]]) -> None:
-        body = canonical_json({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries})
-        atomic_write(self.root / "index.json", body)
+    def _write_index(self, document: dict[str, Any]) -> None:
+        write_bytes(self.root / "index.json", canonical_json(document), within=self.root, what="index.json")
 
     def resolve(self, reference: str) -> str | None:
         """The digest a tag (or a digest) names in ``index.json``."""
@@ -140,29 +144,47 @@ class Layout:
             raise DamagedFileError(msg)
         return Manifest(digest=digest, media_type=str(data.get("mediaType") or ""), body=body)
 
-    def put_manifest(self, manifest: Manifest, tag: str | None = None) -> None:
-        """The manifest as a blob, listed in ``index.json``: under ``tag`` (moved there from any
-        other manifest), or untagged (a referrer)."""
-        self.put_bytes(manifest.body)
-        data = manifest.data
-        entry: dict[str, Any] = {"mediaType": manifest.media_type, "digest": manifest.digest,
-                                 "size": len(manifest.body)}  # fmt: skip
-        if data.get("artifactType"):
-            entry["artifactType"] = data["artifactType"]
-        notes = dict(data.get("annotations") or {}) if not tag else {}
-        if tag:
-            notes[REF_NAME] = tag
-        if notes:
-            entry["annotations"] = notes
+    def put_manifests(
+        self,
+        manifests: Iterable[tuple[Manifest, str | None]],
+        *,
+        version_tag: str | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
+        """Each manifest as a blob, listed in ``index.json``: under its tag (moved there from
+        any other manifest), or untagged (a referrer). ``index.json`` is read, changed and
+        written once, under the layout's lock; its fields and entries that are not these are
+        kept. ``version_tag`` never moves: if it names another manifest by the time the lock is
+        held (another run put it there), ``TagConflict`` and nothing is listed."""
+        listed = [(m, tag) for m, tag in manifests]
+        for m, _ in listed:
+            self.put_bytes(m.body)
+        settle(self.root)  # every blob on disk before index.json lists it
+        with folder_lock(self.root, on_wait):
+            data = self._index()
+            if not isinstance(data, dict) or not isinstance(data.get("manifests", []), list):
+                msg = f"{self.root}/index.json: not an image index (no list of manifests); not changed"
+                raise DamagedFileError(msg)
+            current: list[Any] = data.get("manifests", [])
+            held = self._tagged(current, version_tag) if version_tag is not None else None
+            for m, tag in listed:
+                if tag is not None and tag == version_tag and held not in (None, m.digest):
+                    msg = (f"oci:{self.root}:{tag} holds {held}, not {m.digest}: another run put another "
+                           "image there; mirror into another layout, or remove that tag first")  # fmt: skip
+                    raise TagConflict(msg)
+            tags = {tag: _entry(m, tag) for m, tag in listed if tag is not None}
+            untagged = {m.digest: _entry(m, None) for m, tag in listed if tag is None}
+            current = [e for e in current if not _replaced(e, tags, untagged)]
+            current += [*tags.values(), *untagged.values()]
+            data.setdefault("schemaVersion", 2)
+            data.setdefault("mediaType", OCI_INDEX)
+            data["manifests"] = sorted(current, key=_order)
+            self._write_index(data)
 
-        def replaced(e: dict[str, Any]) -> bool:
-            name = (e.get("annotations") or {}).get(REF_NAME)
-            return name == tag if tag else (name is None and e.get("digest") == manifest.digest)
-
-        def order(e: dict[str, Any]) -> tuple[str, str]:  # tags first, by name; then referrers
-            return str((e.get("annotations") or {}).get(REF_NAME, "~")), str(e["digest"])
-
-        self._write_index(sorted([*(e for e in self.entries() if not replaced(e)), entry], key=order))
+    @staticmethod
+    def _tagged(entries: list[Any], tag: str) -> str | None:
+        """The digest ``tag`` names among ``entries``."""
+        return next((str(e.get("digest")) for e in entries if _name(e) == tag), None)
 
     def referrers(self, subject: str) -> list[Manifest]:
         """The manifests ``index.json`` lists whose ``subject`` is ``subject``."""
@@ -175,3 +197,40 @@ class Layout:
             if m is not None and (m.data.get("subject") or {}).get("digest") == subject:
                 out.append(m)
         return out
+
+
+def _name(e: Any) -> str | None:
+    """The tag an ``index.json`` entry carries (None: untagged, or no entry of ours to read)."""
+    notes = e.get("annotations") if isinstance(e, dict) else None
+    name = notes.get(REF_NAME) if isinstance(notes, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _entry(manifest: Manifest, tag: str | None) -> dict[str, Any]:
+    data = manifest.data
+    entry: dict[str, Any] = {"mediaType": manifest.media_type, "digest": manifest.digest,
+                             "size": len(manifest.body)}  # fmt: skip
+    if data.get("artifactType"):
+        entry["artifactType"] = data["artifactType"]
+    notes = dict(data.get("annotations") or {}) if not tag else {}
+    if tag:
+        notes[REF_NAME] = tag
+    if notes:
+        entry["annotations"] = notes
+    return entry
+
+
+def _replaced(e: Any, tags: dict[str, Any], untagged: dict[str, Any]) -> bool:
+    """An entry a new one takes the place of: one at a tag being set, or the untagged entry of a
+    manifest being listed untagged again."""
+    if not isinstance(e, dict):
+        return False
+    name = _name(e)
+    return name in tags if name is not None else e.get("digest") in untagged
+
+
+def _order(e: Any) -> tuple[int, str, str]:
+    """Tags first, by name; then referrers; what is not an entry at all, last, as it was."""
+    if not isinstance(e, dict):
+        return 2, "", ""
+    return (0, str(_name(e)), str(e.get("digest"))) if _name(e) is not None else (1, "", str(e.get("digest")))

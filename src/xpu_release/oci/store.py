@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
 from ..files import sha256_file
+from ..guard.writing import write_bytes
 from ..settings import cache_dir
 
 
@@ -32,13 +32,6 @@ def canonical_json(data: object) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` through a temporary file of its own, renamed into place."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(data)
-    Path(tmp.name).replace(path)
-
-
 def holds(path: Path, digest: str) -> bool:
     """``path`` exists and its bytes hash to ``digest`` (``sha256:<hex>``)."""
     return path.is_file() and "sha256:" + sha256_file(path) == digest
@@ -48,8 +41,7 @@ class DigestMap:
     """A digest → text map in ``<cache>/<name>``, one file per key."""
 
     def __init__(self, name: str) -> None:
-        self.folder = cache_dir() / name
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = cache_dir() / name  # made by the first ``put`` (guard/writing.py)
 
     def _path(self, key: str) -> Path:
         return self.folder / key.replace(":", "-")
@@ -67,7 +59,7 @@ class DigestMap:
         return value if value and value.startswith("sha256:") and len(value) == 71 else None
 
     def put(self, key: str, value: str) -> None:
-        atomic_write(self._path(key), value.encode())
+        write_bytes(self._path(key), value.encode(), within=cache_dir(), what="cache entry")
 
 
 class ObservedMap(DigestMap):
@@ -77,15 +69,13 @@ class ObservedMap(DigestMap):
 
 
 def _config_path(image_id: str) -> Path:
-    folder = cache_dir() / "configs"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / (image_id.split(":")[1] + ".json")
+    return cache_dir() / "configs" / (image_id.split(":")[1] + ".json")
 
 
 def remember_config(config: bytes) -> str:
     """Keep an image's config; return its id (the sha256 of the bytes)."""
     image_id = sha256_digest(config)
-    atomic_write(_config_path(image_id), config)
+    write_bytes(_config_path(image_id), config, within=cache_dir(), what="image config")
     return image_id
 
 

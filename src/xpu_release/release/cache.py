@@ -8,7 +8,10 @@ entry's mtime):
 - ``oci-blobs``: compressed layers and documents (the publish spool);
 - ``blobs``: fetched artifacts and wheels (one folder per sha256);
 - ``contexts``: build contexts;
-- and what a killed run left: temporary folders and ``*.partial`` downloads.
+- and what a killed run left: temporary folders (a mirror's spool, ``xpu-mirror-*``; the shared
+  ``mirror`` folder of earlier versions), ``*.partial`` downloads and the temporary files of the
+  guarded way out (``.<name>.<pid>-<token>.tmp``), wherever in the cache they are. While a prune
+  holds the cache exclusively no command runs, so every one of them is a dead run's.
 
 The rest are small facts (digest maps, configs, smoke-test markers, build observations) whose
 loss would change what a later run does (test again, or know no build run), so they stay.
@@ -29,9 +32,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..guard.locks import LockFile
 
 if TYPE_CHECKING:  # only `--engine` needs them: a command taking the lock does not load them
     from ..image.engine import Engine
@@ -42,10 +46,11 @@ BULKY = {
     "oci-blobs": "compressed layers and documents (the publish spool)",
     "blobs": "fetched artifacts and wheels",
     "contexts": "build contexts",
-    "leftovers": "what a killed run left (temporary folders, partial downloads)",
+    "leftovers": "what a killed run left (temporary folders, mirror spools, partial downloads)",
 }
 FACTS = "facts kept (digest maps, configs, smoke-test markers, build observations)"
-LEFTOVER = re.compile(r"^(xpu-(push|normalize|repro|config)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*)$")
+LEFTOVER = re.compile(r"^(xpu-(push|normalize|repro|config|mirror)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*)$")
+LEGACY_SPOOLS = {"mirror"}  # earlier versions' shared mirror spool: only ever temporary files
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 AGES = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -96,16 +101,25 @@ def parse_age(text: str, *, what: str) -> float:
     return float(m[1]) * AGES[m[2]]
 
 
-def _tree_size(path: Path) -> tuple[int, float]:
-    """Bytes under ``path`` (not following links) and its latest mtime."""
+def _tree_size(path: Path, leftovers: list[Entry] | None = None) -> tuple[int, float]:
+    """Bytes under ``path`` (not following links) and its latest mtime. With ``leftovers``, what
+    a killed run left inside (a temporary, a partial download) is added there instead."""
     if not path.is_dir() or path.is_symlink():
         st = path.lstat()
         return st.st_size, st.st_mtime
     size, used = 0, path.lstat().st_mtime
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
+    for dirpath, dirs, files in os.walk(path):
+        for name in [*files, *dirs]:
+            item = Path(dirpath) / name
+            if leftovers is not None and LEFTOVER.match(name):
+                leftovers.append(Entry("leftovers", item, *_tree_size(item)))
+                if name in dirs:
+                    dirs.remove(name)
+                continue
+            if name in dirs:
+                continue
             try:
-                st = (Path(dirpath) / name).lstat()
+                st = item.lstat()
             except OSError:
                 continue
             size += st.st_size
@@ -122,14 +136,16 @@ def entries(cache: Path) -> tuple[list[Entry], int]:
     for top in sorted(cache.iterdir()):
         if top.name == LOCK_NAME:
             continue
-        if LEFTOVER.match(top.name):
+        if LEFTOVER.match(top.name) or top.name in LEGACY_SPOOLS:
             out.append(Entry("leftovers", top, *_tree_size(top)))
         elif top.name in BULKY and top.is_dir() and not top.is_symlink():
             for item in sorted(top.iterdir()):
-                kind = "leftovers" if LEFTOVER.match(item.name) else top.name
-                out.append(Entry(kind, item, *_tree_size(item)))
+                if LEFTOVER.match(item.name):
+                    out.append(Entry("leftovers", item, *_tree_size(item)))
+                else:
+                    out.append(Entry(top.name, item, *_tree_size(item, out)))
         else:
-            facts += _tree_size(top)[0]
+            facts += _tree_size(top, out)[0]
     return out, facts
 
 
@@ -186,71 +202,49 @@ def prune(
 # --- the lock --------------------------------------------------------------------------------
 
 
-def _open_lock(cache: Path) -> IO[bytes] | None:
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        return (cache / LOCK_NAME).open("ab")
-    except OSError:
-        return None  # a cache that cannot be written: the command fails where it needs it
-
-
-def _take(f: IO[bytes], mode: int, *, wait: bool, on_wait: Callable[[], None] | None) -> bool:
-    """Take ``mode`` (shared or exclusive) on the lock file: at once if free; else, with
-    ``wait``, after telling ``on_wait`` that we wait; without, not at all (False)."""
-    try:
-        fcntl.flock(f, mode | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        if not wait:
-            return False
-        if on_wait is not None:
-            on_wait()
-        fcntl.flock(f, mode)
-        return True
-
-
 @contextmanager
-def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[IO[bytes] | None]:
+def in_use(cache: Path, on_wait: Callable[[], None] | None = None) -> Iterator[LockFile | None]:
     """Held (shared) by a command that uses the cache, for its whole run; released at exit, also
     when the process dies (the kernel drops a dead process's flock: no stale lock). While a
-    prune holds the cache, ``on_wait`` hears that the command waits for it."""
-    f = _open_lock(cache)
+    prune holds the cache, ``on_wait`` hears that the command waits for it. The lock file is
+    never followed if it is a link, nor waited on if it is a FIFO (``guard/locks.py``)."""
+    lock = LockFile.open(cache, LOCK_NAME)
     try:
-        if f is not None:
-            _take(f, fcntl.LOCK_SH, wait=True, on_wait=on_wait)
-        yield f
+        if lock is not None:
+            lock.take(fcntl.LOCK_SH, wait=True, on_wait=on_wait)
+        yield lock
     finally:
-        if f is not None:
-            f.close()
+        if lock is not None:
+            lock.close()
 
 
 @contextmanager
 def exclusive(cache: Path, *, wait: bool, on_wait: Callable[[], None] | None = None) -> Iterator[bool]:
     """Hold the cache alone: True once held; with ``wait=False``, False at once if another run
     uses it (nothing is removed then). ``on_wait`` hears that we wait."""
-    f = _open_lock(cache)
-    if f is None:
+    lock = LockFile.open(cache, LOCK_NAME)
+    if lock is None:
         yield True
         return
     try:
-        yield _take(f, fcntl.LOCK_EX, wait=wait, on_wait=on_wait)
+        yield lock.take(fcntl.LOCK_EX, wait=wait, on_wait=on_wait)
     finally:
-        f.close()
+        lock.close()
 
 
-def cap_after_run(cache: Path, limit: int, held: IO[bytes] | None) -> PruneReport | None:
+def cap_after_run(cache: Path, limit: int, held: LockFile | None) -> PruneReport | None:
     """The automatic cap after a release: the cache is brought under ``limit`` if no other run
     uses it (this run's shared hold is turned exclusive without waiting), else left for the
     next run (None)."""
     if held is None:
         return None
-    if not _take(held, fcntl.LOCK_EX, wait=False, on_wait=None):
-        fcntl.flock(held, fcntl.LOCK_SH)  # a failed conversion drops the shared hold: taken again
+    if not held.take(fcntl.LOCK_EX, wait=False):
+        held.take(fcntl.LOCK_SH, wait=True)  # a failed conversion drops the shared hold: taken again
         return None
     try:
         return prune(cache, keep_storage=limit)
     finally:
-        fcntl.flock(held, fcntl.LOCK_SH)
+        held.take(fcntl.LOCK_SH, wait=True)
 
 
 # --- the engine ------------------------------------------------------------------------------

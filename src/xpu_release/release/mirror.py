@@ -4,31 +4,74 @@ air-gapped region), and back from one into a registry.
 
 What travels: the image manifest and its blobs; every referrer of it (SBOM, provenance, VEX,
 cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag; then the
-version tag, last, so that a copy broken halfway is never visible at the tag. Digests never
-change (the bytes are copied, nothing is re-serialized). A target whose version tag holds
-another image is refused (exit 9), nothing written. Present blobs are skipped, so a rerun
-resumes. After the copy the target is checked: the tag names the digest, every blob is there,
-every referrer is listed. Floating tags are not copied: they are the release's to move.
+version tag, last, once every blob is proven at the target, so that a broken copy is never
+visible at the tag. Digests never change (the bytes are copied, nothing is re-serialized). A
+target whose version tag holds another image is refused (exit 9), nothing written. Floating
+tags are not copied: they are the release's to move.
+
+A copy is proven where it lands. A blob the target already holds is skipped only once proven
+intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is
+copied again, not trusted. Every blob is moved into place only once its bytes are proven to be
+the size and digest the manifest lists (``guard.writing.write_proven``); one that is not is
+blamed on its source (a damaged layout: exit 12; a registry that sent other bytes: exit 7).
+After the copy the target is checked: the tag names the digest, every blob hashes to its name,
+every referrer is listed. Each run spools into a folder of its own (``xpu-mirror-*`` in the
+cache, removed at its end; a killed run's is a leftover ``cache prune`` removes), so two runs
+sharing a cache never write one file. A host that does not answer is exit 10.
 
 On a registry without the referrers API the referrers tag schema's index is kept
-(``referrers.py``); in a layout the referrers are listed untagged in ``index.json``.
+(``referrers.py``); in a layout the referrers are listed untagged in ``index.json``, written
+once for all of them (under the layout's lock), not once per referrer.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import DamagedFileError, NotFoundError, TagConflict
+from ..errors import (
+    DamagedFileError,
+    NotFoundError,
+    RegistryAuthError,
+    ReleaseError,
+    StackError,
+    TagConflict,
+    TLSVerifyFailed,
+    WireError,
+)
 from ..evidence.cosign import att_tag
 from ..evidence.referrers import findable, list_referrers
-from ..oci.layout import Layout
+from ..guard.limits import COPY_BLOCK
+from ..guard.writing import Identity, NotAsNamed, sweep, unchanged, write_proven
+from ..oci.blobcheck import Source, check_copies
+from ..oci.downloads import read_blob
+from ..oci.layout import REF_NAME, Layout
+from ..oci.members import blob_file
 from ..oci.registry import Manifest, RegistryClient
-from ..oci.store import holds
-from ..progress import Sink
+from ..progress import Sink, Tally
+
+Counted = Tally | None
+Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
+
+
+class NothingAtTag(NotFoundError):
+    """The source serves nothing at the release's version (the caller says what to do)."""
+
+
+PROVING_THREADS = 4  # blobs read back at once from a registry target
+# Distribution keeps the blob it holds when the same digest is uploaded again: damage in its
+# storage outlives a copy, and only its operator can remove it.
+STILL_DAMAGED = (
+    "still after it was copied again (the target keeps its damaged copy: remove it there, then mirror again)"
+)
 
 
 class Side(Protocol):
@@ -39,12 +82,19 @@ class Side(Protocol):
 
     def resolve(self, tag: str) -> str | None: ...
     def get_manifest(self, reference: str) -> Manifest | None: ...
-    def has_blob(self, digest: str) -> bool: ...
-    def fetch_blob(self, digest: str, dest: Path) -> None: ...
-    def put_blob(self, digest: str, path: Path) -> None: ...
-    def put_manifest(self, manifest: Manifest, tag: str | None) -> None: ...
     def referrers(self, subject: str) -> list[Manifest]: ...
+
+    # as the source
+    def blocks(self, digest: str) -> Iterator[bytes]: ...
+    def damaged(self, digest: str, why: str) -> ReleaseError: ...
+
+    # as the target
+    def holds(self, digest: str, size: int) -> bool: ...
+    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
+    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
+    def listed(self, subject: str) -> set[str]: ...
+    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]: ...
 
 
 @dataclass
@@ -62,18 +112,6 @@ class RegistrySide:
     def get_manifest(self, reference: str) -> Manifest | None:
         return self.client.get_manifest(self.repo, reference)
 
-    def has_blob(self, digest: str) -> bool:
-        return self.client.blob_exists(self.repo, digest)
-
-    def fetch_blob(self, digest: str, dest: Path) -> None:
-        self.client.download_blob(self.repo, digest, dest)
-
-    def put_blob(self, digest: str, path: Path) -> None:
-        self.client.upload_blob(self.repo, digest, path)
-
-    def put_manifest(self, manifest: Manifest, tag: str | None) -> None:
-        self.client.put_manifest(self.repo, tag or manifest.digest, manifest)
-
     def referrers(self, subject: str) -> list[Manifest]:
         found = list_referrers(self.client, self.repo, subject)
         out = []
@@ -85,13 +123,53 @@ class RegistrySide:
             out.append(m)
         return out
 
+    def blocks(self, digest: str) -> Iterator[bytes]:
+        return read_blob(self.client, self.repo, digest, COPY_BLOCK)
+
+    def damaged(self, digest: str, why: str) -> ReleaseError:
+        return WireError(f"{self.name}: blob {digest} as served {why}; nothing was copied from it")
+
+    def holds(self, digest: str, size: int) -> bool:
+        return self.client.blob_exists(self.repo, digest)  # proven after the copy: read back
+
+    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
+        path = blob_file(spool, digest)  # this run's own spool: no other run writes it
+        write_proven(path, digest, size, blocks, durable=False)  # uploaded, then removed
+        try:
+            self.client.upload_blob(self.repo, digest, path)
+        finally:
+            path.unlink(missing_ok=True)
+
+    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
+        for m, tag in manifests:
+            self.client.put_manifest(self.repo, tag or m.digest, m)
+
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
         findable(self.client, self.repo, subject, pushed)
+
+    def listed(self, subject: str) -> set[str]:
+        return {str(d.get("digest")) for d in list_referrers(self.client, self.repo, subject).descriptors}
+
+    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
+        """Every blob read back and hashed, as ``verify --deep`` does."""
+        counted = tally.add if tally is not None else (lambda _: None)
+
+        def one(blob: tuple[str, int]) -> str | None:
+            digest, size = blob
+            at = Source(self.client, self.repo, counted)
+            ((problem, _),) = check_copies([at], digest, size, COPY_BLOCK)
+            return problem
+
+        with ThreadPoolExecutor(max_workers=PROVING_THREADS) as pool:
+            found = list(pool.map(one, blobs))
+        return {d: p for (d, _), p in zip(blobs, found, strict=True) if p is not None}
 
 
 @dataclass
 class LayoutSide:
     layout: Layout
+    proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
+    made: bool = False  # created (and swept) by this run's first write
 
     @property
     def name(self) -> str:
@@ -103,33 +181,66 @@ class LayoutSide:
     def get_manifest(self, reference: str) -> Manifest | None:
         return self.layout.get_manifest(reference)
 
-    def has_blob(self, digest: str) -> bool:
-        return self.layout.has_blob(digest)
-
-    def fetch_blob(self, digest: str, dest: Path) -> None:
-        src = self.layout.blob_path(digest)
-        if not src.is_file():
-            msg = f"{self.name}: blob {digest} is missing"
-            raise NotFoundError(msg)
-        shutil.copyfile(src, dest)
-        if not holds(dest, digest):
-            dest.unlink(missing_ok=True)
-            msg = f"{self.name}: blob {digest} does not hash to its name (damaged); copy the layout again"
-            raise DamagedFileError(msg)
-
-    def put_blob(self, digest: str, path: Path) -> None:
-        self.layout.create()  # made on the first write: a copy that cannot start leaves nothing
-        self.layout.put_file(digest, path)
-
-    def put_manifest(self, manifest: Manifest, tag: str | None) -> None:
-        self.layout.create()
-        self.layout.put_manifest(manifest, tag)
-
     def referrers(self, subject: str) -> list[Manifest]:
         return self.layout.referrers(subject) if self.layout.exists() else []
 
+    def blocks(self, digest: str) -> Iterator[bytes]:
+        path = self.layout.blob_path(digest)
+        try:  # not followed if a link, never waited on if a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            msg = f"{self.name}: blob {digest} is missing (or is a link); copy the layout again"
+            raise NotFoundError(msg) from None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                msg = f"{self.name}: blob {digest} is not a regular file; copy the layout again"
+                raise DamagedFileError(msg)
+            yield from iter(lambda: f.read(COPY_BLOCK), b"")
+
+    def damaged(self, digest: str, why: str) -> ReleaseError:
+        return DamagedFileError(f"{self.name}: blob {digest} {why} (damaged); copy the layout again")
+
+    def _begin(self) -> None:
+        """Made on the first write (a copy that cannot start leaves nothing), and the unlocked
+        temporaries of killed runs swept from it."""
+        if not self.made:
+            self.layout.create()
+            for folder in (self.layout.root, self.layout.root / "blobs" / "sha256"):
+                sweep(folder, within=self.layout.root)
+            self.made = True
+
+    def holds(self, digest: str, size: int) -> bool:
+        identity = self.layout.proven(digest, size)
+        if identity is not None:
+            self.proven[digest] = identity
+        return identity is not None
+
+    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
+        self._begin()
+        self.proven[digest] = self.layout.write_blob(digest, size, blocks)
+
+    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
+        self._begin()
+        self.layout.put_manifests(manifests, version_tag=version_tag)
+
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
-        return None  # put_manifest listed each one in index.json
+        return None  # put_manifests listed each one in index.json
+
+    def listed(self, subject: str) -> set[str]:
+        entries = self.layout.entries()
+        return {str(e.get("digest")) for e in entries if not (e.get("annotations") or {}).get(REF_NAME)}
+
+    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
+        """Every blob hashed, but once: one proven in this run (hashed before it was skipped, or
+        as it was written) whose file has not changed since is not read again."""
+        problems = {}
+        for digest, size in blobs:
+            known = self.proven.get(digest)
+            if known is not None and unchanged(self.layout.blob_path(digest), known):
+                continue
+            if not self.holds(digest, size):
+                problems[digest] = f"missing, or not the {size} bytes that hash to its name"
+        return problems
 
 
 @dataclass
@@ -142,6 +253,7 @@ class MirrorReport:
     att: bool = False
     blobs_copied: int = 0
     blobs_skipped: int = 0
+    blobs_replaced: int = 0  # found damaged at the target (or changed since proven) and copied again
     bytes_copied: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -163,67 +275,128 @@ def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
     return out
 
 
-def _copy(source: Side, target: Side, manifest: Manifest, tag: str | None, spool: Path, report: MirrorReport,
-          on_line: Sink) -> None:  # fmt: skip
-    for digest, size in _blobs(source, manifest):
-        if target.has_blob(digest):
-            report.blobs_skipped += 1
-            continue
-        tmp = spool / digest.replace(":", "-")
+@dataclass
+class _Copier:
+    """The blobs of a mirror, each copied (or proven present) once however many manifests list it."""
+
+    source: Side
+    target: Side
+    spool: Path
+    report: MirrorReport
+    on_line: Sink
+    blobs: dict[str, int] = field(default_factory=dict)  # digest → size, in the order met
+
+    def __post_init__(self) -> None:
+        self.tally = Tally(f"copying to {self.target.name}")
+
+    def blobs_of(self, manifest: Manifest) -> None:
+        for digest, size in _blobs(self.source, manifest):
+            if digest in self.blobs:
+                continue
+            self.blobs[digest] = size
+            if self.target.holds(digest, size):
+                self.report.blobs_skipped += 1
+            else:
+                self.copy(digest, size)
+
+    def copy(self, digest: str, size: int) -> None:
+        blocks = self.source.blocks(digest)
+
+        def counted() -> Iterator[bytes]:
+            for block in blocks:
+                self.tally.add(len(block))
+                yield block
+
         try:
-            source.fetch_blob(digest, tmp)
-            target.put_blob(digest, tmp)
+            self.target.store_blob(digest, size, counted(), self.spool)
+        except NotAsNamed as exc:
+            raise self.source.damaged(digest, exc.got) from None
         finally:
-            tmp.unlink(missing_ok=True)
-        report.blobs_copied += 1
-        report.bytes_copied += size
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()
+        self.report.blobs_copied += 1
+        self.report.bytes_copied += size
         if size > 50 << 20:
-            on_line(f"copied {digest[:19]} ({size / 1e6:.0f} MB) to {target.name}")
-    target.put_manifest(manifest, tag)
+            self.on_line(f"copied {digest[:19]} ({size / 1e6:.0f} MB) to {self.target.name}")
+
+    def prove(self) -> list[str]:
+        """Every blob hashed at the target; one that is not intact there is copied again (once),
+        and what is still not intact after that is a problem."""
+        listed = list(self.blobs.items())
+        total = sum(size for _, size in listed)
+        bad = self.target.prove(listed, Tally(f"checking at {self.target.name}", total))
+        for digest in bad:
+            self.copy(digest, self.blobs[digest])
+            self.report.blobs_replaced += 1
+        bad = self.target.prove([(d, self.blobs[d]) for d in bad], None) if bad else {}
+        return [f"{self.target.name}: blob {d}: {why}, {STILL_DAMAGED}" for d, why in bad.items()]
 
 
 def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = lambda _: None) -> MirrorReport:
-    """Copy what ``source`` serves at ``tag`` to ``target``, with its referrers and ``.att``."""
+    """Copy what ``source`` serves at ``tag`` to ``target``, with its referrers and ``.att``;
+    this run's spool is a folder of its own made in ``spool`` and removed at the end. A
+    registry that does not answer is ``StackError`` (exit 10)."""
+    spool.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="xpu-mirror-", dir=spool))
+    try:
+        return _mirror(source, target, tag, work, on_line)
+    except (RegistryAuthError, TLSVerifyFailed):
+        raise
+    except WireError as exc:
+        if exc.status is None and exc.temporary:  # no answer at all, after the retries
+            msg = f"{exc.message}: the registry does not answer; check the host name and the network"
+            raise StackError(msg) from None
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) -> MirrorReport:
     report = MirrorReport(source=source.name, target=target.name, tag=tag)
     image = source.get_manifest(tag)
     if image is None:
-        msg = f"{source.name} serves nothing at {tag}: publish it first, or name the source with --from"
-        raise NotFoundError(msg)
+        msg = f"{source.name} serves nothing at {tag}"
+        raise NothingAtTag(msg)
     report.digest = image.digest
     held = target.resolve(tag)
     if held is not None and held != image.digest:
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
                "mirror into another repository, or remove that tag first")  # fmt: skip
         raise TagConflict(msg)
-    spool.mkdir(parents=True, exist_ok=True)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
-    _copy(source, target, image, None, spool, report, on_line)
+    copier = _Copier(source, target, spool, report, on_line)
+    copier.blobs_of(image)
     referrers = source.referrers(image.digest)
-    for m in referrers:
-        _copy(source, target, m, None, spool, report, on_line)
+    step = max(1, len(referrers) // 20)
+    for i, m in enumerate(referrers, 1):
+        copier.blobs_of(m)
+        if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
+            on_line(f"referrers: {i:,} of {len(referrers):,} copied")
     report.referrers = [m.digest for m in referrers]
     att = source.get_manifest(att_tag(image.digest))
     if att is not None:
-        _copy(source, target, att, att_tag(image.digest), spool, report, on_line)
+        copier.blobs_of(att)
         report.att = True
+    tagged_att = [(att, att_tag(image.digest))] if att is not None else []
+    target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
     if referrers:
         target.list_referrers(image, referrers)
-    target.put_manifest(image, tag)  # the tag last: a broken copy is never visible at it
-    report.problems = check(target, tag, image, referrers, att)
+    damaged = copier.prove()
+    if not damaged:  # the tag last, once every blob is proven: a broken copy is never visible at it
+        target.put_manifests([(image, tag)], tag)
+    report.problems = damaged + check(target, tag, image, referrers, att)
     return report
 
 
 def check(
     target: Side, tag: str, image: Manifest, referrers: list[Manifest], att: Manifest | None
 ) -> list[str]:
-    """What the target lacks of the copy: the tag, a blob, a referrer, the ``.att`` tag."""
+    """What the target lacks of the copy besides its blobs: the tag, a referrer, the ``.att`` tag."""
     problems = []
     if target.resolve(tag) != image.digest:
         problems.append(f"{target.name}:{tag} does not name {image.digest}")
-    for m in [image, *referrers, *([att] if att else [])]:
-        problems += [f"{target.name}: blob {d} of {m.digest[:19]} is missing"
-                     for d, _ in _blobs(target, m) if not target.has_blob(d)]  # fmt: skip
-    listed = {m.digest for m in target.referrers(image.digest)}
+    listed = target.listed(image.digest)
     problems += [
         f"{target.name}: the referrer {m.digest} is not listed" for m in referrers if m.digest not in listed
     ]

@@ -11,8 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import DamagedFileError, NotFoundError, OutputError
+from ..errors import DamagedFileError, NotFoundError
 from ..evidence.attachment import ALL_KINDS
+from ..guard.writing import write_bytes
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -181,22 +182,11 @@ def completeness(record: ReleaseRecord) -> tuple[int, int, int, int]:
 
 
 def write(record: ReleaseRecord, path: Path) -> None:
-    """``record`` at ``path``, atomically: a unique temporary file renamed over it, so that two
-    runs writing at once never share (or lose) a temporary name."""
-    import os
-    import uuid
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            tmp.write_text(json.dumps(record.to_json(), indent=2) + "\n", encoding="utf-8")
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except OSError as exc:
-        msg = f"{path}: cannot write the release record ({exc.strerror or type(exc).__name__})"
-        raise OutputError(msg) from None
+    """``record`` at ``path``, whole or not at all, through the guarded way out: a temporary file
+    of this run's own renamed over it, so that two runs writing at once never share (or lose)
+    one; a link at ``path`` is replaced by the record, never followed."""
+    data = (json.dumps(record.to_json(), indent=2) + "\n").encode()
+    write_bytes(path, data, what="release record")
 
 
 def keep(record: ReleaseRecord, path: Path) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..errors import PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
 from ..evidence.scan import Gated, plan_of_gate, run_gate
+from ..guard.writing import write_bytes
 from ..image.build import build_image
 from ..image.engine import Engine
 from ..image.smoke import already_tested, smoke_test
@@ -121,8 +122,7 @@ def notes(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[list[Pa
     for lang in LANGUAGES:
         text = render_notes(ctx.repo, ctx.spec, ctx.registries, lang, record).text
         path = notes_path(ctx.repo.root, ctx.spec, lang)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_bytes(path, text.encode(), what="release notes")
         written.append(path)
     return done(", ".join(ctx.repo.rel(p) for p in written), written)
 

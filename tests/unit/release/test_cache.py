@@ -150,6 +150,29 @@ def test_the_lock_file_is_not_an_entry(cache: Path) -> None:
     assert ".in-use.lock" not in names([e.path for e in found])
 
 
+def test_a_killed_mirrors_spool_and_partial_downloads_are_leftovers_a_prune_removes(cache: Path) -> None:
+    """A mirror killed mid-copy leaves its own spool folder (with a partial download in it); an
+    earlier version left blobs in the shared ``mirror`` folder; the guarded way out leaves
+    temporaries beside facts. A prune with no size or age removes every one, and only them."""
+    put(cache / "xpu-mirror-k1ll3d" / "sha256-abc.0f1e.partial", 5000, 0)
+    put(cache / "mirror" / "sha256-abc", 6000, 0)
+    put(cache / "configs" / ".ab12.json.4242-0badcafe.tmp", 70, 0)
+    put(cache / "configs" / "ab12.json", 30, 40)  # a fact beside it
+    put(cache / "blobs" / ("a" * 64) / "wheel.whl.77.partial", 80, 0)
+    facts_before = entries(cache)[1]
+
+    report = prune(cache, now=NOW)
+
+    assert names(report.removed) == {
+        "xpu-mirror-k1ll3d", "mirror", ".ab12.json.4242-0badcafe.tmp", "wheel.whl.77.partial",
+        "sha256-y.1234.partial", "xpu-push-abc",
+    }  # fmt: skip
+    assert sorted(p.name for p in (cache / "configs").iterdir()) == ["ab12.json"]
+    assert (cache / "blobs" / ("a" * 64) / "wheel.whl").is_file()  # the entry stays; its leftover went
+    assert facts_before == 171 + 30  # a temporary is not counted as a fact
+    assert report.freed == 5000 + 6000 + 70 + 80 + 700 + 900
+
+
 # --- the lock ---------------------------------------------------------------------------------
 
 
