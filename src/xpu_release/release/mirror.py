@@ -16,8 +16,6 @@ On a registry without the referrers API the referrers tag schema's index is kept
 
 from __future__ import annotations
 
-import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +24,7 @@ from ..errors import DamagedFileError, NotFoundError, TagConflict
 from ..evidence.cosign import att_tag
 from ..evidence.referrers import findable, list_referrers
 from ..oci.layout import Layout
+from ..oci.model import is_sha256
 from ..oci.registry import Manifest, RegistryClient
 from ..oci.store import holds
 from ..progress import Sink
@@ -40,7 +39,7 @@ class Side(Protocol):
     def resolve(self, tag: str) -> str | None: ...
     def get_manifest(self, reference: str) -> Manifest | None: ...
     def has_blob(self, digest: str) -> bool: ...
-    def fetch_blob(self, digest: str, dest: Path) -> None: ...
+    def fetch_blob(self, digest: str, size: int, dest: Path) -> None: ...
     def put_blob(self, digest: str, path: Path) -> None: ...
     def put_manifest(self, manifest: Manifest, tag: str | None) -> None: ...
     def referrers(self, subject: str) -> list[Manifest]: ...
@@ -65,8 +64,8 @@ class RegistrySide:
     def has_blob(self, digest: str) -> bool:
         return self.client.blob_exists(self.repo, digest)
 
-    def fetch_blob(self, digest: str, dest: Path) -> None:
-        self.client.download_blob(self.repo, digest, dest)
+    def fetch_blob(self, digest: str, size: int, dest: Path) -> None:
+        self.client.download_blob(self.repo, digest, dest, size=size)
 
     def put_blob(self, digest: str, path: Path) -> None:
         self.client.upload_blob(self.repo, digest, path)
@@ -78,9 +77,9 @@ class RegistrySide:
         found = list_referrers(self.client, self.repo, subject)
         out = []
         for d in found.descriptors:
-            m = self.client.get_manifest(self.repo, str(d.get("digest")))
+            m = self.client.get_manifest(self.repo, d.digest)
             if m is None:
-                msg = f"{self.name}: the referrer {d.get('digest')} is listed but not served"
+                msg = f"{self.name}: the referrer {d.digest} is listed but not served"
                 raise NotFoundError(msg)
             out.append(m)
         return out
@@ -106,12 +105,13 @@ class LayoutSide:
     def has_blob(self, digest: str) -> bool:
         return self.layout.has_blob(digest)
 
-    def fetch_blob(self, digest: str, dest: Path) -> None:
-        src = self.layout.blob_path(digest)
-        if not src.is_file():
+    def fetch_blob(self, digest: str, size: int, dest: Path) -> None:
+        if not self.layout.has_blob(digest):
             msg = f"{self.name}: blob {digest} is missing"
             raise NotFoundError(msg)
-        shutil.copyfile(src, dest)
+        with dest.open("wb") as out:
+            for block in self.layout.blob_chunks(digest, size):
+                out.write(block)
         if not holds(dest, digest):
             dest.unlink(missing_ok=True)
             msg = f"{self.name}: blob {digest} does not hash to its name (damaged); copy the layout again"
@@ -151,14 +151,11 @@ class MirrorReport:
 
 
 def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists; one of another shape is damage, named."""
-    try:
-        out = [(str(d), int(size)) for d, size in manifest.blobs()]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        msg = f"{side.name}: {manifest.digest} is not an image manifest (no config and layers to copy)"
-        raise DamagedFileError(msg) from None
-    if not all(re.fullmatch(r"sha256:[0-9a-f]{64}", d) and size >= 0 for d, size in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest with a size"
+    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
+    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
+    out = manifest.blobs()
+    if not all(is_sha256(d) for d, _ in out):
+        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
         raise DamagedFileError(msg)
     return out
 
@@ -171,7 +168,7 @@ def _copy(source: Side, target: Side, manifest: Manifest, tag: str | None, spool
             continue
         tmp = spool / digest.replace(":", "-")
         try:
-            source.fetch_blob(digest, tmp)
+            source.fetch_blob(digest, size, tmp)
             target.put_blob(digest, tmp)
         finally:
             tmp.unlink(missing_ok=True)
