@@ -24,6 +24,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..guard.reading import loads
 from ..oci.registry import OCI_MANIFEST, Manifest
 from ..oci.store import canonical_json, sha256_digest
 from .attachment import BUNDLE_TYPE, BUNDLES, PREDICATES, Attachment
@@ -73,7 +74,7 @@ def envelope_of(bundle_payload: bytes) -> bytes | None:
     """The DSSE envelope a bundle holds, in the JSON form ``signing.py`` reads (None: not a
     bundle with an envelope)."""
     try:
-        doc = json.loads(bundle_payload)
+        doc = loads(bundle_payload)
         env = doc["dsseEnvelope"]
         sigs = [{"keyid": s.get("keyid", ""), "sig": s["sig"]} for s in env["signatures"]]
         out = {"payload": env["payload"], "payloadType": env["payloadType"], "signatures": sigs}

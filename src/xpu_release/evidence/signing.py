@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, VerifyFailed
+from ..guard.limits import MAX_KEY_BYTES
+from ..guard.reading import loads, read_file
 from ..oci.store import canonical_json
 from ..secrets import register
 
@@ -91,19 +92,9 @@ def _supported(key: Any, path: Path, what: str) -> None:
 
 
 def _key_bytes(file: Path, what: str) -> bytes:
-    """The bytes of a key file: a regular file only (a FIFO or a device would hang or never end)."""
-    import stat
-
-    try:
-        mode = file.stat().st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            msg = f"{file}: the {what} is {kind}; name a PEM file"
-            raise ConfigError(msg)
-        return file.read_bytes()
-    except OSError as exc:
-        msg = f"{file}: cannot read the {what} ({exc.strerror or type(exc).__name__})"
-        raise ConfigError(msg) from None
+    """The bytes of a key file: a regular file only (a FIFO or a device would hang or never end),
+    of a PEM key's size."""
+    return read_file(file, what=f"{file}: the {what}", limit=MAX_KEY_BYTES, error=ConfigError)
 
 
 def load_signer(path: str | None, password: str | None = None) -> Signer | None:
@@ -169,7 +160,7 @@ def envelope(statement: bytes, signer: Signer) -> bytes:
 
 def is_envelope(document: bytes) -> bool:
     try:
-        data = json.loads(document)
+        data = loads(document)
     except ValueError:
         return False
     return isinstance(data, dict) and "payloadType" in data and "signatures" in data
@@ -180,7 +171,7 @@ def statement_of(document: bytes) -> bytes | None:
     envelope without a readable payload."""
     if not is_envelope(document):
         return document
-    payload = json.loads(document).get("payload")
+    payload = loads(document).get("payload")
     if not isinstance(payload, str):
         return None
     try:
@@ -193,7 +184,7 @@ def signed_by(document: bytes, verifier: Verifier) -> bool:
     """``document`` is an envelope of an in-toto statement with a valid signature by the key."""
     if not is_envelope(document):
         return False
-    data = json.loads(document)
+    data = loads(document)
     if data.get("payloadType") != PAYLOAD_TYPE:
         return False
     try:
@@ -217,7 +208,7 @@ def open_envelope(
         raise VerifyFailed(msg)
     statement = statement_of(document)
     try:
-        data = json.loads(statement) if statement is not None else None
+        data = loads(statement) if statement is not None else None
     except ValueError:
         data = None
     if not isinstance(data, dict):

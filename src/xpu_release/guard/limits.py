@@ -37,6 +37,9 @@ MAX_YAML_BYTES = 256 << 10
 # The values of one YAML document (every scalar, mapping and list counts one).
 MAX_YAML_VALUES = 20_000
 
+# A signing or verifying key (PEM): an Ed25519 or P-256 key is a few hundred bytes.
+MAX_KEY_BYTES = 64 << 10
+
 # A docker config.json (credentials): a few kilobytes even with many registries.
 MAX_DOCKER_CONFIG_BYTES = 1 << 20
 

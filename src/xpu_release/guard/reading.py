@@ -18,7 +18,6 @@ caller knows which, this module does not.
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..errors import DamagedFileError
-from ..files import describe
+from ..files import describe, kind_of
 from . import limits
 
 Fail = Callable[[str], Exception]
@@ -44,27 +43,24 @@ class Refused(ValueError):
 # --- files ---------------------------------------------------------------------------------------
 
 
+_KINDS = {
+    "directory": "is a directory",
+    "special": "is a FIFO, socket or device",
+    "dangling-link": "is a symbolic link to nothing",
+    "link-loop": "is a symbolic link loop",
+    "unreadable": "cannot be examined (no permission on a folder above it?)",
+}
+
+
 def _what_is(path: Path) -> tuple[str, os.stat_result | None]:
     """``("file", st)`` for a regular file (links followed), else what is there, in words."""
+    kind = kind_of(path)
+    if kind != "file":
+        return _KINDS.get(kind, kind), None
     try:
-        st = path.stat()
+        return "file", path.stat()
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "is a symbolic link loop", None
-        if exc.errno == errno.ENAMETOOLONG:
-            return "is no file (the name is too long)", None
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            try:
-                path.lstat()
-            except OSError:
-                return "missing", None
-            return "is a symbolic link to nothing", None
         return f"cannot be read ({describe(exc)})", None
-    if stat.S_ISREG(st.st_mode):
-        return "file", st
-    if stat.S_ISDIR(st.st_mode):
-        return "is a directory", None
-    return "is a FIFO, socket or device", None
 
 
 def is_regular(path: Path) -> bool:
@@ -175,14 +171,16 @@ def _constant(text: str) -> Any:
 
 def parse_json(data: bytes | str, *, what: str, error: Fail = DamagedFileError) -> Any:
     """The JSON value of ``data``; ``error`` names ``what`` and the reason it is refused: not
-    JSON, nested deeper than ``MAX_DEPTH``, a number too long or not finite."""
+    JSON (JSON is UTF-8: RFC 8259), nested deeper than ``MAX_DEPTH``, a number too long or not
+    finite."""
     depth = depth_of(data)
     if depth > limits.MAX_DEPTH:
-        msg = f"{what}: nested {depth} levels deep; the limit is {limits.MAX_DEPTH}"
+        msg = f"{what} is nested {depth} levels deep; the limit is {limits.MAX_DEPTH}"
         raise error(msg)
     try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
         return json.loads(
-            data,
+            text,
             parse_int=lambda s: _number(s, "int"),
             parse_float=lambda s: _number(s, "float"),
             parse_constant=_constant,
@@ -191,14 +189,21 @@ def parse_json(data: bytes | str, *, what: str, error: Fail = DamagedFileError) 
         msg = f"{what}: {exc}"
         raise error(msg) from None
     except UnicodeDecodeError:
-        msg = f"{what}: not UTF-8 text"
+        msg = f"{what} is not UTF-8 text"
         raise error(msg) from None
     except json.JSONDecodeError as exc:
-        msg = f"{what}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        msg = f"{what} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         raise error(msg) from None
     except (ValueError, RecursionError) as exc:
-        msg = f"{what}: not JSON ({type(exc).__name__})"
+        msg = f"{what} is not JSON ({type(exc).__name__})"
         raise error(msg) from None
+
+
+def loads(data: bytes | str, what: str = "the document") -> Any:
+    """``json.loads`` for outside data, bounded as ``parse_json``: a refusal is a ``Refused``,
+    which is a ValueError, as json.loads' own errors are (the caller's ``except ValueError``
+    holds for both)."""
+    return parse_json(data, what=what, error=Refused)
 
 
 def read_json(path: Path, *, what: str, limit: int, error: Fail = DamagedFileError,

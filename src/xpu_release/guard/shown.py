@@ -34,6 +34,8 @@ def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
     return out if cut is raw else f"{out}... ({len(raw)} characters)"
 
 
-def is_plain(text: str) -> bool:
-    """``text`` holds nothing ``shown`` would escape."""
-    return all(unicodedata.category(ch) not in _HIDDEN for ch in text)
+def shown_lines(text: str) -> str:
+    """A message of ours, several lines, with whatever outside text it quotes escaped as ``shown``
+    does: its own line breaks stay, every other hidden character (an escape sequence, a carriage
+    return that would overwrite the line) is made visible. Nothing is cut."""
+    return "\n".join(shown(line, len(line)) for line in text.split("\n"))

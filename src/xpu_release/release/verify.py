@@ -22,7 +22,6 @@ Neither re-reads what the record says: both ask the endpoints.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -32,6 +31,8 @@ from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
+from ..guard.reading import loads
+from ..guard.shown import shown
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.blobcheck import Source, check_copies
@@ -148,9 +149,16 @@ def _signature(document: Attachment, manifest: Manifest, key: Verifier) -> list[
     kind, payload = document.kind, document.payload
     subject = manifest.subject
     if kind in BUNDLED:
-        hint = (_json(payload).get("verificationMaterial") or {}).get("publicKey", {}).get("hint")
+        material = _json(payload).get("verificationMaterial")
+        public = material.get("publicKey") if isinstance(material, dict) else None
+        hint = public.get("hint") if isinstance(public, dict) else None
         if hint != key_hint(key):
-            return [(kind, f"{manifest.digest}: the bundle names key hint {hint!r}, not this key's")]
+            return [
+                (
+                    kind,
+                    f"{manifest.digest}: the bundle names key hint {shown(repr(hint), 80)}, not this key's",
+                )
+            ]
         payload = envelope_of(payload) or b""
     try:
         statement = open_envelope(payload, key, manifest.digest, kind)
@@ -169,7 +177,7 @@ def _signature(document: Attachment, manifest: Manifest, key: Verifier) -> list[
 
 def _json(data: bytes) -> dict[str, Any]:
     try:
-        out = json.loads(data)
+        out = loads(data)
     except ValueError:
         return {}
     return out if isinstance(out, dict) else {}

@@ -16,6 +16,7 @@ from xpu_release.evidence.signing import ENVELOPE_TYPE, signed_by, statement_of
 from xpu_release.evidence.vex import Purl, read_vex
 from xpu_release.evidence.vexdoc import ReleaseVex, release_vex, vex_statement
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest
+from xpu_release.release.record import RecordedFinding
 
 from .test_sign_only_ours import key
 from .test_vulnerabilities import SBOM, TODAY, advisories, spec, vex_file
@@ -53,13 +54,14 @@ def test_it_states_the_exceptions_that_applied_and_nothing_unreviewed(tmp_path: 
 
 
 def test_what_the_previous_release_had_and_this_one_does_not_is_stated_fixed(tmp_path: Path) -> None:
-    previous = [
+    previous = [RecordedFinding.from_json(f) for f in [
         {"id": "CVE-2026-0099", "aliases": ["TEST-OLD-1"], "package": "oldpkg",
-         "purls": ["pkg:pypi/oldpkg@0.9"]},
-        {"id": "CVE-2026-0002", "package": "openssl"},  # still there: not fixed
-        {"id": "TEST-GHSA-1", "package": "demo"},  # an alias of a finding still there: not fixed
-        {"id": "CVE-2026-0100", "package": "gone"},  # a record written before findings had purls
-    ]  # fmt: skip
+         "purls": ["pkg:pypi/oldpkg@0.9"], "installed": "0.9", "severity": "high"},
+        {"id": "CVE-2026-0002", "package": "openssl", "installed": "3", "severity": "high"},  # still there
+        {"id": "TEST-GHSA-1", "package": "demo", "installed": "1", "severity": "low"},  # an alias still there
+        # a record written before findings had purls
+        {"id": "CVE-2026-0100", "package": "gone", "installed": "1", "severity": "low"},
+    ]]  # fmt: skip
 
     vex = release_vex(gated(tmp_path), previous)
 
