@@ -130,8 +130,8 @@ def list_referrers(client: RegistryClient, repo: str, subject: str) -> Referrers
     what = f"{client.endpoint.name}: the referrers of {repo}@{subject}"
     if resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(OCI_INDEX):
         data = parse_json(resp.content, what=what, error=WireError)
-        index = parse_index(data, what=what, bound=limits.MAX_REFERRERS + 1, error=WireError)
-        return Referrers(descriptors=_listed(index, what), via="api")
+        index = parse_index(data, what=what, bound=limits.MAX_REFERRERS, error=WireError)
+        return Referrers(descriptors=index.manifests, via="api")
     found = client.get_manifest(repo, referrers_tag(subject))
     if found is None:
         return Referrers(descriptors=(), via="none")

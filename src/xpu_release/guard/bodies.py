@@ -87,7 +87,10 @@ def chunks(resp: Any, *, what: str, limit: int, exact: bool = False, pace: Pace 
     at most ``limit`` bytes (``exact``: exactly ``limit``, a blob of a known size), at ``pace``.
     The answer is closed when the iterator ends or is closed."""
     pace = pace or DEFAULT_PACE
-    declared = declared_length(resp, what)
+    # A body sent compressed (Content-Encoding) declares its compressed length: what arrives,
+    # inflated, is bounded below instead.
+    encoded = resp.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity")
+    declared = None if encoded else declared_length(resp, what)
     if declared is not None and (declared > limit or (exact and declared != limit)):
         bound = f"the {limit} bytes expected" if exact else f"the limit of {limit} bytes"
         msg = f"{what}: the answer declares {declared} bytes, not within {bound}; not read"

@@ -37,6 +37,13 @@ MAX_YAML_BYTES = 256 << 10
 # The values of one YAML document (every scalar, mapping and list counts one).
 MAX_YAML_VALUES = 20_000
 
+# A committed lock file: a few hundred pinned wheels with their hashes are tens of kilobytes.
+MAX_LOCK_BYTES = 16 << 20
+
+# A wheel or an artifact a build fetches: the largest (a PyTorch wheel for XPU) is about a
+# gigabyte; 64 GiB stops a server that sends without end before it fills the cache's disk.
+MAX_ARTIFACT_BYTES = 64 << 30
+
 # A signing or verifying key (PEM): an Ed25519 or P-256 key is a few hundred bytes.
 MAX_KEY_BYTES = 64 << 10
 

@@ -268,6 +268,7 @@ class RegistryClient:
             "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True
         )
         if resp.status_code == 404:
+            resp.close()
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
             raise WireError(msg)
         return resp

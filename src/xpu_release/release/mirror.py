@@ -192,14 +192,18 @@ def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = la
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
                "mirror into another repository, or remove that tag first")  # fmt: skip
         raise TagConflict(msg)
+    # Everything the copy is made of is read (and checked) before the first write: a damaged
+    # source leaves the target as it was.
+    referrers = source.referrers(image.digest)
+    att = source.get_manifest(att_tag(image.digest))
+    for m in [image, *referrers, *([att] if att else [])]:
+        _blobs(source, m)
     spool.mkdir(parents=True, exist_ok=True)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     _copy(source, target, image, None, spool, report, on_line)
-    referrers = source.referrers(image.digest)
     for m in referrers:
         _copy(source, target, m, None, spool, report, on_line)
     report.referrers = [m.digest for m in referrers]
-    att = source.get_manifest(att_tag(image.digest))
     if att is not None:
         _copy(source, target, att, att_tag(image.digest), spool, report, on_line)
         report.att = True

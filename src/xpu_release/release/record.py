@@ -284,10 +284,7 @@ def read(path: Path) -> ReleaseRecord:
         why = f"{what} {said}"
     except Refused as exc:
         why = str(exc)
-    msg = (
-        f"{path}: {why}; publish again to rewrite it (the registries are the truth: `xpu-release "
-        "status REF` reads them), or pass --record with an intact copy"
-    )
+    msg = f"{path}: {why}; publish again to rewrite it, or pass --record with an intact copy"
     raise DamagedFileError(msg)
 
 
@@ -300,12 +297,14 @@ def _shape_problem(data: Any) -> str | None:
     if not errors:
         return None
     first = errors[0]
+    if first.context:  # one of several shapes (``scan``: none, or the gate's): the deepest field
+        first = max(first.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
     where = ".".join(str(p) for p in first.absolute_path)
     if first.validator == "required" and isinstance(first.instance, dict):
         missing = [repr(k) for k in first.validator_value if k not in first.instance]
         return f"{where + ': ' if where else ''}has no {', '.join(missing)}"
-    shown = first.message if len(first.message) <= 160 else first.message[:157] + "..."
-    return f"{where or 'the document'}: {shown}"
+    said = first.message if len(first.message) <= 160 else first.message[:157] + "..."
+    return f"{where or 'the document'}: {said}"
 
 
 def _defer_iri_grammars() -> None:
