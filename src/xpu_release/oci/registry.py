@@ -242,9 +242,8 @@ class RegistryClient:
 
     def blob_bytes(self, repo: str, digest: str, limit: int = limits.MAX_CONFIG_BYTES) -> bytes:
         """A small blob (a config, a document) in memory, at most ``limit`` bytes, digest checked."""
-        resp = self.t.request(
-            "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", limit=limit
-        )
+        path = f"/v2/{repo}/blobs/{digest}"
+        resp = self.t.request("GET", path, scope=f"repository:{repo}:pull", limit=limit)
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
             raise WireError(msg)
