@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from ..fake_registry import State, fake_registry
 from ..guard.strategies import OCI_MANIFEST, Raw, digest_of, dumps
@@ -399,25 +400,33 @@ def test_hostile_advisories_are_counted_or_named_never_a_crash(
     without_an_engine(monkeypatch)
     advisories = make(tmp_path / "osv")
 
-    result = invoke(repo, ["scan", REF, "--advisories", str(advisories)],
-                    env={"XPU_RELEASE_CACHE": str(tmp_path / "cache")})  # fmt: skip
+    result = scan(repo, advisories)
 
     a_users_error(result, code)
     assert said in result.output
 
 
-def test_an_advisory_id_cannot_forge_a_line_or_an_escape(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    without_an_engine(monkeypatch)
-    folder = tmp_path / "osv"
-    folder.mkdir()
-    forged = "TEST-1\nerror: nothing found, passed\x1b[2J\r\u202e"
-    (folder / "forged.json").write_text(json.dumps(advisory(id=forged)))
-    cache = {"XPU_RELEASE_CACHE": str(tmp_path / "c")}
+def scan(repo: Path, advisories: Path, *options: str) -> Result:
+    """``scan REF --advisories PATH``, its cache beside the advisories (the engine stands in)."""
+    cache = {"XPU_RELEASE_CACHE": str(advisories.parent / "cache")}
+    argv = ["scan", REF, "--advisories", str(advisories), *options]
+    return invoke(repo, argv, env=cache, unstick=release_fifos(advisories.parent))
 
-    result = invoke(repo, ["scan", REF, "--advisories", str(folder)], env=cache)
-    as_json = invoke(repo, ["scan", REF, "--advisories", str(folder), "--json"], env=cache)
+
+@pytest.fixture
+def osv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder of advisories, and ``scan`` without an engine."""
+    without_an_engine(monkeypatch)
+    (tmp_path / "osv").mkdir()
+    return tmp_path / "osv"
+
+
+def test_an_advisory_id_cannot_forge_a_line_or_an_escape(repo: Path, osv: Path) -> None:
+    forged = "TEST-1\nerror: nothing found, passed\x1b[2J\r\u202e"
+    (osv / "forged.json").write_text(json.dumps(advisory(id=forged)))
+
+    result = scan(repo, osv)
+    as_json = scan(repo, osv, "--json")
 
     a_users_error(result, 14)
     assert not {"\x1b", "\r", "\u202e"} & set(result.output)
@@ -427,20 +436,13 @@ def test_an_advisory_id_cannot_forge_a_line_or_an_escape(
     assert [f["id"] for f in json.loads(as_json.stdout)["findings"]] == [shown]
 
 
-def test_fifos_and_link_loops_among_advisories_are_counted_never_opened(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    without_an_engine(monkeypatch)
-    folder = tmp_path / "osv"
-    folder.mkdir()
-    os.mkfifo(folder / "waiting.json")
-    (folder / "loop.json").symlink_to("loop.json")
-    (folder / "gone.json").symlink_to(folder / "nothing.json")
-    (folder / "real.json").write_text(json.dumps(advisory()))
+def test_fifos_and_link_loops_among_advisories_are_counted_never_opened(repo: Path, osv: Path) -> None:
+    os.mkfifo(osv / "waiting.json")
+    (osv / "loop.json").symlink_to("loop.json")
+    (osv / "gone.json").symlink_to(osv / "nothing.json")
+    (osv / "real.json").write_text(json.dumps(advisory()))
 
-    cache = {"XPU_RELEASE_CACHE": str(tmp_path / "c")}
-    result = invoke(repo, ["scan", REF, "--advisories", str(folder), "--json"], env=cache,
-                    unstick=release_fifos(folder))  # fmt: skip
+    result = scan(repo, osv, "--json")
 
     a_users_error(result, 14)
     counts = json.loads(result.stdout)["records"]
