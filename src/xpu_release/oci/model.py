@@ -54,6 +54,15 @@ def is_sha256(digest: str) -> bool:
     return bool(_SHA256.fullmatch(digest))
 
 
+def is_digest(text: str) -> bool:
+    """``text`` has the shape of a digest (image-spec: ``algorithm:encoded``; sha256 exactly)."""
+    return (
+        bool(_DIGEST.fullmatch(text))
+        and len(text) <= 200
+        and (not text.startswith("sha256:") or is_sha256(text))
+    )
+
+
 def is_media_type(text: str) -> bool:
     """``text`` has the shape of a media type (RFC 6838: ``type/subtype``)."""
     return bool(_MEDIA_TYPE.fullmatch(text))
@@ -137,8 +146,8 @@ def _str(data: Mapping[str, Any], key: str, where: str, *, required: bool = Fals
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        msg = f"{where}{key}"
-        raise _Bad(msg, "missing" if value is None else f"not a string ({type(value).__name__})")
+        field = f"{where}{key}"
+        raise _Bad(field, "missing" if value is None else f"not a string ({type(value).__name__})")
     return value
 
 
@@ -147,12 +156,12 @@ def _annotations(data: Mapping[str, Any], where: str) -> Mapping[str, str]:
     if value is None:
         return _EMPTY
     if not isinstance(value, dict):
-        msg = f"{where}annotations"
-        raise _Bad(msg, f"not a map of strings ({type(value).__name__})")
+        field = f"{where}annotations"
+        raise _Bad(field, f"not a map of strings ({type(value).__name__})")
     for k, v in value.items():
         if not isinstance(v, str):
-            msg = f"{where}annotations.{shown(k, 80)}"
-            raise _Bad(msg, f"not a string ({type(v).__name__})")
+            field = f"{where}annotations.{shown(k, 80)}"
+            raise _Bad(field, f"not a string ({type(v).__name__})")
     return MappingProxyType(dict(value))
 
 
@@ -162,24 +171,22 @@ def descriptor(data: Any, where: str = "") -> Descriptor:
         raise _Bad(where.rstrip("."), f"not a descriptor ({type(data).__name__})")
     media = _str(data, "mediaType", where, required=True)
     if not _MEDIA_TYPE.fullmatch(media):
-        msg = f"{where}mediaType"
-        raise _Bad(msg, "not a media type")
+        field = f"{where}mediaType"
+        raise _Bad(field, "not a media type")
     digest = _str(data, "digest", where, required=True)
-    if not _DIGEST.fullmatch(digest) or len(digest) > 200:
-        msg = f"{where}digest"
-        raise _Bad(msg, "not a digest (algorithm:hex)")
-    if digest.startswith("sha256:") and not is_sha256(digest):
-        msg = f"{where}digest"
-        raise _Bad(msg, "not a sha256 digest (64 lower-case hex characters)")
+    if not is_digest(digest):
+        field = f"{where}digest"
+        sha = digest.startswith("sha256:")
+        raise _Bad(field, "not a sha256 digest (64 lower-case hex characters)" if sha else "not a digest")
     size = data.get("size")
     if not is_int(size):
-        msg = f"{where}size"
-        raise _Bad(msg, f"not a size (an integer from 0 to 2^63-1; it is {type(size).__name__})")
+        field = f"{where}size"
+        raise _Bad(field, f"not a size (an integer from 0 to 2^63-1; it is {type(size).__name__})")
     platform = data.get("platform")
     if platform is not None:
         if not isinstance(platform, dict):
-            msg = f"{where}platform"
-            raise _Bad(msg, f"not an object ({type(platform).__name__})")
+            field = f"{where}platform"
+            raise _Bad(field, f"not an object ({type(platform).__name__})")
         p = f"{where}platform."
         platform = Platform(architecture=_str(platform, "architecture", p), os=_str(platform, "os", p),
                             variant=_str(platform, "variant", p))  # fmt: skip
@@ -205,12 +212,12 @@ def _subject(data: Mapping[str, Any]) -> Descriptor | None:
 
 def _document(data: Any, *, index: bool | None, bound: int) -> ImageManifest | ImageIndex:
     if not isinstance(data, dict):
-        msg = ""
-        raise _Bad(msg, f"not a JSON object ({type(data).__name__})")
+        whole = ""  # the document itself, no field of it
+        raise _Bad(whole, f"not a JSON object ({type(data).__name__})")
     version = data.get("schemaVersion")
     if version is not None and not is_int(version, low=2, high=2):
-        msg = "schemaVersion"
-        raise _Bad(msg, f"{str(version)[:20]} is not 2 (only schema 2 documents are read)")
+        field = "schemaVersion"
+        raise _Bad(field, f"{shown(version, 20)} is not 2 (only schema 2 documents are read)")
     media = _str(data, "mediaType", "")
     subject, artifact, notes = _subject(data), _str(data, "artifactType", ""), _annotations(data, "")
     if ("manifests" in data or media in INDEX_TYPES) if index is None else index:

@@ -22,6 +22,7 @@ from ..errors import RegistryAuthError, WireError
 from ..guard import limits
 from ..guard.bodies import chunks, declared_length
 from ..guard.reading import Fail, parse_json, str_list
+from ..guard.shown import shown
 from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
@@ -33,6 +34,7 @@ from .model import (
     Descriptor,
     ImageIndex,
     ImageManifest,
+    is_digest,
     is_media_type,
     parse,
 )
@@ -135,7 +137,7 @@ class RegistryClient:
         if resp.status_code == 404:
             return None
         digest = resp.headers.get("Docker-Content-Digest")
-        if digest:
+        if digest and is_digest(digest):  # a header that is no digest is not believed: the GET says
             return digest
         manifest = self.get_manifest(repo, reference)
         return manifest.digest if manifest else None
@@ -332,7 +334,7 @@ def _tags_of(body: bytes, what: str, before: int) -> list[str]:
     if before + len(tags) > limits.MAX_TAGS:
         msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
         raise WireError(msg)
-    return tags
+    return [shown(t, 128) for t in tags]  # a tag is shown to people: one of no tag's shape, escaped
 
 
 def _missing_references(client: RegistryClient, repo: str, manifest: Manifest) -> list[str]:
