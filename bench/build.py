@@ -92,7 +92,7 @@ def public_layers(root: Path, regs: Path, tag: str) -> dict[str, int]:
         ep.repository("training-cpu-pytorch"), tag
     )
     assert manifest is not None
-    return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
+    return {layer.digest: layer.size for layer in manifest.layers}
 
 
 def wasted_bytes(ref: str) -> tuple[int, int]:

@@ -102,16 +102,20 @@ class WireError(ReleaseError):
     which HTTP ``status`` (if any) and whether trying again later may help (``temporary``: a
     connection that failed, 429, 5xx); a definitive answer (4xx, a wrong digest) is not. The
     transport raises it; each caller decides what it means to the user (publish and verify: 7;
-    the base image's registry in ``lock``: 10; ``status`` and the preflight: a row or check)."""
+    the base image's registry in ``lock``: 10; ``status`` and the preflight: a row or check).
+    ``unanswered``: no answer came at all (no connection, after the retries), as opposed to an
+    answer that was wrong or too slow; ``mirror`` says exit 10 for it."""
 
     exit_code = 7
 
     def __init__(
-        self, message: str, *, status: int | None = None, temporary: bool = False, details: str = ""
-    ) -> None:
+        self, message: str, *, status: int | None = None, temporary: bool = False, details: str = "",
+        unanswered: bool = False,
+    ) -> None:  # fmt: skip
         super().__init__(message, details=details)
         self.status = status
         self.temporary = temporary
+        self.unanswered = unanswered
 
 
 class RegistryAuthError(WireError):

@@ -1,6 +1,8 @@
-"""Reading the files a user or the repository names, with every way a path can be wrong told in
-words: missing, a directory, a FIFO or device (reading one would hang), a dangling or looping
-symbolic link, unreadable, a name too long. A leaf module: it imports nothing of ours."""
+"""What is at a path a user or the repository names, told in words without opening it: missing,
+a directory, a FIFO or device (reading one would hang), a dangling or looping symbolic link,
+unreadable, a name too long; an OSError's reason; a file's hash; a cache entry's use. Reading
+the bytes of outside files is the guarded layer's (``guard.reading``). A leaf module: it imports
+nothing of ours."""
 
 from __future__ import annotations
 
@@ -13,16 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 Kind = Literal["missing", "file", "directory", "special", "dangling-link", "link-loop", "unreadable"]
-
-
-class FileProblem(Exception):
-    """Why ``path`` cannot be read as a file; ``missing`` when nothing is there at all."""
-
-    def __init__(self, path: Path, why: str, *, missing: bool = False) -> None:
-        super().__init__(f"{path}: {why}")
-        self.path = path
-        self.why = why
-        self.missing = missing
 
 
 def kind_of(path: Path) -> Kind:
@@ -46,31 +38,6 @@ def kind_of(path: Path) -> Kind:
     if stat.S_ISDIR(mode):
         return "directory"
     return "special"
-
-
-_WHY: dict[Kind, str] = {
-    "directory": "is a directory",
-    "special": "is a FIFO, socket or device",
-    "dangling-link": "is a symbolic link to nothing",
-    "link-loop": "is a symbolic link loop",
-}
-
-
-def read_regular(path: Path, *, limit: int | None = None, what: str = "file") -> bytes:
-    """The bytes of the regular file at ``path`` (at most ``limit``), or a ``FileProblem``."""
-    kind = kind_of(path)
-    if kind == "missing":
-        raise FileProblem(path, f"no such {what}", missing=True)
-    if kind in _WHY:
-        raise FileProblem(path, f"{_WHY[kind]}, not a {what} (a regular file)")
-    try:
-        size = path.stat().st_size
-        if limit is not None and size > limit:
-            raise FileProblem(path, f"the {what} is {size} bytes; the limit is {limit}")
-        with path.open("rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise FileProblem(path, f"cannot read the {what} ({describe(exc)})") from None
 
 
 def describe(exc: OSError) -> str:

@@ -203,8 +203,8 @@ def test_zstd_layers_only_when_the_pullers_read_them_and_a_fresh_runner_checks_t
     client, repo = endpoint_client(tested, regs)
     manifest = client.get_manifest(repo, "1.0")
     assert manifest is not None
-    layers = manifest.data["layers"]
-    assert {layer["mediaType"] for layer in layers} == {"application/vnd.oci.image.layer.v1.tar+zstd"}
+    layers = manifest.layers
+    assert {layer.media_type for layer in layers} == {"application/vnd.oci.image.layer.v1.tar+zstd"}
     # An outside reader unpacks them: skopeo recompresses every layer as gzip on the way out, and
     # each gzip layer unpacks to the tested image's own layer.
     out = tmp_path / "layout"
@@ -600,7 +600,7 @@ def test_a_manifest_with_the_tested_config_but_another_layer_is_refused(
     evil_path = tmp_path / "evil.tar.gz"
     evil_path.write_bytes(evil)
     dst.upload_blob(dst_repo, sha256_digest(evil), evil_path)
-    data = genuine.data
+    data = json.loads(genuine.body)
     data["layers"][-1] = {**data["layers"][-1], "digest": sha256_digest(evil), "size": len(evil)}
     body = json.dumps(data).encode()
     dst.put_manifest(

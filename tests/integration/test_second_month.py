@@ -122,7 +122,7 @@ def _layers(cli: Cli, regs: Path, image: str, tag: str) -> dict[str, int]:
     client, repo = endpoint_client(cli, regs, image=image)
     manifest = client.get_manifest(repo, tag)
     assert manifest is not None, f"{repo} is not served at {tag}"
-    return {layer["digest"]: int(layer["size"]) for layer in manifest.data["layers"]}
+    return {layer.digest: layer.size for layer in manifest.layers}
 
 
 def test_a_new_sdk_reaches_what_builds_on_it_parents_first(month: Month) -> None:

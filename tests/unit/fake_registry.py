@@ -1,6 +1,10 @@
 """An in-process fake of the OCI distribution API, for testing the registry client without
 Docker: manifests, blobs, chunked and monolithic uploads, tag lists with ``Link`` paging, the
-bearer-token flow, and faults on demand (an expiring token, a dropped upload, a 503)."""
+bearer-token flow, and faults on demand: an expiring token, a dropped upload, a 503, and the
+registry that attacks its client: one that lies about digests (``wrong_digest_header``, or other
+bytes stored under a digest), truncates (``cut_blob_gets``), trickles (``trickle``: a byte at a
+time), floods (``flood``: a body that never ends, or declares a terabyte), or answers the
+referrers API with whatever ``referrers_body`` holds."""
 
 from __future__ import annotations
 
@@ -30,6 +34,11 @@ class Faults:
     # writer is rewriting: 400 DIGEST_INVALID + MANIFEST_BLOB_UNKNOWN
     blob_unknown_on_put: int = 0
     cut_blob_gets: int = 0  # send half of this many blob GETs' bodies, then close the connection
+    trickle: float = 0.0  # seconds between the bytes of every blob and manifest body (0: at once)
+    flood: str = ""  # "blobs" or "manifests": their GETs answer with a body that never ends
+    flood_declares: int | None = None  # the Content-Length a flood declares (None: none, it just goes on)
+    referrers_body: bytes | None = None  # the referrers API's answer, as it is (with the API on)
+    manifest_type: str | None = None  # the Content-Type every manifest is served with ("": none)
 
 
 @dataclass
@@ -53,10 +62,20 @@ class State:
     per_repository: bool = False
     repo_blobs: dict[str, set[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: threading.Event = field(default_factory=threading.Event)  # set when the fake shuts down
 
 
 def digest_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _subject_of(body: bytes) -> str | None:
+    """The digest a manifest's ``subject`` names (None: none, or no manifest a registry reads)."""
+    try:
+        subject = json.loads(body).get("subject")
+        return str(subject["digest"]) if isinstance(subject, dict) else None
+    except (ValueError, AttributeError, KeyError, RecursionError):
+        return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -71,14 +90,48 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def _send(self, code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, body: bytes = b"", headers: dict[str, str] | None = None, *, content: bool = False
+    ) -> None:
+        """An answer; ``content``: the body is a manifest's or a blob's (a trickle slows those)."""
         self.send_response(code)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
+            self._write(body, self.state.faults.trickle if content else 0.0)
+
+    def _write(self, body: bytes, pause: float) -> None:
+        """The body, at once, or a byte every ``pause`` seconds (a registry that trickles)."""
+        if not pause:
             self.wfile.write(body)
+            return
+        for i in range(len(body)):
+            if self.state.stopped.wait(pause):  # the fake is shutting down: stop trickling
+                return
+            try:
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+            except OSError:
+                return  # the client gave up: as it should
+
+    def _flood(self, headers: dict[str, str]) -> None:
+        """A 200 whose body never ends (or declares a terabyte): zeros until the client leaves."""
+        self.send_response(200)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        declared = self.state.faults.flood_declares
+        if declared is not None:
+            self.send_header("Content-Length", str(declared))
+        self.end_headers()
+        self.close_connection = True
+        block = bytes(1 << 16)
+        while not self.state.stopped.is_set():
+            try:
+                self.wfile.write(block)
+            except OSError:
+                return
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -173,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
             self.state.manifests[(repo, ref)] = (media, body)
             self.state.manifests[(repo, digest)] = (media, body)
             headers = {"Docker-Content-Digest": digest}
-            subject = (json.loads(body).get("subject") or {}).get("digest")
+            subject = _subject_of(body)
             if subject and self.state.referrers_api:
                 headers["OCI-Subject"] = subject
             self._send(201, headers=headers)
@@ -183,18 +236,24 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404)
             return
         media, body = found
-        claimed = "sha256:" + "0" * 64 if self.state.faults.wrong_digest_header else digest_of(body)
-        self._send(200, body, {"Content-Type": media, "Docker-Content-Digest": claimed})
+        faults = self.state.faults
+        media = media if faults.manifest_type is None else faults.manifest_type
+        headers = {"Content-Type": media} if media else {}
+        if self.command == "GET" and faults.flood == "manifests":
+            self._flood(headers)
+            return
+        claimed = "sha256:" + "0" * 64 if faults.wrong_digest_header else digest_of(body)
+        self._send(200, body, {**headers, "Docker-Content-Digest": claimed}, content=True)
 
     def _referrers(self, repo: str, digest: str) -> None:
+        if self.state.faults.referrers_body is not None:
+            self._send(200, self.state.faults.referrers_body,
+                       {"Content-Type": "application/vnd.oci.image.index.v1+json"})  # fmt: skip
+            return
         found = {}
         for (r, ref), (media, body) in self.state.manifests.items():
-            data = json.loads(body)
-            if (
-                r == repo
-                and ref.startswith("sha256:")
-                and (data.get("subject") or {}).get("digest") == digest
-            ):
+            if r == repo and ref.startswith("sha256:") and _subject_of(body) == digest:
+                data = json.loads(body)
                 found[ref] = {"mediaType": media, "digest": ref, "size": len(body),
                               "artifactType": data.get("artifactType", ""),
                               "annotations": data.get("annotations", {})}  # fmt: skip
@@ -210,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
             data = None
         if data is None:
             self._send(404)
+        elif self.command == "GET" and self.state.faults.flood == "blobs":
+            self._flood({"Docker-Content-Digest": digest})
         elif self.command == "GET" and self.state.faults.cut_blob_gets > 0:
             self.state.faults.cut_blob_gets -= 1
             self.send_response(200)
@@ -218,7 +279,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             self.close_connection = True
         else:
-            self._send(200, data, {"Docker-Content-Digest": digest})
+            self._send(200, data, {"Docker-Content-Digest": digest}, content=True)
 
     def _upload(self, repo: str, session: str, query: dict[str, list[str]]) -> None:
         if self.command == "POST":
@@ -284,10 +345,12 @@ def fake_registry(state: State | None = None) -> Iterator[tuple[str, State]]:
     """``host:port`` of a running fake, and its state to arrange and inspect."""
     st = state or State()
     server = _Server(st)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled often, so that a test's registry stops at once when the test ends.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}", st
     finally:
+        st.stopped.set()  # a trickle or a flood still running ends now
         server.shutdown()
         server.server_close()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import stat
 from pathlib import Path
 
 import pytest
 import requests
 
+from xpu_release.errors import RegistryAuthError
 from xpu_release.image.lock import Lock, layers_from_report
 from xpu_release.manifest import Repo
 from xpu_release.oci.credentials import CredentialStore
@@ -126,6 +128,30 @@ def test_credentials_come_from_the_docker_config(tmp_path: Path, monkeypatch: py
     assert store.for_host("elsewhere:5000") is None
 
 
+@pytest.mark.parametrize(
+    "content", ["[" * 5000 + "]" * 5000, "[]", '{"auths": "x"}', '{"auths": {"127.0.0.1:15001": []}}', "fifo"]
+)
+def test_a_docker_config_of_another_shape_holds_no_credentials(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "config.json"
+    if content == "fifo":
+        os.mkfifo(path)  # never opened: reading it would wait for a writer
+    else:
+        path.write_text(content)
+
+    store = CredentialStore.from_settings(Settings.from_env({"DOCKER_CONFIG": str(tmp_path)}))
+
+    assert store.for_host("127.0.0.1:15001") is None
+
+
+def test_an_auth_that_is_not_base64_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {"h:1": {"auth": "not base64!secret"}}}))
+    store = CredentialStore.from_settings(Settings.from_env({"DOCKER_CONFIG": str(tmp_path)}))
+
+    with pytest.raises(RegistryAuthError, match="the docker config's auth for h:1 is not base64") as refused:
+        store.for_host("h:1")
+    assert "secret" not in refused.value.message
+
+
 def test_credentials_come_from_a_credential_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     helper = tmp_path / "docker-credential-fake"
     helper.write_text(
@@ -236,6 +262,7 @@ def test_a_release_record_round_trips_through_json() -> None:
         ("a: &a [*a]\n", "anchors and aliases are not supported"),
         ("a: !!python/name:os.system x\n", "is not allowed"),
         ("a: 1\na: 2\n", "duplicate key"),
+        ("a: " + "[" * 600 + "]" * 600 + "\n", "nested deeper than 64 levels"),  # under libyaml's 1,000
     ],
 )
 def test_both_yaml_composers_refuse_the_same_things(

@@ -15,6 +15,7 @@ from typing import IO, Any
 import click
 
 from ..errors import OutputError, ReleaseError
+from ..guard.shown import shown_lines
 from ..settings import COLOUR_ENV
 
 
@@ -146,6 +147,6 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
 def _say_error(exc: ReleaseError) -> None:
     # stderr itself may not be writable: the exit code is then all that is left.
     with contextlib.suppress(OSError):
-        click.echo(f"{error_prefix()} {_bounded(exc.render())}", err=True)
+        click.echo(f"{error_prefix()} {_bounded(shown_lines(exc.render()))}", err=True)
         if verbosity().verbose and exc.details:
             click.echo(exc.details, err=True)

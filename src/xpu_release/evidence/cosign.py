@@ -24,6 +24,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..guard.reading import loads
 from ..oci.registry import OCI_MANIFEST, Manifest
 from ..oci.store import canonical_json, sha256_digest
 from .attachment import BUNDLE_TYPE, BUNDLES, PREDICATES, Attachment
@@ -73,7 +74,7 @@ def envelope_of(bundle_payload: bytes) -> bytes | None:
     """The DSSE envelope a bundle holds, in the JSON form ``signing.py`` reads (None: not a
     bundle with an envelope)."""
     try:
-        doc = json.loads(bundle_payload)
+        doc = loads(bundle_payload)
         env = doc["dsseEnvelope"]
         sigs = [{"keyid": s.get("keyid", ""), "sig": s["sig"]} for s in env["signatures"]]
         out = {"payload": env["payload"], "payloadType": env["payloadType"], "signatures": sigs}
@@ -98,14 +99,10 @@ def att_manifest(signed: tuple[Attachment, ...], found: Manifest | None) -> tupl
     ours = {a.digest for a in signed}
     types = {PREDICATES[a.kind] for a in signed}
     kept: list[dict[str, Any]] = []
-    for layer in (found.data.get("layers") or []) if found is not None else []:
-        notes = layer.get("annotations") if isinstance(layer, dict) else None
-        if (
-            isinstance(notes, dict)
-            and layer.get("digest") not in ours
-            and notes.get(PREDICATE_TYPE_ANNOTATION) not in types
-        ):
-            kept.append(layer)
+    for layer in found.layers if found is not None else ():
+        predicate = layer.annotation(PREDICATE_TYPE_ANNOTATION)
+        if layer.annotations and layer.digest not in ours and predicate not in types:
+            kept.append(layer.to_json())
     layers = [*kept, *(_layer(a) for a in signed)]
     # The config go-containerregistry computes for an image of these layers (an empty image,
     # appended to): each layer uncompressed as it is, so its diff id is its digest.

@@ -6,6 +6,13 @@ file in the cache, keyed by the archive's sha256, so a scan reads only the recor
 packages an image holds (bounded memory, a few milliseconds per package); loose JSON files are
 read as they are. Records are checked for their schema version (1.x; a record without one is
 1.0, as the schema says); withdrawn records are skipped; both are counted, never silent.
+
+Everything is read through the guarded layer: an archive's members bounded in number, size and
+inflation (``guard.archives``: a damaged or hostile archive is exit 12, named), each record in
+size and nesting (``guard.reading``: one that is too large, too deep or no JSON is counted
+unreadable). In a folder, a FIFO, socket, device, dangling link or link loop named like an
+advisory is never opened: it is counted as skipped. An id, alias or summary is made safe to show
+(``guard.shown``) as it is read: a newline or an escape sequence in it cannot forge a log line.
 """
 
 from __future__ import annotations
@@ -14,15 +21,18 @@ import json
 import re
 import sqlite3
 import tempfile
-import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DamagedFileError
 from ..files import sha256_file
+from ..guard import archives
+from ..guard.limits import MAX_ADVISORY_BYTES
+from ..guard.reading import Refused, is_regular, parse_json, read_file
+from ..guard.shown import shown
 
 INDEX_VERSION = 1  # of the cached index's layout
 
@@ -59,7 +69,8 @@ class Counts:
     records: int = 0
     withdrawn: int = 0
     other_schema: int = 0  # a schema version this reader does not know (not 1.x)
-    unreadable: int = 0  # not JSON, or not an OSV record
+    unreadable: int = 0  # not JSON, or not an OSV record, or past a bound (too large, too deep)
+    skipped: int = 0  # named like an advisory, but no regular file (a FIFO, a dangling link, a loop)
 
 
 def _usable(data: Any, counts: Counts) -> bool:
@@ -88,7 +99,20 @@ def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
     return out
 
 
+def _safe(data: dict[str, Any]) -> dict[str, Any]:
+    """The record with the text a person is shown (its id, aliases, summary, details) made safe
+    to show (``guard.shown``); everything else as it was."""
+    out = {**data, "id": shown(data["id"], 100)}
+    if isinstance(data.get("aliases"), list):
+        out["aliases"] = [shown(a, 100) if isinstance(a, str) else a for a in data["aliases"]]
+    for key in ("summary", "details"):
+        if isinstance(data.get(key), str):
+            out[key] = shown(data[key], 200)
+    return out
+
+
 def _advisory(data: dict[str, Any]) -> Advisory:
+    data = _safe(data)
     return Advisory(
         id=data["id"],
         aliases=tuple(sorted(a for a in as_list(data.get("aliases")) if isinstance(a, str))),
@@ -97,11 +121,13 @@ def _advisory(data: dict[str, Any]) -> Advisory:
     )
 
 
-def _records_of_zip(path: Path) -> Iterator[bytes]:
-    with zipfile.ZipFile(path) as z:
-        for info in z.infolist():
-            if info.filename.endswith(".json") and not info.is_dir():
-                yield z.read(info)
+def _record(raw: bytes, what: str) -> Any:
+    """A record's JSON value; ``Refused`` when it is no JSON or past a bound."""
+    return parse_json(raw, what=what, error=Refused)
+
+
+def _is_advisory_file(name: str) -> bool:
+    return name.endswith(".json")
 
 
 class Advisories:
@@ -118,15 +144,19 @@ class Advisories:
     def _add(self, path: Path, cache: Path) -> None:
         if path.is_dir():
             for item in sorted(path.rglob("*")):
-                if item.suffix == ".zip" and item.is_file():
+                if item.suffix not in (".zip", ".json") or (item.is_dir() and not item.is_symlink()):
+                    continue
+                if not is_regular(item):  # never opened: a FIFO would hang the read
+                    self.counts.skipped += 1
+                elif item.suffix == ".zip":
                     self._add_zip(item, cache)
-                elif item.suffix == ".json" and item.is_file():
-                    self._add_loose(item.read_bytes())
+                else:
+                    self._add_loose(item)
             self.sources.append(str(path))
-        elif path.suffix == ".zip" and path.is_file():
+        elif path.suffix == ".zip" and is_regular(path):
             self._add_zip(path, cache)
-        elif path.suffix == ".json" and path.is_file():
-            self._add_loose(path.read_bytes())
+        elif path.suffix == ".json" and is_regular(path):
+            self._add_loose(path)
             self.sources.append(str(path))
         else:
             msg = (
@@ -136,10 +166,11 @@ class Advisories:
             )
             raise ConfigError(msg)
 
-    def _add_loose(self, raw: bytes) -> None:
+    def _add_loose(self, path: Path) -> None:
         try:
-            data = json.loads(raw)
-        except ValueError:
+            raw = read_file(path, what=str(path), limit=MAX_ADVISORY_BYTES, error=Refused)
+            data = _record(raw, str(path))
+        except Refused:
             self.counts.unreadable += 1
             return
         if _usable(data, self.counts):
@@ -171,7 +202,8 @@ class Advisories:
         found = list(self._loose.get(key, ()))
         for db in self._indexes:
             for (raw,) in db.execute("SELECT record FROM records WHERE ecosystem = ? AND name = ?", key):
-                found.append(_advisory(json.loads(raw)))
+                record = parse_json(raw, what="an advisory index in the cache", error=DamagedFileError)
+                found.append(_advisory(record))
         return found
 
     def close(self) -> None:
@@ -190,24 +222,21 @@ def build_index(archive: Path, index: Path) -> None:
         db = sqlite3.connect(partial)
         db.execute("CREATE TABLE records (ecosystem TEXT, name TEXT, record TEXT)")
         db.execute("CREATE TABLE counts (name TEXT, value INTEGER)")
-        try:
-            rows = []
-            for raw in _records_of_zip(archive):
-                try:
-                    data = json.loads(raw)
-                except ValueError:
-                    counts.unreadable += 1
-                    continue
-                if _usable(data, counts):
-                    text = json.dumps(data, separators=(",", ":"))
-                    rows += [(eco, name, text) for eco, name in _keys(data)]
-                if len(rows) > 5000:
-                    db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
-                    rows.clear()
-            db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
-        except zipfile.BadZipFile as exc:
-            msg = f"advisories: {archive} is not a readable zip archive ({exc}); download it again"
-            raise ConfigError(msg) from None
+        rows = []
+        what = f"advisories: {archive}"
+        for member, raw in archives.members(archive, what=what, wanted=_is_advisory_file):
+            try:
+                data = _record(raw, f"{what}: {member}")
+            except Refused:
+                counts.unreadable += 1
+                continue
+            if _usable(data, counts):
+                text = json.dumps(_safe(data), separators=(",", ":"))
+                rows += [(eco, name, text) for eco, name in _keys(data)]
+            if len(rows) > 5000:
+                db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
+                rows.clear()
+        db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
         db.executemany("INSERT INTO counts VALUES (?, ?)", list(vars(counts).items()))
         db.execute("CREATE INDEX by_package ON records (ecosystem, name)")
         db.commit()

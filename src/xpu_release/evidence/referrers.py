@@ -25,9 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import PublishError
+from ..errors import PublishError, WireError
+from ..guard import limits
+from ..guard.reading import parse_json
 from ..guard.writing import write_bytes
 from ..oci.members import blob_file
+from ..oci.model import Descriptor, ImageIndex, parse_index
+from ..oci.model import descriptor as parse_descriptor
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from ..oci.store import canonical_json, holds
 from .attachment import ARTIFACT_TYPES, Attachment, Kind
@@ -86,63 +90,73 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
     )
 
 
-def descriptor(manifest: Manifest) -> dict[str, Any]:
-    data = manifest.data
-    return {
-        "mediaType": manifest.media_type,
-        "digest": manifest.digest,
-        "size": len(manifest.body),
-        "artifactType": data.get("artifactType", ""),
-        "annotations": data.get("annotations", {}),
-    }
+def descriptor(manifest: Manifest) -> Descriptor:
+    """How an index lists ``manifest`` (one of ours) as a referrer."""
+    view = manifest.view
+    return parse_descriptor({
+        "mediaType": manifest.media_type, "digest": manifest.digest, "size": len(manifest.body),
+        "artifactType": view.artifact_type, "annotations": dict(view.annotations),
+    })  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
 class Referrers:
     """What an endpoint says refers to a subject, and how it said it."""
 
-    descriptors: tuple[dict[str, Any], ...]
+    descriptors: tuple[Descriptor, ...]
     via: str  # "api" | "tag" | "none"
 
-    def ours(self, kind: Kind) -> list[dict[str, Any]]:
+    def ours(self, kind: Kind) -> list[Descriptor]:
         return [
             d for d in self.descriptors
-            if d.get("artifactType") == ARTIFACT_TYPES[kind]
-            and (d.get("annotations") or {}).get(KIND_ANNOTATION) == kind
+            if d.artifact_type == ARTIFACT_TYPES[kind] and d.annotation(KIND_ANNOTATION) == kind
         ]  # fmt: skip
 
 
+def _listed(index: ImageIndex, what: str) -> tuple[Descriptor, ...]:
+    if len(index.manifests) > limits.MAX_REFERRERS:
+        msg = f"{what}: {len(index.manifests)} referrers; the limit is {limits.MAX_REFERRERS}"
+        raise WireError(msg)
+    return index.manifests
+
+
 def list_referrers(client: RegistryClient, repo: str, subject: str) -> Referrers:
-    """The referrers of ``subject``: from the API where the registry has it, else the tag."""
+    """The referrers of ``subject``: from the API where the registry has it, else the tag. An
+    answer of another shape is a WireError naming it; more than ``MAX_REFERRERS`` too."""
     resp = client.t.request(
         "GET", f"/v2/{repo}/referrers/{subject}", scope=f"repository:{repo}:pull",
         headers={"Accept": OCI_INDEX}, ok=(200, 400, 405),  # without the API: 404, or one of these
+        limit=limits.MAX_MANIFEST_BYTES,
     )  # fmt: skip
+    what = f"{client.endpoint.name}: the referrers of {repo}@{subject}"
     if resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(OCI_INDEX):
-        return Referrers(descriptors=tuple(resp.json().get("manifests") or ()), via="api")
-    index = client.get_manifest(repo, referrers_tag(subject))
-    if index is None:
+        data = parse_json(resp.content, what=what, error=WireError)
+        index = parse_index(data, what=what, bound=limits.MAX_REFERRERS, error=WireError)
+        return Referrers(descriptors=index.manifests, via="api")
+    found = client.get_manifest(repo, referrers_tag(subject))
+    if found is None:
         return Referrers(descriptors=(), via="none")
-    return Referrers(descriptors=tuple(index.data.get("manifests") or ()), via="tag")
+    listed = _listed(found.view, what) if isinstance(found.view, ImageIndex) else ()
+    return Referrers(descriptors=listed, via="tag")
 
 
-def fetch_attachment(client: RegistryClient, repo: str, desc: dict[str, Any], kind: Kind) -> Attachment:
+def fetch_attachment(client: RegistryClient, repo: str, desc: Descriptor, kind: Kind) -> Attachment:
     """The document a referrers descriptor names, each digest checked."""
-    manifest = client.get_manifest(repo, str(desc["digest"]))
+    manifest = client.get_manifest(repo, desc.digest)
     if manifest is None:
-        msg = f"{client.endpoint.name}: the {kind} {desc['digest']} is listed but not served"
+        msg = f"{client.endpoint.name}: the {kind} {desc.digest} is listed but not served"
         raise PublishError(msg)
     return attachment_of(client, repo, manifest, kind)
 
 
 def attachment_of(client: RegistryClient, repo: str, manifest: Manifest, kind: Kind) -> Attachment:
     """The document an artifact manifest carries as its one layer, checked against its digest."""
-    layers = manifest.data.get("layers") or []
+    layers = manifest.layers
     if len(layers) != 1:
         msg = f"{client.endpoint.name}: the {kind} {manifest.digest} has {len(layers)} layers, not 1"
         raise PublishError(msg)
-    payload = client.blob_bytes(repo, str(layers[0]["digest"]), limit=64 << 20)  # checked against its digest
-    media = str(layers[0].get("mediaType") or "")
+    payload = client.blob_bytes(repo, layers[0].digest, limit=limits.MAX_DOCUMENT_BYTES)  # digest checked
+    media = layers[0].media_type
     return Attachment(kind=kind, payload=payload, media_type="" if media == ARTIFACT_TYPES[kind] else media)
 
 
@@ -192,7 +206,7 @@ def findable(client: RegistryClient, repo: str, subject: Manifest, pushed: list[
     A registry with the referrers API lists them by itself (it answers their push with
     OCI-Subject); asking it is the proof. Otherwise the tag schema's index is kept here."""
     found = list_referrers(client, repo, subject.digest)
-    if found.via == "api" and {m.digest for m in pushed} <= {d.get("digest") for d in found.descriptors}:
+    if found.via == "api" and {m.digest for m in pushed} <= {d.digest for d in found.descriptors}:
         return
     _merge_tag_index(client, repo, subject.digest, pushed, found)
 
@@ -229,27 +243,28 @@ def _merge_tag_index(
     ``found`` is the index as just read; only a retry reads it again."""
     tag = referrers_tag(subject)
     ours = {m.digest: descriptor(m) for m in pushed}
-    kinds = {k for d in ours.values() if (k := (d["annotations"] or {}).get(KIND_ANNOTATION))}
+    kinds = {k for d in ours.values() if (k := d.annotation(KIND_ANNOTATION))}
     entries, exists = list(found.descriptors), found.via == "tag"
     if found.via == "api":  # the API did not list them yet: the tag's index is read as it is
         current = client.get_manifest(repo, tag)
-        entries, exists = list((current.data.get("manifests") or []) if current else []), current is not None
+        entries, exists = _entries(current), current is not None
     for _attempt in range(3):
-        keep = [
-            e for e in entries
-            if e.get("digest") not in ours
-            and (e.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds
-        ]  # fmt: skip
-        merged = sorted([*keep, *ours.values()], key=lambda e: str(e["digest"]))
-        if exists and merged == entries:
+        keep = [e for e in entries if e.digest not in ours and e.annotation(KIND_ANNOTATION) not in kinds]
+        merged = [e.to_json() for e in sorted([*keep, *ours.values()], key=lambda e: e.digest)]
+        if exists and merged == [e.to_json() for e in entries]:
             return
         index = _manifest({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": merged}, OCI_INDEX)
         client.put_manifest(repo, tag, index)
         back = client.get_manifest(repo, tag)
-        entries, exists = list((back.data.get("manifests") or []) if back else []), back is not None
-        if set(ours) <= {e.get("digest") for e in entries}:
+        entries, exists = _entries(back), back is not None
+        if set(ours) <= {e.digest for e in entries}:
             return
     msg = (
         f"{client.endpoint.name}: the referrers index {repo}:{tag} keeps losing entries (concurrent writers?)"
     )
     raise PublishError(msg)
+
+
+def _entries(index: Manifest | None) -> list[Descriptor]:
+    """The descriptors the referrers tag's index lists (none: no index, or not an index there)."""
+    return list(index.view.manifests) if index is not None and isinstance(index.view, ImageIndex) else []

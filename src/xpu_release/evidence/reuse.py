@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..guard.reading import loads
+from ..guard.shown import shown
 from .attachment import SIGNED_KINDS, Attachment
 from .signing import ENVELOPE_TYPE, Signer, envelope, names_no_key, signed_by, statement_of
 
@@ -96,14 +98,15 @@ def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *,
         return Choice(attachment=_as_cosign_reads(found, statement, signer) if by_our_key
                       else found if signer is None else mine)  # fmt: skip
     try:
-        theirs: Any = json.loads(statement)
+        theirs: Any = loads(statement)
     except ValueError:
         return Choice(attachment=mine, replaced="its statement is not JSON")
     own = json.loads(ours.payload)
     differ = _differences(_without_run_facts(theirs), _without_run_facts(own))
     if differ:
-        shown = ", ".join(differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
-        return Choice(attachment=mine, replaced=f"its statement is not this run's ({shown} differ)")
+        more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+        named = ", ".join(shown(d, 80) for d in differ[:3]) + more
+        return Choice(attachment=mine, replaced=f"its statement is not this run's ({named} differ)")
     if by_our_key:
         return Choice(attachment=_as_cosign_reads(found, statement, signer))
     if signer is None and not run_known and ours.kind == "provenance":

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, VerifyFailed
+from ..guard.limits import MAX_KEY_BYTES
+from ..guard.reading import loads, read_file
 from ..oci.store import canonical_json
 from ..secrets import register
 from ..settings import KEY_PASSWORD_ENV as PASSWORD_ENV
@@ -90,19 +91,9 @@ def _supported(key: Any, path: Path, what: str) -> None:
 
 
 def _key_bytes(file: Path, what: str) -> bytes:
-    """The bytes of a key file: a regular file only (a FIFO or a device would hang or never end)."""
-    import stat
-
-    try:
-        mode = file.stat().st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            msg = f"{file}: the {what} is {kind}; name a PEM file"
-            raise ConfigError(msg)
-        return file.read_bytes()
-    except OSError as exc:
-        msg = f"{file}: cannot read the {what} ({exc.strerror or type(exc).__name__})"
-        raise ConfigError(msg) from None
+    """The bytes of a key file: a regular file only (a FIFO or a device would hang or never end),
+    of a PEM key's size."""
+    return read_file(file, what=f"{file}: the {what}", limit=MAX_KEY_BYTES, error=ConfigError)
 
 
 def load_signer(path: str | None, password: str | None = None) -> Signer | None:
@@ -178,7 +169,7 @@ def names_no_key(document: bytes) -> bool:
     """Every signature of the envelope has an empty (or no) ``keyid``: what cosign's verifiers
     accept whatever key id they derive. False for anything that is not such an envelope."""
     try:
-        sigs = json.loads(document).get("signatures")
+        sigs = loads(document).get("signatures")
     except (ValueError, AttributeError):
         return False
     return isinstance(sigs, list) and all(isinstance(s, dict) and s.get("keyid", "") == KEYID for s in sigs)
@@ -186,7 +177,7 @@ def names_no_key(document: bytes) -> bool:
 
 def is_envelope(document: bytes) -> bool:
     try:
-        data = json.loads(document)
+        data = loads(document)
     except ValueError:
         return False
     return isinstance(data, dict) and "payloadType" in data and "signatures" in data
@@ -197,7 +188,7 @@ def statement_of(document: bytes) -> bytes | None:
     envelope without a readable payload."""
     if not is_envelope(document):
         return document
-    payload = json.loads(document).get("payload")
+    payload = loads(document).get("payload")
     if not isinstance(payload, str):
         return None
     try:
@@ -210,7 +201,7 @@ def signed_by(document: bytes, verifier: Verifier) -> bool:
     """``document`` is an envelope of an in-toto statement with a valid signature by the key."""
     if not is_envelope(document):
         return False
-    data = json.loads(document)
+    data = loads(document)
     if data.get("payloadType") != PAYLOAD_TYPE:
         return False
     try:
@@ -234,7 +225,7 @@ def open_envelope(
         raise VerifyFailed(msg)
     statement = statement_of(document)
     try:
-        data = json.loads(statement) if statement is not None else None
+        data = loads(statement) if statement is not None else None
     except ValueError:
         data = None
     if not isinstance(data, dict):

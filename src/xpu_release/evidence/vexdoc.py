@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..image.build import source_date_epoch
 from ..image.normalize import iso
@@ -77,7 +77,21 @@ def unqualified(purl: str) -> str:
     return str(PackageURL(p.type, p.namespace, p.name, p.version).to_string())
 
 
-def release_vex(result: ScanResult, previous: Iterable[dict[str, Any]] | None) -> ReleaseVex:
+class Earlier(Protocol):
+    """A finding on the record of an earlier release (``record.RecordedFinding``: typed when the
+    record was read, so that a field of another type there cannot crash this)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+    @property
+    def package(self) -> str: ...
+    @property
+    def purls(self) -> tuple[str, ...]: ...
+
+
+def release_vex(result: ScanResult, previous: Iterable[Earlier] | None) -> ReleaseVex:
     """The exceptions that apply to ``result``'s findings, and ``fixed`` for each of
     ``previous`` (the findings on the record of the release this one extends) that is gone."""
     entries: list[VexEntry] = []
@@ -93,11 +107,10 @@ def release_vex(result: ScanResult, previous: Iterable[dict[str, Any]] | None) -
         ))  # fmt: skip
     present = {(i, f.package.name) for f in result.findings for i in f.ids}
     for old in previous or ():
-        ids = [str(old.get("id") or ""), *(str(a) for a in old.get("aliases") or ())]
-        package = str(old.get("package") or "")
-        if not ids[0] or any((i, package) in present for i in ids):
+        ids = [old.id, *old.aliases]
+        if not ids[0] or any((i, old.package) in present for i in ids):
             continue
-        purls = (unqualified(str(p)) for p in old.get("purls") or ())
+        purls = (unqualified(p) for p in old.purls)
         entries.append(VexEntry(vulnerability=ids[0], aliases=tuple(ids[1:]), status="fixed",
                                 packages=tuple(dict.fromkeys(purls))))  # fmt: skip
     entries.sort(key=lambda e: (e.vulnerability, e.status, e.packages))

@@ -18,3 +18,123 @@ COPY_BLOCK = 1 << 20
 # has just created and not yet locked (microseconds; the margin covers a clock step on a
 # shared disk). A killed run's temporary is older by the time anyone reruns.
 TEMPORARY_GRACE_SECONDS = 10.0
+
+# --- reading: sizes ------------------------------------------------------------------------------
+
+# A manifest or an image index, from a registry or a layout: distribution refuses to store one
+# larger than 4 MiB (registry/handlers/manifests.go, maxManifestBodySize), and so do containerd
+# and go-containerregistry when they read one; ours are a few kilobytes.
+MAX_MANIFEST_BYTES = 4 << 20
+
+# A layout's index.json: one entry (about 300 bytes) per tag and per referrer; 64 MiB holds some
+# 200,000 of them, far past any layout a person carries, and is still read in a moment.
+MAX_INDEX_JSON_BYTES = 64 << 20
+
+# The oci-layout marker file: ``{"imageLayoutVersion": "1.0.0"}`` is 30 bytes.
+MAX_MARKER_BYTES = 4 << 10
+
+# A small blob read into memory (an image config, an attached document such as an SBOM or a
+# signed provenance): an SBOM of a large image is a few megabytes; 64 MiB is the bound the
+# attachments were read with before this module.
+MAX_DOCUMENT_BYTES = 64 << 20
+
+# An image config: distribution reads configs into memory too; a config of 100 layers with its
+# history is tens of kilobytes. 4 MiB as for a manifest.
+MAX_CONFIG_BYTES = 4 << 20
+
+# A release record: ours are a few kilobytes (one entry per endpoint, one per finding); 16 MiB
+# leaves room for a gate that found thousands of vulnerabilities.
+MAX_RECORD_BYTES = 16 << 20
+
+# A YAML file the repository holds (a manifest, the registries file, image.yaml, a VEX
+# document): ours are a few kilobytes. The bound the YAML loader had before this module.
+MAX_YAML_BYTES = 256 << 10
+
+# The values of one YAML document (every scalar, mapping and list counts one).
+MAX_YAML_VALUES = 20_000
+
+# A committed lock file: a few hundred pinned wheels with their hashes are tens of kilobytes.
+MAX_LOCK_BYTES = 16 << 20
+
+# A wheel or an artifact a build fetches: the largest (a PyTorch wheel for XPU) is about a
+# gigabyte; 64 GiB stops a server that sends without end before it fills the cache's disk.
+MAX_ARTIFACT_BYTES = 64 << 30
+
+# A signing or verifying key (PEM): an Ed25519 or P-256 key is a few hundred bytes.
+MAX_KEY_BYTES = 64 << 10
+
+# A docker config.json (credentials): a few kilobytes even with many registries.
+MAX_DOCKER_CONFIG_BYTES = 1 << 20
+
+# One OSV record, loose or inflated from an archive: the largest in osv.dev's exports (Linux
+# kernel advisories with every affected version listed) are a few hundred kilobytes.
+MAX_ADVISORY_BYTES = 16 << 20
+
+# The body of an answer we only show in an error (a registry's 4xx/5xx text) or do not use (a
+# 201 to a PUT): a few hundred bytes are shown; no more than this is ever read.
+MAX_ERROR_BODY_BYTES = 64 << 10
+
+# A registry's answer that is a small JSON document: a page of tags, a token.
+MAX_SMALL_ANSWER_BYTES = 4 << 20
+
+# --- reading: structure --------------------------------------------------------------------------
+
+# JSON and YAML nesting: the deepest document read (an SLSA provenance, a CycloneDX SBOM) is
+# under 10 levels; 64 leaves room and stays far below Python's recursion limit (1000 frames),
+# which a parser or a walk over the value would otherwise meet first as a crash.
+MAX_DEPTH = 64
+
+# The characters of one JSON number: a 64-bit integer has at most 20 digits, a double's
+# shortest form at most 24 characters. A 400-digit number is no size, count or score.
+MAX_NUMBER_CHARS = 32
+
+# The largest size or count a descriptor may state: OCI's ``size`` is an int64.
+MAX_INT64 = (1 << 63) - 1
+
+# Descriptors in one manifest (layers) or index (manifests): an image has at most 127 layers
+# (overlayfs' limit in Docker); an index a few platforms. index.json lists one per tag and
+# referrer; 100,000 is far past any layout a person carries.
+MAX_DESCRIPTORS = 100_000
+
+# Referrers of one image: its SBOM, provenance, VEX, signatures and their bundles are a handful,
+# but other tools attach per scan or per signer, and the mirror copies 10,000 in seconds (a test
+# holds it): 100,000 is far past any image and bounds the manifests fetched for them.
+MAX_REFERRERS = 100_000
+
+# Tags of one repository read by the tag list, over every page.
+MAX_TAGS = 100_000
+
+# --- reading: archives ---------------------------------------------------------------------------
+
+# Members of one advisory archive: osv.dev's largest per-ecosystem export (Debian) has under
+# 100,000 records; its all-ecosystems export under 600,000.
+MAX_ARCHIVE_MEMBERS = 1_000_000
+
+# How much larger a member may inflate than it is stored: OSV JSON deflates 5 to 15 times; a
+# member that claims (or turns out) to inflate more than 200 times is a bomb (a 2 MB archive that
+# inflates to 4.3 GB is 2,000 times). Members under MAX_ADVISORY_BYTES / 64 are exempt: a short
+# record of repeated text may compress further without costing anything.
+MAX_INFLATE_RATIO = 200
+
+# Everything an archive inflates to, over all members: osv.dev's all-ecosystems export inflates
+# to about 5 GB; twice that bounds the time an index build may take.
+MAX_ARCHIVE_INFLATED = 10 << 30
+
+# --- reading: the network ------------------------------------------------------------------------
+
+# A registry must send a body at least this fast, averaged over each RATE_WINDOW: a healthy
+# registry sends megabytes a second; a link slower than 16 KiB/s would take 3 days for a 4 GB
+# layer. A server that sends a byte every few seconds never trips the socket's read timeout
+# (each byte resets it); this bound stops it.
+MIN_RATE = 16 << 10
+RATE_WINDOW = 30.0
+
+# A body read whole into memory (a manifest, an index, a config, a token) must arrive within this
+# many seconds: 4 MiB at MIN_RATE, with room to spare.
+BODY_DEADLINE = 300.0
+
+# --- showing outside text ------------------------------------------------------------------------
+
+# Outside text echoed in a message (an id, a tag, a registry's error text) is cut to this many
+# characters: enough to recognise it, never a screenful.
+MAX_SHOWN_CHARS = 200

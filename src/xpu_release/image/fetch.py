@@ -16,6 +16,8 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import BuildFailed
 from ..files import sha256_file, touch
+from ..guard.bodies import chunks
+from ..guard.limits import MAX_ARTIFACT_BYTES
 from ..secrets import redact
 from ..settings import cache_dir
 
@@ -33,8 +35,8 @@ def _download(url: str, dest: Path, token: str | None) -> None:
             msg = f"{url} refused us ({resp.status_code}); set XPU_RELEASE_ARTIFACT_TOKEN"
             raise BuildFailed(msg)
         resp.raise_for_status()
-        with dest.open("wb") as f:
-            for block in resp.iter_content(1 << 20):
+        with dest.open("wb") as f:  # bounded in size and pace: a trickling server fails, never hangs
+            for block in chunks(resp, what=url, limit=MAX_ARTIFACT_BYTES):
                 f.write(block)
 
 

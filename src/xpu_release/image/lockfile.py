@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LockError
+from ..guard.limits import MAX_LOCK_BYTES
+from ..guard.reading import read_file
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 
@@ -143,10 +145,19 @@ def earlier_lock(root: Path, spec: ImageSpec) -> tuple[Lock, str] | None:
         if path.is_file():
             rel = str(path.relative_to(root))
             try:
-                return Lock.parse(path.read_text(encoding="utf-8"), rel), rel
+                return Lock.parse(_text(path, rel), rel), rel
             except LockError:
                 return None
     return None
+
+
+def _text(path: Path, rel: str) -> str:
+    """A lock file's text, read bounded (``guard.reading``); one that is not UTF-8 is a LockError."""
+    try:
+        return read_file(path, what=rel, limit=MAX_LOCK_BYTES, error=LockError).decode("utf-8")
+    except UnicodeDecodeError:
+        msg = f"{rel}: not UTF-8 text; run `xpu-release lock` to make it again"
+        raise LockError(msg) from None
 
 
 def pins_sha256(spec: ImageSpec) -> str:
@@ -169,7 +180,7 @@ def load_lock(root: Path, spec: ImageSpec, *, current: bool = True) -> Lock:
     if not path.is_file():
         msg = f"{rel} does not exist; run `xpu-release lock {spec.ref}` and commit it"
         raise LockError(msg)
-    lock = Lock.parse(path.read_text(encoding="utf-8"), str(rel))
+    lock = Lock.parse(_text(path, str(rel)), str(rel))
     if not current:
         return lock
     if lock.pins_sha256 != pins_sha256(spec):

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SmokeTestFailed
+from ..errors import ConfigError, SmokeTestFailed
+from ..guard.limits import MAX_DOCUMENT_BYTES, MAX_RECORD_BYTES
+from ..guard.reading import Refused, read_file, read_json
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 from ..settings import cache_dir
@@ -188,7 +190,9 @@ def tests_sha256(root: Path, spec: ImageSpec) -> str:
     h = hashlib.sha256()
     for name, folder in suites(root, spec):
         for path in sorted(folder.rglob("*.py")):
-            h.update(f"{name}/{path.relative_to(folder)}".encode() + b"\0" + path.read_bytes())
+            rel = f"{name}/{path.relative_to(folder)}"  # a check that is no file (a FIFO) is named
+            check = read_file(path, what=rel, limit=MAX_DOCUMENT_BYTES, error=ConfigError)
+            h.update(rel.encode() + b"\0" + check)
     return h.hexdigest()
 
 
@@ -208,8 +212,8 @@ def _read_marker(image_id: str) -> dict[str, Any]:
     """What the last passing smoke run of ``image_id`` recorded ({} if none did)."""
     path = _marker(image_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, what=str(path), limit=MAX_RECORD_BYTES, error=Refused)
+    except Refused:
         return {}  # none, or damaged: then the image counts as untested, and is tested again
     return data if isinstance(data, dict) else {}
 

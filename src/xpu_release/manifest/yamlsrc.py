@@ -2,8 +2,11 @@
 
 PyYAML's composer gives us nodes with marks; we build plain Python values from them
 ourselves so that we can (a) refuse duplicate keys, anchors/aliases and object-building tags,
-(b) bound the size of what we accept, and (c) keep a ``path → (file, line, column)`` table
-for messages like ``manifests/x/25.03.yaml:14:12: components.vllm.version: ...``.
+(b) bound the size and the nesting of what we accept (``guard.limits``: a document nested 500
+deep would otherwise exhaust the recursion of the builder, far under libyaml's own bound of
+1,000), and (c) keep a ``path → (file, line, column)`` table for messages like
+``manifests/x/25.03.yaml:14:12: components.vllm.version: ...``. Files are read through the
+guarded layer (``guard.reading``): a FIFO is refused without being opened.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from typing import Any
 import yaml
 
 from ..errors import Problem
+from ..guard.limits import MAX_DEPTH, MAX_YAML_BYTES, MAX_YAML_VALUES
+from ..guard.reading import read_file
 
-MAX_BYTES = 256 * 1024
-MAX_NODES = 20_000
+MAX_BYTES = MAX_YAML_BYTES
+MAX_NODES = MAX_YAML_VALUES
 
 KeyPath = tuple[str | int, ...]
 ALIASES_REFUSED = "anchors and aliases are not supported"
@@ -111,6 +116,9 @@ class _Builder:
             msg = f"document has more than {MAX_NODES} values; manifests are small"
             raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
         self.marks[path] = self._mark(node)
+        if len(path) > MAX_DEPTH:
+            self._fail(node, (), f"nested deeper than {MAX_DEPTH} levels; the limit is {MAX_DEPTH}")
+            raise YamlProblems(self.problems)
         if id(node) in self.seen:  # an alias: stop here, before a recursive one loops
             self._fail(node, path, f"invalid YAML: {aliases_refused(self.file)}")
             raise YamlProblems(self.problems)
@@ -155,13 +163,23 @@ class _Builder:
 
 
 class _NoAliasComposer(yaml.SafeLoader):
-    """Refuses anchors and aliases before they can be expanded (no alias bombs)."""
+    """Refuses anchors and aliases before they can be expanded (no alias bombs), and nesting
+    deeper than ``MAX_DEPTH`` before its recursion can exhaust Python's."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.MarkedYAMLError(problem=ALIASES_REFUSED, problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
+        if self.depth > MAX_DEPTH:
+            problem = f"nested deeper than {MAX_DEPTH} levels; the limit is {MAX_DEPTH}"
+            raise yaml.MarkedYAMLError(problem=problem, problem_mark=event.start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def _compose(text: str) -> yaml.Node | None:
@@ -184,13 +202,14 @@ def _compose(text: str) -> yaml.Node | None:
 def load(path: Path, display: str) -> Source:
     """Load one YAML file; raise ``YamlProblems`` with located messages on any defect, the file
     itself included (a directory, a FIFO, a dangling link, unreadable)."""
-    from ..files import FileProblem, read_regular
 
+    def refused(message: str) -> YamlProblems:  # the guard's message names the file first
+        why = message.removeprefix(display).removeprefix(":").strip()
+        return YamlProblems([Problem(file=display, line=0, column=0, path="", message=why)])
+
+    data = read_file(path, what=display, limit=MAX_BYTES, error=refused)
     try:
-        data = read_regular(path, limit=MAX_BYTES, what="YAML file")
         text = data.decode("utf-8", errors="strict")
-    except FileProblem as exc:
-        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=exc.why)]) from None
     except UnicodeDecodeError as exc:
         msg = f"not UTF-8 text ({exc.reason})"
         raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)]) from None

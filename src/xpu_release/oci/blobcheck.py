@@ -82,7 +82,9 @@ def check_copies(sources: list[Source], digest: str, size: int, chunk: int) -> l
                 if c.source.client.blob_size(c.source.repo, digest) is None:
                     c.problem = "missing"
                 else:
-                    blocks = read_blob(c.source.client, c.source.repo, digest, chunk, ahead=False)
+                    blocks = read_blob(
+                        c.source.client, c.source.repo, digest, chunk, size=size, exact=False, ahead=False
+                    )
                     c.blocks = _exact(blocks, chunk)
             except ReleaseError as exc:
                 c.problem = exc.message

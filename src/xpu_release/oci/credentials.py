@@ -4,12 +4,13 @@ environment, or ``--password-stdin``. Never argv; every password is registered f
 from __future__ import annotations
 
 import base64
-import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RegistryAuthError
+from ..guard.limits import MAX_DOCKER_CONFIG_BYTES
+from ..guard.reading import Refused, parse_json, read_json
 from ..secrets import register
 from ..settings import Settings
 
@@ -24,11 +25,13 @@ class Credentials:
 
 
 def _docker_config(folder: Path | None) -> dict[str, object]:
+    """The docker config (bounded, never a FIFO opened); one that cannot be read holds nothing."""
     path = (folder or Path.home() / ".docker") / "config.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-    except (OSError, ValueError):
+        data = read_json(path, what=str(path), limit=MAX_DOCKER_CONFIG_BYTES, error=Refused)
+    except Refused:
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _helper(name: str, host: str) -> Credentials | None:
@@ -47,7 +50,7 @@ def _helper(name: str, host: str) -> Credentials | None:
     if proc.returncode != 0:
         return None
     try:
-        data = json.loads(proc.stdout)
+        data = parse_json(proc.stdout, what="the helper's answer", error=Refused)
         username, secret = str(data["Username"]), str(data["Secret"])
     except (ValueError, KeyError, TypeError):
         # Never echo the helper's output: it may hold the secret.
@@ -95,7 +98,11 @@ class CredentialStore:
         auths = config.get("auths") or {}
         entry = auths.get(host) if isinstance(auths, dict) else None
         if isinstance(entry, dict) and entry.get("auth"):
-            raw = base64.b64decode(str(entry["auth"])).decode()
+            try:
+                raw = base64.b64decode(str(entry["auth"]), validate=True).decode()
+            except ValueError:  # binascii.Error and UnicodeDecodeError: never echo it (a secret)
+                msg = f"the docker config's auth for {host} is not base64 of user:password; log in again"
+                raise RegistryAuthError(msg) from None
             user, _, password = raw.partition(":")
             return Credentials(username=user, password=register(password) or "")
         store = config.get("credsStore")

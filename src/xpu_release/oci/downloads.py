@@ -11,20 +11,29 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 
 import requests
 
-from ..errors import WireError
+from ..guard.bodies import chunks
 from .registry import RegistryClient
 
 AHEAD = 8  # chunks read ahead of the caller
 
 
 def read_blob(
-    client: RegistryClient, repo: str, digest: str, chunk: int = 1 << 20, *, ahead: bool = True
+    client: RegistryClient,
+    repo: str,
+    digest: str,
+    chunk: int = 1 << 20,
+    *,
+    size: int,
+    exact: bool = True,
+    ahead: bool = True,
 ) -> Generator[bytes, None, None]:
-    """A blob's bytes in chunks. WireError if it is missing or the connection breaks; the bytes
+    """A blob's ``size`` bytes (as its manifest lists it) in chunks. WireError if it is missing,
+    the connection breaks, it arrives too slowly or sends more than ``size`` (with ``exact``,
+    or less; without, the caller judges a short copy by its hash) (``guard.bodies``); the bytes
     are not checked here (the caller hashes them). Closing the iterator early stops the read.
 
     ``ahead``: a thread of its own reads a few chunks ahead, so one stream's inflating and hashing
@@ -32,32 +41,23 @@ def read_blob(
     the only read-ahead — cheaper where many streams already keep the cores busy (``verify
     --deep``'s workers: 13 % less wall time on 2 cores, bench/verify.py)."""
     resp = client.open_blob(repo, digest)
-    blocks = _ahead(resp, chunk) if ahead else _direct(resp, chunk)
+    what = f"{client.endpoint.name}: blob {digest} of {repo}"
+    pieces = chunks(resp, what=what, limit=size, exact=exact, pace=client.t.retry.pace, chunk=chunk)
+    blocks = _ahead(resp, pieces) if ahead else pieces
     try:
         yield from blocks
-    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-        msg = f"{client.endpoint.name}: download of {digest} broke ({type(exc).__name__})"
-        raise WireError(msg) from None
     finally:
         blocks.close()
 
 
-def _direct(resp: requests.Response, chunk: int) -> Generator[bytes, None, None]:
-    """The response's chunks as they are read."""
-    try:
-        yield from resp.iter_content(chunk)
-    finally:
-        resp.close()
-
-
-def _ahead(resp: requests.Response, chunk: int) -> Generator[bytes, None, None]:
+def _ahead(resp: requests.Response, pieces: Iterator[bytes]) -> Generator[bytes, None, None]:
     """The response's chunks, read up to ``AHEAD`` ahead by a thread; what the read raised is
     raised here."""
     queued: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=AHEAD)
 
     def read() -> None:
         try:
-            for block in resp.iter_content(chunk):
+            for block in pieces:
                 queued.put(block)
             queued.put(None)
         except BaseException as exc:  # handed to the caller, who raises it

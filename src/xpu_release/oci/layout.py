@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DamagedFileError, OutputError, TagConflict
-from ..files import FileProblem, describe, read_regular
+from ..files import describe
+from ..guard import limits
 from ..guard.locks import folder_lock
+from ..guard.reading import file_chunks, is_regular, read_file, read_json
+from ..guard.shown import shown
 from ..guard.writing import Identity, landed, open_folder, settle, write_bytes, write_proven
+from .model import Descriptor, ImageIndex, is_sha256, parse_index
 from .registry import OCI_INDEX, Manifest
 from .store import canonical_json, sha256_digest
 
@@ -31,11 +35,10 @@ class Layout:
     root: Path
 
     def blob_path(self, digest: str) -> Path:
-        algorithm, _, hexpart = digest.partition(":")
-        if algorithm != "sha256" or len(hexpart) != 64 or not all(c in "0123456789abcdef" for c in hexpart):
-            msg = f"{self.root}: {digest!r} is not a sha256 digest"
+        if not is_sha256(digest):
+            msg = f"{self.root}: {shown(repr(digest), 100)} is not a sha256 digest"
             raise DamagedFileError(msg)
-        return self.root / "blobs" / "sha256" / hexpart
+        return self.root / "blobs" / "sha256" / digest.removeprefix("sha256:")
 
     def create(self) -> None:
         """Make the directory a layout (an existing one is kept as it is)."""
@@ -54,20 +57,24 @@ class Layout:
         self.check()  # an oci-layout that was there already (a folder, a FIFO) is no layout
 
     def check(self) -> None:
-        """It is a layout this reader knows (``--from oci:DIR``)."""
-        try:
-            marker = json.loads(read_regular(self.root / "oci-layout", what="oci-layout file"))
-        except (FileProblem, ValueError):
-            msg = f"{self.root}: not an OCI image layout (no readable oci-layout file)"
-            raise ConfigError(msg) from None
-        if not isinstance(marker, dict) or not str(marker.get("imageLayoutVersion", "")).startswith("1."):
-            msg = f"{self.root}/oci-layout: image layout version {marker!r} is not 1.x"
+        """It is a layout this reader knows (``--from oci:DIR``): none there is a ConfigError (a
+        wrong name), a marker file that is not the spec's is damage."""
+
+        def none_there(_: str) -> Exception:
+            return ConfigError(f"{self.root}: not an OCI image layout (no oci-layout file)")
+
+        path = self.root / "oci-layout"
+        marker = read_json(path, what=str(path), limit=limits.MAX_MARKER_BYTES, missing=none_there)
+        version = marker.get("imageLayoutVersion") if isinstance(marker, dict) else None
+        if not isinstance(version, str) or not version.startswith("1."):
+            msg = f"{self.root}/oci-layout: image layout version {shown(repr(version), 60)} is not 1.x"
             raise DamagedFileError(msg)
 
     # --- blobs ---------------------------------------------------------------------------------
 
     def has_blob(self, digest: str) -> bool:
-        return self.blob_path(digest).is_file()
+        """A regular file is there under ``digest`` (never opened: a FIFO there is no blob)."""
+        return is_regular(self.blob_path(digest))
 
     def write_blob(self, digest: str, size: int, blocks: Iterable[bytes]) -> Identity:
         """``blocks`` as the blob ``digest``, put under its name only once proven to be its
@@ -88,17 +95,18 @@ class Layout:
             self.write_blob(digest, len(data), [data])
         return digest
 
-    def read_blob(self, digest: str, limit: int = 64 << 20) -> bytes:
-        path = self.blob_path(digest)
-        try:
-            data = path.read_bytes() if path.stat().st_size <= limit else b""
-        except OSError:
-            msg = f"{self.root}: blob {digest} is missing"
-            raise DamagedFileError(msg) from None
+    def read_blob(self, digest: str, limit: int = limits.MAX_DOCUMENT_BYTES) -> bytes:
+        """A small blob (a manifest) whole, at most ``limit`` bytes, checked against its digest."""
+        data = read_file(self.blob_path(digest), what=f"{self.root}: blob {digest}", limit=limit)
         if sha256_digest(data) != digest:
             msg = f"{self.root}: blob {digest} is not what its digest says"
             raise DamagedFileError(msg)
         return data
+
+    def blob_chunks(self, digest: str, size: int) -> Iterator[bytes]:
+        """A blob of ``size`` bytes (as its manifest lists it) in pieces; a blob of another size,
+        or no regular file, is damage (the caller hashes the bytes)."""
+        return file_chunks(self.blob_path(digest), what=f"{self.root}: blob {digest}", limit=size, exact=True)
 
     # --- index.json ----------------------------------------------------------------------------
 
@@ -106,43 +114,49 @@ class Layout:
         return (self.root / "index.json").is_file()
 
     def _index(self) -> Any:
-        try:  # a FIFO is refused unopened: reading one would wait forever
-            return json.loads(read_regular(self.root / "index.json", what="index.json"))
-        except (FileProblem, ValueError):
-            msg = f"{self.root}/index.json: missing or not JSON"
-            raise DamagedFileError(msg) from None
+        """``index.json`` as written (bounded in size and depth; a FIFO is refused unopened),
+        checked to be an image index: its other fields and entries are kept when it is written."""
+        what = f"{self.root}/index.json"
+        data = read_json(self.root / "index.json", what=what, limit=limits.MAX_INDEX_JSON_BYTES)
+        parse_index(data, what=what, bound=limits.MAX_DESCRIPTORS)
+        return data
+
+    def index(self) -> ImageIndex:
+        """``index.json``, parsed and checked (bounded in size, depth and entries)."""
+        what = f"{self.root}/index.json"
+        return parse_index(self._index(), what=what, bound=limits.MAX_DESCRIPTORS)
 
     def entries(self) -> list[dict[str, Any]]:
-        data = self._index()
-        manifests = data.get("manifests") if isinstance(data, dict) else None
-        return [m for m in manifests if isinstance(m, dict)] if isinstance(manifests, list) else []
+        """``index.json``'s descriptors, as they are written there."""
+        return [d.to_json() for d in self.index().manifests]
 
     def _write_index(self, document: dict[str, Any]) -> None:
         write_bytes(self.root / "index.json", canonical_json(document), within=self.root, what="index.json")
 
-    def resolve(self, reference: str) -> str | None:
-        """The digest a tag (or a digest) names in ``index.json``."""
-        for e in self.entries():
-            notes = e.get("annotations")
-            name = notes.get(REF_NAME) if isinstance(notes, dict) else None
-            if reference in (str(e.get("digest")), name):
-                return str(e.get("digest"))
+    def _find(self, reference: str) -> Descriptor | None:
+        """The entry of ``index.json`` a tag (or a digest) names."""
+        for d in self.index().manifests:
+            if reference in (d.digest, d.annotation(REF_NAME)):
+                return d
         return None
 
+    def resolve(self, reference: str) -> str | None:
+        """The digest a tag (or a digest) names in ``index.json``."""
+        found = self._find(reference)
+        return found.digest if found is not None else None
+
     def get_manifest(self, reference: str) -> Manifest | None:
-        """The manifest a tag or digest names; a blob there that is no JSON object is damage."""
-        digest = self.resolve(reference) if not reference.startswith("sha256:") else reference
+        """The manifest a tag or digest names; a blob there that is no manifest is damage."""
+        found = self._find(reference)
+        digest = (
+            found.digest if found is not None else (reference if reference.startswith("sha256:") else None)
+        )
         if digest is None or not self.has_blob(digest):
             return None
-        body = self.read_blob(digest)
-        try:
-            data = json.loads(body)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            msg = f"{self.root}: {digest} is listed as a manifest but is not a JSON object"
-            raise DamagedFileError(msg)
-        return Manifest(digest=digest, media_type=str(data.get("mediaType") or ""), body=body)
+        body = self.read_blob(digest, limit=limits.MAX_MANIFEST_BYTES)
+        media = found.media_type if found is not None else ""
+        return Manifest.read(body, digest=digest, media_type=media, what=f"{self.root}: manifest {digest}",
+                             error=DamagedFileError)  # fmt: skip
 
     def put_manifests(
         self,
@@ -187,15 +201,19 @@ class Layout:
         return next((str(e.get("digest")) for e in entries if _name(e) == tag), None)
 
     def referrers(self, subject: str) -> list[Manifest]:
-        """The manifests ``index.json`` lists whose ``subject`` is ``subject``."""
+        """The manifests ``index.json`` lists untagged whose ``subject`` is ``subject``; more
+        than ``MAX_REFERRERS`` of them is refused."""
         out = []
-        for e in self.entries():
-            notes = e.get("annotations")
-            if isinstance(notes, dict) and REF_NAME in notes:
+        for d in self.index().manifests:
+            if d.annotation(REF_NAME) is not None:
                 continue
-            m = self.get_manifest(str(e.get("digest")))
-            if m is not None and (m.data.get("subject") or {}).get("digest") == subject:
+            m = self.get_manifest(d.digest)
+            if m is not None and m.subject == subject:
                 out.append(m)
+                if len(out) > limits.MAX_REFERRERS:
+                    bound = limits.MAX_REFERRERS
+                    msg = f"{self.root}: more than {bound} referrers of {subject}; the limit is {bound}"
+                    raise DamagedFileError(msg)
         return out
 
 
@@ -207,12 +225,12 @@ def _name(e: Any) -> str | None:
 
 
 def _entry(manifest: Manifest, tag: str | None) -> dict[str, Any]:
-    data = manifest.data
+    view = manifest.view
     entry: dict[str, Any] = {"mediaType": manifest.media_type, "digest": manifest.digest,
                              "size": len(manifest.body)}  # fmt: skip
-    if data.get("artifactType"):
-        entry["artifactType"] = data["artifactType"]
-    notes = dict(data.get("annotations") or {}) if not tag else {}
+    if view.artifact_type:
+        entry["artifactType"] = view.artifact_type
+    notes = dict(view.annotations) if not tag else {}
     if tag:
         notes[REF_NAME] = tag
     if notes:

@@ -8,59 +8,98 @@ checked against its digest (``Docker-Content-Digest`` too).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlencode, urlparse
 
 import requests
 
 from ..errors import RegistryAuthError, WireError
+from ..guard import limits
+from ..guard.bodies import chunks, declared_length
+from ..guard.reading import Fail, parse_json, str_list
+from ..guard.shown import shown
 from ..progress import Sink
 from .credentials import Credentials
 from .endpoint import Endpoint
+from .model import (
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Descriptor,
+    ImageIndex,
+    ImageManifest,
+    is_digest,
+    is_media_type,
+    parse,
+)
 from .store import sha256_digest
 from .transport import RetryPolicy, Transport
 from .uploads import upload_blob
 
-__all__ = ["Manifest", "RegistryClient", "RetryPolicy", "sha256_digest"]
+__all__ = ["DOCKER_LIST", "DOCKER_MANIFEST", "OCI_INDEX", "OCI_MANIFEST", "Manifest", "RegistryClient",
+           "RetryPolicy", "sha256_digest"]  # fmt: skip
 
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 MANIFEST_ACCEPT = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
 CHUNK = 8 << 20
 
 
 @dataclass(frozen=True, kw_only=True)
 class Manifest:
+    """A manifest or an index as bytes (what is stored, pushed and hashed: never re-serialized)
+    and its parsed, checked view (``view``, ``model.py``)."""
+
     digest: str
     media_type: str
     body: bytes
 
+    @classmethod
+    def read(cls, body: bytes, *, digest: str, media_type: str, what: str, error: Fail) -> Manifest:
+        """A manifest read from outside: parsed now, so that a damaged one is ``error`` naming
+        ``what`` (a layout's damage, a registry's wrong answer), never a crash further on. The
+        media type is the one it was served with, else the one it states."""
+        view = parse(body, what=what, error=error)
+        media = media_type if is_media_type(media_type) else view.media_type
+        manifest = cls(digest=digest, media_type=media, body=body)
+        manifest.__dict__["view"] = view  # the cached_property below, filled with what was checked
+        return manifest
+
+    @cached_property
+    def view(self) -> ImageManifest | ImageIndex:
+        """The parsed manifest (one this run made is parsed when first asked)."""
+        return parse(self.body, what=self.digest)
+
     @property
-    def data(self) -> dict[str, Any]:
-        return json.loads(self.body)  # type: ignore[no-any-return]
+    def image(self) -> ImageManifest:
+        """The image manifest; WireError for an index (multi-platform: not copied yet)."""
+        if isinstance(self.view, ImageIndex):
+            msg = f"{self.digest} is an image index; multi-platform copies are not supported yet"
+            raise WireError(msg)
+        return self.view
+
+    @property
+    def layers(self) -> tuple[Descriptor, ...]:
+        """The layers of an image manifest (none for an index)."""
+        return self.view.layers if isinstance(self.view, ImageManifest) else ()
+
+    @property
+    def subject(self) -> str:
+        """The digest of the manifest this one refers to ("" for none)."""
+        return self.view.subject.digest if self.view.subject is not None else ""
 
     def blobs(self) -> list[tuple[str, int]]:
         """(digest, size) of the config and every layer."""
-        d = self.data
-        if "manifests" in d:
-            msg = f"{self.digest} is an image index; multi-platform copies are not supported yet"
-            raise WireError(msg)
-        return [(d["config"]["digest"], d["config"]["size"])] + [
-            (x["digest"], x["size"]) for x in d["layers"]
-        ]
+        return [(d.digest, d.size) for d in self.image.blobs()]
 
     @property
     def config_digest(self) -> str:
         """The config's digest; "" for an image index (several platforms: no config of its own)."""
-        return str((self.data.get("config") or {}).get("digest") or "")
+        return self.view.config.digest if isinstance(self.view, ImageManifest) else ""
 
 
 class RegistryClient:
@@ -89,6 +128,7 @@ class RegistryClient:
             f"/v2/{repo}/manifests/{reference}",
             scope=f"repository:{repo}:pull",
             headers={"Accept": MANIFEST_ACCEPT},
+            limit=limits.MAX_MANIFEST_BYTES,
         )
 
     def head_manifest(self, repo: str, reference: str) -> str | None:
@@ -97,7 +137,7 @@ class RegistryClient:
         if resp.status_code == 404:
             return None
         digest = resp.headers.get("Docker-Content-Digest")
-        if digest:
+        if digest and is_digest(digest):  # a header that is no digest is not believed: the GET says
             return digest
         manifest = self.get_manifest(repo, reference)
         return manifest.digest if manifest else None
@@ -116,8 +156,9 @@ class RegistryClient:
         if reference.startswith("sha256:") and reference != digest:
             msg = f"{self.endpoint.name}: manifest {reference} hashes to {digest}"
             raise WireError(msg)
-        media = resp.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
-        return Manifest(digest=digest, media_type=media, body=body)
+        media = resp.headers.get("Content-Type", "").split(";")[0].strip()
+        what = f"{self.endpoint.name}: manifest {repo}:{reference}"
+        return Manifest.read(body, digest=digest, media_type=media, what=what, error=WireError)
 
     def put_manifest(self, repo: str, reference: str, manifest: Manifest) -> None:
         """Write ``manifest`` at ``reference``. A registry that answers that a blob or manifest
@@ -201,14 +242,15 @@ class RegistryClient:
             return
         self.upload_blob(repo, digest, source(), chunk_size=chunk_size)
 
-    def blob_bytes(self, repo: str, digest: str, limit: int = 4 << 20) -> bytes:
-        """A small blob (an image config) in memory, its digest checked."""
-        resp = self.t.request("GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
+    def blob_bytes(self, repo: str, digest: str, limit: int = limits.MAX_CONFIG_BYTES) -> bytes:
+        """A small blob (a config, a document) in memory, at most ``limit`` bytes, digest checked."""
+        path = f"/v2/{repo}/blobs/{digest}"
+        resp = self.t.request("GET", path, scope=f"repository:{repo}:pull", limit=limit)
         if resp.status_code == 404:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
             raise WireError(msg)
-        body = resp.content[: limit + 1]
-        if len(body) > limit or sha256_digest(body) != digest:
+        body = resp.content
+        if sha256_digest(body) != digest:
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is not what its digest says"
             raise WireError(msg)
         return body
@@ -218,8 +260,8 @@ class RegistryClient:
         resp = self.t.request("HEAD", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull")
         if resp.status_code == 404:
             return None
-        length = resp.headers.get("Content-Length")
-        return int(length) if length is not None else -1
+        length = declared_length(resp, f"{self.endpoint.name}: blob {digest} of {repo}")
+        return length if length is not None else -1
 
     def open_blob(self, repo: str, digest: str) -> requests.Response:
         """A blob as a stream (``iter_content``); WireError if missing. The caller hashes it."""
@@ -227,6 +269,7 @@ class RegistryClient:
             "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True
         )
         if resp.status_code == 404:
+            resp.close()
             msg = f"{self.endpoint.name}: blob {digest} of {repo} is missing"
             raise WireError(msg)
         return resp
@@ -240,26 +283,26 @@ class RegistryClient:
             msg = f"{self.endpoint.name}: no manifest {digest} in {repo} to delete"
             raise WireError(msg)
 
-    def download_blob(self, repo: str, digest: str, dest: Path) -> None:
-        """Stream a blob to ``dest``, verifying its digest; nothing is kept if it differs."""
+    def download_blob(self, repo: str, digest: str, dest: Path, *, size: int) -> None:
+        """Stream a blob of ``size`` bytes (as its manifest lists it) to ``dest``, verifying its
+        digest; nothing is kept if it differs. Reading stops at ``size``: an answer that sends
+        more (or less) is refused, never spooled until the disk is full."""
         resp = self.open_blob(repo, digest)
         h = hashlib.sha256()
         # A name of its own: two runs sharing the spool never write into each other's file.
         partial = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.partial")
+        what = f"{self.endpoint.name}: blob {digest} of {repo}"
         try:
             with partial.open("wb") as f:
-                for block in resp.iter_content(1 << 20):
+                for block in chunks(resp, what=what, limit=size, exact=True, pace=self.t.retry.pace):
                     h.update(block)
                     f.write(block)
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            partial.unlink(missing_ok=True)
-            msg = f"{self.endpoint.name}: download of {digest} broke ({type(exc).__name__})"
-            raise WireError(msg) from None
-        if "sha256:" + h.hexdigest() != digest:
-            partial.unlink(missing_ok=True)
-            msg = f"{self.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
-            raise WireError(msg)
-        partial.replace(dest)
+            if "sha256:" + h.hexdigest() != digest:
+                msg = f"{self.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
+                raise WireError(msg)
+            partial.replace(dest)
+        finally:
+            partial.unlink(missing_ok=True)  # gone once renamed; else what was written is dropped
 
     def upload_blob(self, repo: str, digest: str, path: Path, *, chunk_size: int | None = None) -> None:
         """Upload ``path`` as ``digest`` (``uploads.upload_blob``: monolithic or chunked)."""
@@ -276,20 +319,32 @@ class RegistryClient:
             resp = self.t.request("GET", url, scope=f"repository:{repo}:pull")
             if resp.status_code == 404:
                 return out
-            out.extend(resp.json().get("tags") or [])
+            out.extend(_tags_of(resp.content, f"{self.endpoint.name}: the tags of {repo}", len(out)))
             url = _next_link(resp.headers.get("Link", ""))
         return out
+
+
+def _tags_of(body: bytes, what: str, before: int) -> list[str]:
+    """The tags one page of a tag list names; ``before`` tags came on earlier pages."""
+    data = parse_json(body, what=what, error=WireError)
+    tags = str_list(data.get("tags") or []) if isinstance(data, dict) else None
+    if tags is None:
+        msg = f"{what}: the answer is not a list of tags"
+        raise WireError(msg)
+    if before + len(tags) > limits.MAX_TAGS:
+        msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
+        raise WireError(msg)
+    return [shown(t, 128) for t in tags]  # a tag is shown to people: one of no tag's shape, escaped
 
 
 def _missing_references(client: RegistryClient, repo: str, manifest: Manifest) -> list[str]:
     """What ``manifest`` names that ``repo`` does not hold (blobs by HEAD; the manifests an
     index lists, by HEAD of the manifest)."""
-    data = manifest.data
-    blobs = [str((data.get("config") or {}).get("digest") or "")]
-    blobs += [str(x.get("digest") or "") for x in data.get("layers") or ()]
-    missing = [b for b in blobs if b and not client.blob_exists(repo, b)]
-    listed = [str(x.get("digest") or "") for x in data.get("manifests") or ()]
-    return missing + [m for m in listed if m and client.head_manifest(repo, m) != m]
+    view = manifest.view
+    blobs = [d.digest for d in view.blobs()] if isinstance(view, ImageManifest) else []
+    missing = [b for b in blobs if not client.blob_exists(repo, b)]
+    listed = [d.digest for d in view.manifests] if isinstance(view, ImageIndex) else []
+    return missing + [m for m in listed if client.head_manifest(repo, m) != m]
 
 
 UNKNOWN_CONTENT = ("MANIFEST_BLOB_UNKNOWN", "BLOB_UNKNOWN", "MANIFEST_UNKNOWN", "DIGEST_INVALID")

@@ -22,6 +22,10 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
+from ..guard import limits
+from ..guard.bodies import Pace, chunks, read_body
+from ..guard.reading import parse_json
+from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .credentials import Credentials
@@ -58,7 +62,8 @@ class RetryPolicy:
     attempts: int = 6
     base_delay: float = 0.2
     max_delay: float = 5.0
-    timeout: float = 60.0
+    timeout: float = 60.0  # of one socket operation (connect, one read)
+    pace: Pace | None = None  # how fast a body must arrive (None: ``bodies.DEFAULT_PACE``)
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after:
@@ -131,21 +136,9 @@ class Transport:
             realm = params.pop("realm", "")
             params.setdefault("scope", scope)
             auth = (self.credentials.username, self.credentials.password) if self.credentials else None
-            try:
-                token_resp = requests.get(
-                    realm, params=params, auth=auth, timeout=self.retry.timeout, verify=self.verify
-                )
-            except requests.RequestException as exc:
-                msg = f"token service of {self.endpoint.name} failed: {type(exc).__name__}"
-                raise WireError(msg, temporary=True) from None
-            if token_resp.status_code in (401, 403):
-                code = token_resp.status_code
-                msg = f"{self.endpoint.name} ({self.endpoint.host}) refused our credentials ({code})"
-                raise RegistryAuthError(msg)
-            token_resp.raise_for_status()
-            body = token_resp.json()
-            token = body.get("token") or body.get("access_token")
-            self._tokens[scope] = token  # the token answers this request's challenge
+            what = f"{self.endpoint.name}: the token service"
+            # the token answers this request's challenge
+            self._tokens[scope] = fetch_token(realm, params, auth, self.retry, self.verify, what)
             return True
         return False
 
@@ -178,9 +171,12 @@ class Transport:
         data: bytes | BinaryIO | None = None,
         stream: bool = False,
         ok: tuple[int, ...] = (200,),
+        limit: int = limits.MAX_SMALL_ANSWER_BYTES,
     ) -> requests.Response:
         """One API call with retries; returns a response whose status is in ``ok`` or 404
-        (callers decide what 404 means); raises on anything else."""
+        (callers decide what 404 means); raises on anything else. Unless ``stream``, the body
+        of an ``ok`` answer is read here, at most ``limit`` bytes at the transport's pace (a
+        404's, at most a short preview); with ``stream`` the caller reads it (``bodies``)."""
         authed_once = False
         attempt = 0
         while True:
@@ -192,7 +188,7 @@ class Transport:
                     verify=self.verify,
                     headers=self.with_token(headers or {}, scope),
                     data=data,
-                    stream=stream,
+                    stream=True,  # read here, bounded (or by the caller, through `bodies`)
                     timeout=self.retry.timeout,
                     allow_redirects=True,
                 )
@@ -207,7 +203,10 @@ class Transport:
                 if attempt + 1 >= self.retry.attempts:
                     why = type(exc).__name__
                     msg = f"{self.endpoint.name}: {method} {path} failed after {attempt + 1} attempts ({why})"
-                    raise WireError(msg, temporary=True) from None
+                    unanswered = isinstance(
+                        exc, requests.ConnectionError | requests.exceptions.ConnectTimeout
+                    )
+                    raise WireError(msg, temporary=True, unanswered=unanswered) from None
                 self.backoff(attempt, None, f"{type(exc).__name__}")
                 attempt += 1
                 continue
@@ -220,7 +219,18 @@ class Transport:
                 )
                 raise TLSVerifyFailed(msg) from None
             if resp.status_code in ok or resp.status_code == 404:
+                if stream:
+                    return resp
+                try:
+                    preload(resp, f"{self.endpoint.name}: {method} {path}", limit, self.retry.pace)
+                except WireError as exc:
+                    if not exc.temporary or attempt + 1 >= self.retry.attempts:
+                        raise
+                    self.backoff(attempt, None, exc.message)
+                    attempt += 1
+                    continue
                 return resp
+            text = preview(resp, self.retry.pace)
             if resp.status_code == 401 and not authed_once:
                 authed_once = True
                 if self.authenticate(resp, scope):
@@ -233,7 +243,6 @@ class Transport:
                 self.backoff(attempt, resp.headers.get("Retry-After"), str(resp.status_code))
                 attempt += 1
                 continue
-            text = redact(resp.text[:300])
             msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
             raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
 
@@ -265,9 +274,11 @@ class Transport:
                 data=body,
                 timeout=self.retry.timeout,
                 verify=self.verify,
+                stream=True,
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise BrokenUpload(type(exc).__name__) from None
+        resp._content = _preview_bytes(resp, self.retry.pace)  # no caller reads an upload answer's body
         if resp.status_code == 401 and renew:
             self._tokens.pop(scope, None)
             if self.authenticate(resp, scope):
@@ -279,3 +290,66 @@ class Transport:
         if resp.status_code in RETRYABLE:
             raise BrokenUpload(str(resp.status_code))
         return resp
+
+
+# --- bodies: read here, bounded (guard.bodies) ---------------------------------------------------
+
+
+def preload(resp: requests.Response, what: str, limit: int, pace: Pace | None) -> None:
+    """Read an answer's body now, bounded: ``resp.content`` then holds it (a 404's body, which
+    no caller reads, only up to a short preview)."""
+    if resp.status_code == 404 or resp.request.method == "HEAD":
+        body = _preview_bytes(resp, pace)
+    else:
+        body = read_body(resp, what=what, limit=limit, pace=pace)
+    resp._content = body  # what requests itself does once it has read a body
+
+
+def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
+    """At most ``MAX_ERROR_BODY_BYTES`` of a body no caller uses but in a message."""
+    out = bytearray()
+    try:
+        for block in chunks(
+            resp, what="", limit=limits.MAX_ERROR_BODY_BYTES, pace=pace, chunk=1 << 16, whole=True
+        ):
+            out += block
+    except WireError:
+        pass  # longer or slower than a message needs: what arrived is enough
+    finally:
+        resp.close()
+    return bytes(out)
+
+
+def preview(resp: requests.Response, pace: Pace | None) -> str:
+    """The start of an error answer's text, as it may be shown: redacted, sanitized, short."""
+    text = _preview_bytes(resp, pace)[:300].decode("utf-8", "replace")
+    return shown(redact(text), 300)
+
+
+def fetch_token(
+    realm: str, params: dict[str, str], auth: tuple[str, str] | None, retry: RetryPolicy, verify: str | bool,
+    what: str,
+) -> str:  # fmt: skip
+    """A bearer token from ``realm``'s token service (its answer bounded like any other)."""
+    try:
+        resp = requests.get(
+            realm, params=params, auth=auth, timeout=retry.timeout, verify=verify, stream=True
+        )
+    except requests.RequestException as exc:
+        msg = f"{what} failed: {type(exc).__name__}"
+        raise WireError(msg, temporary=True) from None
+    if resp.status_code in (401, 403):
+        resp.close()
+        msg = f"{what} refused our credentials ({resp.status_code})"
+        raise RegistryAuthError(msg)
+    if resp.status_code != 200:
+        resp.close()
+        msg = f"{what} answered {resp.status_code}"
+        raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
+    body = read_body(resp, what=what, limit=limits.MAX_SMALL_ANSWER_BYTES, pace=retry.pace)
+    data = parse_json(body, what=what, error=WireError)
+    token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
+    if not isinstance(token, str) or not token:
+        msg = f"{what} answered without a token"
+        raise WireError(msg)
+    return token

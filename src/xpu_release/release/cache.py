@@ -31,11 +31,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..guard.limits import MAX_INT64
 from ..guard.locks import LockFile
+from ..guard.shown import shown
 
 if TYPE_CHECKING:  # only `--engine` needs them: a command taking the lock does not load them
     from ..image.engine import Engine
@@ -84,19 +87,24 @@ class PruneReport:
 
 
 def parse_size(text: str, *, what: str) -> int:
-    """``20G``, ``500MB``, ``1.5g``, ``1048576``: bytes (binary units)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    """``20G``, ``500MB``, ``1.5g``, ``1048576``: bytes (binary units), at most an int64 (a
+    400-digit size is a mistake, named, never an overflow)."""
+    m = re.fullmatch(r"\s*(\d{1,20}(?:\.\d{1,9})?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
     if not m:
-        msg = f"{what}: {text!r} is not a size; write it like 20G, 500M or 1048576"
+        msg = f"{what}: {shown(repr(text), 60)} is not a size; write it like 20G, 500M or 1048576"
         raise ConfigError(msg)
-    return int(float(m[1]) * UNITS[m[2]])
+    size = int(Decimal(m[1]) * UNITS[m[2]])
+    if size > MAX_INT64:
+        msg = f"{what}: {shown(text, 40)} is more bytes than any disk holds; write it like 20G or 500M"
+        raise ConfigError(msg)
+    return size
 
 
 def parse_age(text: str, *, what: str) -> float:
-    """``7d``, ``12h``, ``30m``, ``2w``: seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text.lower())
+    """``7d``, ``12h``, ``30m``, ``2w``: seconds (at most 12 digits: some 30,000 years)."""
+    m = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*([smhdw])\s*", text.lower())
     if not m:
-        msg = f"{what}: {text!r} is not an age; write it like 7d, 12h, 30m or 2w"
+        msg = f"{what}: {shown(repr(text), 60)} is not an age; write it like 7d, 12h, 30m or 2w"
         raise ConfigError(msg)
     return float(m[1]) * AGES[m[2]]
 

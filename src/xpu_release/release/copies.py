@@ -31,7 +31,7 @@ class BlobSpool:
         self._guard = threading.Lock()
         self._checked: set[str] = set()
 
-    def get(self, source: RegistryClient, repo: str, digest: str) -> Path:
+    def get(self, source: RegistryClient, repo: str, digest: str, size: int) -> Path:
         with self._guard:
             lock = self._locks.setdefault(digest, threading.Lock())
         with lock:
@@ -40,7 +40,7 @@ class BlobSpool:
                 self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
                 path.unlink()
             if not path.is_file():
-                source.download_blob(repo, digest, path)
+                source.download_blob(repo, digest, path, size=size)
             else:
                 touch(path)
             self._checked.add(digest)

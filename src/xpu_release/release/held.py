@@ -5,7 +5,6 @@ that release's own repository."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -16,8 +15,9 @@ from ..labels import BASE_DIGEST_LABEL
 from ..manifest import ImageSpec
 from ..oci.endpoint import Endpoint
 from ..oci.members import Blob
+from ..oci.model import parse_config
 from ..oci.registry import Manifest, RegistryClient
-from .manifests import DOCKER_MANIFEST_TYPE, LAYER_TYPE, MANIFEST_TYPE
+from .manifests import DOCKER_MANIFEST_TYPE, MANIFEST_TYPE
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -39,19 +39,17 @@ def layers_of(client: RegistryClient, repo: str, manifest: Manifest | None) -> d
     """diff_id → blob of one image manifest, by its config ({} for anything else)."""
     if manifest is None or manifest.media_type not in (MANIFEST_TYPE, DOCKER_MANIFEST_TYPE):
         return {}
+    what = f"{client.endpoint.name}: the config of {repo}@{manifest.digest}"
     try:
-        config = json.loads(client.blob_bytes(repo, manifest.config_digest))
-    except (WireError, ValueError):
+        config = parse_config(client.blob_bytes(repo, manifest.config_digest), what=what, error=WireError)
+    except WireError:
         return {}
-    diff_ids = (config.get("rootfs") or {}).get("diff_ids") or []
-    layers = manifest.data.get("layers") or []
-    if len(diff_ids) != len(layers):
+    layers = manifest.layers
+    if len(config.diff_ids) != len(layers):
         return {}
     return {
-        diff_id: Blob(
-            digest=layer["digest"], size=int(layer["size"]), media_type=layer.get("mediaType", LAYER_TYPE)
-        )
-        for diff_id, layer in zip(diff_ids, layers, strict=True)
+        diff_id: Blob(digest=layer.digest, size=layer.size, media_type=layer.media_type)
+        for diff_id, layer in zip(config.diff_ids, layers, strict=True)
     }
 
 

@@ -26,10 +26,7 @@ once for all of them (under the layout's lock), not once per referrer.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +52,7 @@ from ..oci.blobcheck import Source, check_copies
 from ..oci.downloads import read_blob
 from ..oci.layout import REF_NAME, Layout
 from ..oci.members import blob_file
+from ..oci.model import is_sha256
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink, Tally
 
@@ -85,7 +83,7 @@ class Side(Protocol):
     def referrers(self, subject: str) -> list[Manifest]: ...
 
     # as the source
-    def blocks(self, digest: str) -> Iterator[bytes]: ...
+    def blocks(self, digest: str, size: int) -> Iterator[bytes]: ...
     def damaged(self, digest: str, why: str) -> ReleaseError: ...
 
     # as the target
@@ -116,15 +114,15 @@ class RegistrySide:
         found = list_referrers(self.client, self.repo, subject)
         out = []
         for d in found.descriptors:
-            m = self.client.get_manifest(self.repo, str(d.get("digest")))
+            m = self.client.get_manifest(self.repo, d.digest)
             if m is None:
-                msg = f"{self.name}: the referrer {d.get('digest')} is listed but not served"
+                msg = f"{self.name}: the referrer {d.digest} is listed but not served"
                 raise NotFoundError(msg)
             out.append(m)
         return out
 
-    def blocks(self, digest: str) -> Iterator[bytes]:
-        return read_blob(self.client, self.repo, digest, COPY_BLOCK)
+    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
+        return read_blob(self.client, self.repo, digest, COPY_BLOCK, size=size)
 
     def damaged(self, digest: str, why: str) -> ReleaseError:
         return WireError(f"{self.name}: blob {digest} as served {why}; nothing was copied from it")
@@ -148,7 +146,7 @@ class RegistrySide:
         findable(self.client, self.repo, subject, pushed)
 
     def listed(self, subject: str) -> set[str]:
-        return {str(d.get("digest")) for d in list_referrers(self.client, self.repo, subject).descriptors}
+        return {d.digest for d in list_referrers(self.client, self.repo, subject).descriptors}
 
     def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
         """Every blob read back and hashed, as ``verify --deep`` does."""
@@ -184,18 +182,13 @@ class LayoutSide:
     def referrers(self, subject: str) -> list[Manifest]:
         return self.layout.referrers(subject) if self.layout.exists() else []
 
-    def blocks(self, digest: str) -> Iterator[bytes]:
-        path = self.layout.blob_path(digest)
-        try:  # not followed if a link, never waited on if a FIFO
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            msg = f"{self.name}: blob {digest} is missing (or is a link); copy the layout again"
-            raise NotFoundError(msg) from None
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                msg = f"{self.name}: blob {digest} is not a regular file; copy the layout again"
-                raise DamagedFileError(msg)
-            yield from iter(lambda: f.read(COPY_BLOCK), b"")
+    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
+        """The blob's bytes, bounded by ``size`` (a regular file only: never a link followed or
+        a FIFO waited on; one of another size is damage)."""
+        if not self.layout.has_blob(digest):
+            msg = f"{self.name}: blob {digest} is missing (or is not a regular file); copy the layout again"
+            raise NotFoundError(msg)
+        return self.layout.blob_chunks(digest, size)
 
     def damaged(self, digest: str, why: str) -> ReleaseError:
         return DamagedFileError(f"{self.name}: blob {digest} {why} (damaged); copy the layout again")
@@ -263,14 +256,11 @@ class MirrorReport:
 
 
 def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists; one of another shape is damage, named."""
-    try:
-        out = [(str(d), int(size)) for d, size in manifest.blobs()]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        msg = f"{side.name}: {manifest.digest} is not an image manifest (no config and layers to copy)"
-        raise DamagedFileError(msg) from None
-    if not all(re.fullmatch(r"sha256:[0-9a-f]{64}", d) and size >= 0 for d, size in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest with a size"
+    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
+    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
+    out = manifest.blobs()
+    if not all(is_sha256(d) for d, _ in out):
+        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
         raise DamagedFileError(msg)
     return out
 
@@ -300,7 +290,7 @@ class _Copier:
                 self.copy(digest, size)
 
     def copy(self, digest: str, size: int) -> None:
-        blocks = self.source.blocks(digest)
+        blocks = self.source.blocks(digest, size)
 
         def counted() -> Iterator[bytes]:
             for block in blocks:
@@ -344,7 +334,7 @@ def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = la
     except (RegistryAuthError, TLSVerifyFailed):
         raise
     except WireError as exc:
-        if exc.status is None and exc.temporary:  # no answer at all, after the retries
+        if exc.unanswered:  # no answer at all, after the retries (not a wrong or slow one)
             msg = f"{exc.message}: the registry does not answer; check the host name and the network"
             raise StackError(msg) from None
         raise
@@ -364,17 +354,21 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) ->
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
                "mirror into another repository, or remove that tag first")  # fmt: skip
         raise TagConflict(msg)
+    # Everything the copy is made of is read (and checked) before the first write: a damaged
+    # source leaves the target as it was.
+    referrers = source.referrers(image.digest)
+    att = source.get_manifest(att_tag(image.digest))
+    for m in [image, *referrers, *([att] if att else [])]:
+        _blobs(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
     copier.blobs_of(image)
-    referrers = source.referrers(image.digest)
     step = max(1, len(referrers) // 20)
     for i, m in enumerate(referrers, 1):
         copier.blobs_of(m)
         if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
             on_line(f"referrers: {i:,} of {len(referrers):,} copied")
     report.referrers = [m.digest for m in referrers]
-    att = source.get_manifest(att_tag(image.digest))
     if att is not None:
         copier.blobs_of(att)
         report.att = True

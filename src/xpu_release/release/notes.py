@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, ReleaseError
 from ..image.templating import render_template
@@ -14,7 +13,7 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.loader import version_key
 from ..manifest.registries import Registries
-from .record import ReleaseRecord, default_path, read_optional
+from .record import RecordedFinding, ReleaseRecord, default_path, read_optional
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {
@@ -155,44 +154,34 @@ class Security:
     scanned: bool
     reason: str
     previous: str | None  # the release compared with
-    fixed: tuple[dict[str, Any], ...] | None  # None: that release has no scan on record
-    open: tuple[dict[str, Any], ...]
+    fixed: tuple[RecordedFinding, ...] | None  # None: that release has no scan on record
+    open: tuple[RecordedFinding, ...]
 
 
-def _finding(f: dict[str, Any]) -> dict[str, Any]:
-    """A finding of a record as the notes show it (a record may have been written by an
-    earlier version: every field the template reads is there)."""
-    return {"id": str(f["id"]), "aliases": [str(a) for a in f.get("aliases") or ()],
-            "purls": [str(p) for p in f.get("purls") or ()],
-            "package": str(f["package"]), "installed": str(f["installed"]),
-            "severity": str(f["severity"]), "fixed": [str(x) for x in f.get("fixed") or ()],
-            "vex": f.get("vex"), "justification": str(f.get("justification") or "")}  # fmt: skip
-
-
-def scanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], dict[str, Any]] | None:
+def scanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], RecordedFinding] | None:
     """(id, package) → finding, from the record of ``spec``'s release when the gate ran for it
     (None: no record, a damaged one, or no scan on it)."""
     try:
         rec = read_optional(default_path(repo.root, spec.image, spec.version))
     except ReleaseError:
         return None
-    if rec is None or rec.scan is None or rec.scan.get("status") == "skipped":
+    gate = rec.gate() if rec is not None else None
+    if gate is None or gate.status == "skipped":
         return None
-    return {(f["id"], f["package"]): f for f in map(_finding, rec.scan.get("findings") or ())}
+    return {(f.id, f.package): f for f in gate.findings}
 
 
 def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) -> Security | None:
-    if record is None or record.scan is None:
+    gate = record.gate() if record is not None else None
+    if gate is None:
         return None
-    scan = record.scan
-    if scan.get("status") == "skipped":
-        return Security(scanned=False, reason=str(scan.get("reason")), previous=None, fixed=(), open=())
-    findings = tuple(_finding(f) for f in scan.get("findings") or ())
+    if gate.status == "skipped":
+        return Security(scanned=False, reason=gate.reason, previous=None, fixed=(), open=())
     previous = previous_spec(repo, spec)
     earlier = scanned_findings(repo, previous) if previous is not None else None
-    now = {(f["id"], f["package"]) for f in findings}
+    now = {(f.id, f.package) for f in gate.findings}
     fixed = None if earlier is None else tuple(f for k, f in earlier.items() if k not in now)
-    return Security(scanned=True, reason=str(scan.get("reason")), fixed=fixed, open=findings,
+    return Security(scanned=True, reason=gate.reason, fixed=fixed, open=gate.findings,
                     previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
 
 
@@ -204,10 +193,10 @@ def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]
     if before is None or after is None:
         return []
     out = [Change(section="security", id=i, name=p, kind="removed", new=None,
-                  old=f"{i} ({before[(i, p)]['installed']}, fixed)")
+                  old=f"{i} ({before[(i, p)].installed}, fixed)")
            for i, p in sorted(before.keys() - after.keys())]  # fmt: skip
     out += [Change(section="security", id=i, name=p, kind="added", old=None,
-                   new=f"{i} ({after[(i, p)]['installed']}, {after[(i, p)]['severity']})")
+                   new=f"{i} ({after[(i, p)].installed}, {after[(i, p)].severity})")
             for i, p in sorted(after.keys() - before.keys())]  # fmt: skip
     return out
 

@@ -77,16 +77,16 @@ def copy_blobs(
     sent_early: set[str],
     chunk_size: int | None,
     *,
-    fetch: Callable[[str], Path],
+    fetch: Callable[[str, int], Path],
     mount_from: Callable[[str], str | None],
 ) -> None:
     """Every blob of ``source`` into ``repo`` but those the early copies sent: present ones
     skipped, mounted where ``mount_from`` names a repository of that registry (the source on its
     own host; the base release's repository for its layers), else uploaded from ``fetch``."""
-    for digest, _size in source.blobs():
+    for digest, size in source.blobs():
         if digest not in sent_early:
-            client.ensure_blob(repo, digest, functools.partial(fetch, digest), mount_from=mount_from(digest),
-                               chunk_size=chunk_size)  # fmt: skip
+            client.ensure_blob(repo, digest, functools.partial(fetch, digest, size),
+                               mount_from=mount_from(digest), chunk_size=chunk_size)  # fmt: skip
 
 
 class Publisher:

@@ -30,9 +30,10 @@ from ..errors import PublishError
 from ..files import touch
 from ..image.engine import Engine
 from ..image.export import stream_layers
-from ..oci.codec import DEFAULT, GZIP_TYPE, Codec, decompressed
+from ..oci.codec import DEFAULT, Codec, decompressed
 from ..oci.downloads import read_blob
 from ..oci.members import Blob, CompressedMap, Members, blob_file, unpacked_map
+from ..oci.model import Descriptor
 from ..oci.registry import Manifest, RegistryClient, sha256_digest
 from ..oci.store import holds, known_config, remember_config
 from ..progress import Sink, Tally
@@ -50,14 +51,15 @@ class PushReport:
     uploaded_bytes: int
 
 
-def unpacked_digest(client: RegistryClient, repo: str, blob: str, media_type: str = GZIP_TYPE) -> str:
+def unpacked_digest(client: RegistryClient, repo: str, layer: Descriptor) -> str:
     """The diff_id of a layer blob at an endpoint: downloaded (read ahead by a thread of its
-    own), inflated by ISA-L (or zstd) and hashed as a stream, every member; memory stays at a
-    few chunks."""
+    own, at most the size its descriptor lists), inflated by ISA-L (or zstd) and hashed as a
+    stream, every member; memory stays at a few chunks."""
     packed, unpacked = hashlib.sha256(), hashlib.sha256()
+    blob, media_type = layer.digest, layer.media_type
 
     def hashed() -> Iterator[bytes]:
-        for chunk in read_blob(client, repo, blob, CHUNK):
+        for chunk in read_blob(client, repo, blob, CHUNK, size=layer.size):
             packed.update(chunk)
             yield chunk
 
@@ -78,16 +80,16 @@ def layer_mismatch(
 ) -> str | None:
     """Why ``manifest``'s layers are not exactly the layers ``diff_ids`` name (None: they are).
     A blob our push made is known; any other is downloaded and unpacked once."""
-    layers = manifest.data.get("layers") or []
+    layers = manifest.layers
     if len(layers) != len(diff_ids):
         return f"it has {len(layers)} layers, the tested image {len(diff_ids)}"
     checked = unpacked_map()
     for i, (layer, diff_id) in enumerate(zip(layers, diff_ids, strict=True)):
-        blob = str(layer.get("digest"))
+        blob = layer.digest
         if checked.get(blob) == diff_id:
             continue
         on_line(f"unpacking layer {i} ({blob[:19]}) at {client.endpoint.name} to check it")
-        got = unpacked_digest(client, repo, blob, str(layer.get("mediaType") or GZIP_TYPE))
+        got = unpacked_digest(client, repo, layer)
         if got != diff_id:
             return f"its layer {i} ({blob}) unpacks to {got}; the tested image's layer {i} is {diff_id}"
         checked.put(blob, diff_id)

@@ -1,7 +1,9 @@
 """The release record: what was published where, with which digest, verified when.
 
 Written by every publish (also a failed one: it says which endpoints are done), read by
-``status`` and by the release notes, archived by CI.
+``status`` and by the release notes, archived by CI. Read through the guarded layer (bounded
+in size and nesting, a FIFO refused unopened), checked against ``SCHEMA`` (every field this
+tool reads has its type there), and the gate's part read into typed values (``RecordedScan``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any, Literal
 
 from ..errors import DamagedFileError, NotFoundError
 from ..evidence.attachment import ALL_KINDS
+from ..guard.limits import MAX_RECORD_BYTES
+from ..guard.reading import Refused, parse_json, read_file
 from ..guard.writing import write_bytes
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
@@ -60,6 +64,14 @@ class ReleaseRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def gate(self) -> RecordedScan | None:
+        """The gate's result as typed values (None: no release ran it). The record was checked
+        against ``SCHEMA`` when it was read, so every field has its type."""
+        if self.scan is None:
+            return None
+        findings = tuple(map(RecordedFinding.from_json, self.scan["findings"]))
+        return RecordedScan(status=self.scan["status"], reason=self.scan["reason"], findings=findings)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReleaseRecord:
         eps = tuple(
@@ -67,6 +79,35 @@ class ReleaseRecord:
         )
         return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
                       "attachments": dict(data.get("attachments") or {})})  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedFinding:
+    """One finding as the record keeps it (``scan.record_entry`` writes it)."""
+
+    id: str
+    package: str
+    installed: str
+    severity: str
+    aliases: tuple[str, ...] = ()
+    purls: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    vex: str | None = None  # the status of the exception that covers it
+    justification: str = ""
+
+    @classmethod
+    def from_json(cls, f: dict[str, Any]) -> RecordedFinding:
+        return cls(id=f["id"], package=f["package"], installed=f["installed"], severity=f["severity"],
+                   aliases=tuple(f.get("aliases") or ()), purls=tuple(f.get("purls") or ()),
+                   fixed=tuple(f.get("fixed") or ()), vex=f.get("vex"),
+                   justification=f.get("justification") or "")  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedScan:
+    status: Literal["passed", "failed", "skipped"]
+    reason: str
+    findings: tuple[RecordedFinding, ...]
 
 
 def endpoint_record(
@@ -109,6 +150,7 @@ def attempt_path(path: Path) -> Path:
 _DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _OPT_DIGEST = {"anyOf": [_DIGEST, {"type": "null"}]}
 _OPT_STR = {"type": ["string", "null"]}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
 _ENDPOINT = {
     "type": "object",
     "required": ["endpoint", "host", "version_ref", "floating_refs", "status", "digest"],
@@ -164,8 +206,12 @@ SCHEMA: dict[str, Any] = {
                 "findings": {"type": "array", "items": {
                     "type": "object",
                     "required": ["id", "package", "installed", "severity"],
+                    # every field the notes and `diff` read has its type (an integer `aliases`
+                    # crashed them); fields an earlier version wrote and none reads may stay
                     "properties": {"id": {"type": "string"}, "package": {"type": "string"},
-                                   "installed": {"type": "string"}, "severity": {"type": "string"}},
+                                   "installed": {"type": "string"}, "severity": {"type": "string"},
+                                   "aliases": _STRINGS, "purls": _STRINGS, "fixed": _STRINGS,
+                                   "vex": _OPT_STR, "justification": {"type": "string"}},
                 }},
             },
         }]},
@@ -214,41 +260,21 @@ def read_optional(path: Path) -> ReleaseRecord | None:
 
 
 def read(path: Path) -> ReleaseRecord:
-    import stat
+    def missing(_: str) -> Exception:
+        return NotFoundError(f"no release record at {path}; publish first or pass --record")
 
+    what = "the release record"
     try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        if path.is_symlink():
-            msg = f"{path}: the release record is a dangling symbolic link; remove it or pass --record"
-            raise DamagedFileError(msg) from None
-        msg = f"no release record at {path}; publish first or pass --record"
-        raise NotFoundError(msg) from None
-    except OSError as exc:
-        msg = f"{path}: cannot read the release record ({exc.strerror or type(exc).__name__})"
-        raise DamagedFileError(msg) from None
-    if not stat.S_ISREG(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        msg = f"{path}: the release record is {kind}; remove it or pass --record with a record file"
-        raise DamagedFileError(msg)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_file(path, what=what, limit=MAX_RECORD_BYTES, error=Refused, missing=missing)
+        data = parse_json(raw, what=what, error=Refused)
         problem = _shape_problem(data)
         if problem is None:
             return ReleaseRecord.from_json(data)
-        why = problem if problem.startswith("has no") else f"is not a release record ({problem})"
-    except OSError as exc:
-        why = f"cannot be read ({exc.strerror or type(exc).__name__})"
-    except UnicodeDecodeError:
-        why = "is not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        why = f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-    except RecursionError:
-        why = "is not a release record (nested too deeply)"
-    msg = (
-        f"{path}: the release record {why}; publish again to rewrite it (the registries are the "
-        "truth: `xpu-release status REF` reads them), or pass --record with an intact copy"
-    )
+        said = problem if problem.startswith("has no") else f"is not a release record ({problem})"
+        why = f"{what} {said}"
+    except Refused as exc:
+        why = str(exc)
+    msg = f"{path}: {why}; publish again to rewrite it, or pass --record with an intact copy"
     raise DamagedFileError(msg)
 
 
@@ -261,12 +287,14 @@ def _shape_problem(data: Any) -> str | None:
     if not errors:
         return None
     first = errors[0]
+    if first.context:  # one of several shapes (``scan``: none, or the gate's): the deepest field
+        first = max(first.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
     where = ".".join(str(p) for p in first.absolute_path)
     if first.validator == "required" and isinstance(first.instance, dict):
         missing = [repr(k) for k in first.validator_value if k not in first.instance]
         return f"{where + ': ' if where else ''}has no {', '.join(missing)}"
-    shown = first.message if len(first.message) <= 160 else first.message[:157] + "..."
-    return f"{where or 'the document'}: {shown}"
+    said = first.message if len(first.message) <= 160 else first.message[:157] + "..."
+    return f"{where or 'the document'}: {said}"
 
 
 def _defer_iri_grammars() -> None:

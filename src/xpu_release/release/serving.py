@@ -8,17 +8,17 @@ answer is reported as such, never as a tag), and ``find_published`` (build avoid
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import PublishError, RegistryAuthError, ReleaseError
+from ..errors import PublishError, RegistryAuthError, ReleaseError, WireError
 from ..evidence.attachment import ALL_KINDS, SIGNED_KINDS
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
 from ..evidence.signing import ENVELOPE_TYPE
 from ..image.engine import Engine
 from ..labels import INPUTS_LABEL
 from ..oci.endpoint import Endpoint
+from ..oci.model import parse_config
 from ..oci.registry import RegistryClient
 from ..oci.store import remember_config
 from ..progress import Sink
@@ -74,7 +74,7 @@ def _document_states(
         listed = found.ours(kind)
         if not listed:
             continue
-        digest = str(listed[0].get("digest") or "")
+        digest = listed[0].digest
         recorded = (record.attachments or {}).get(kind) if record else None
         manifest = client.get_manifest(repo, digest) if digest else None
         state: DocState = "ok"
@@ -83,9 +83,8 @@ def _document_states(
         elif recorded and recorded != digest:
             state = "foreign"
         elif kind in SIGNED_KINDS:
-            layers = manifest.data.get("layers") or [{}]
-            first = layers[0] if isinstance(layers[0], dict) else {}
-            state = "ok" if first.get("mediaType") == ENVELOPE_TYPE else "unsigned"
+            layers = manifest.layers
+            state = "ok" if layers and layers[0].media_type == ENVELOPE_TYPE else "unsigned"
         out.append((kind, state))
     return tuple(out)
 
@@ -169,11 +168,11 @@ def find_published(pool: EndpointPool, inputs: str) -> Published | None:
             if manifest is None or not manifest.config_digest:
                 continue
             raw = client.blob_bytes(repo, manifest.config_digest)
-            config = json.loads(raw)
-        except (ReleaseError, ValueError):
+            what = f"{client.endpoint.name}: the config of {repo}:{spec.version}"
+            config = parse_config(raw, what=what, error=WireError)
+        except ReleaseError:
             continue
-        labels = (config.get("config") or {}).get("Labels") or {}
-        if labels.get(INPUTS_LABEL) == inputs:
+        if config.labels.get(INPUTS_LABEL) == inputs:
             remember_config(raw)  # a push to another endpoint needs its exact bytes
             return Published(
                 endpoint=t.endpoint,

@@ -22,7 +22,6 @@ Neither re-reads what the record says: both ask the endpoints.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -32,6 +31,8 @@ from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
+from ..guard.reading import loads
+from ..guard.shown import shown
 from ..oci.blobcheck import Source, check_copies
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
@@ -112,7 +113,7 @@ def _attachments(
     subject = ""
     for kind in ALL_KINDS:
         want = expected.get(kind)
-        listed = [str(d.get("digest")) for d in found.ours(kind)]
+        listed = [d.digest for d in found.ours(kind)]
         if want is None and kind not in KINDS:
             continue  # the VEX, the bundles: only a release with a gate, a key
         if want is None:
@@ -126,7 +127,7 @@ def _attachments(
                 problems.append((kind, f"{want} is listed but not served"))
                 continue
             blobs += manifest.blobs()
-            subject = subject or str((manifest.data.get("subject") or {}).get("digest") or "")
+            subject = subject or manifest.subject
             if (kind in SIGNED_KINDS or kind in BUNDLED) and key is not None:
                 document = attachment_of(client, repo, manifest, kind)
                 if kind in SIGNED_KINDS:
@@ -143,11 +144,18 @@ def _signature(document: Attachment, manifest: Manifest, key: Verifier) -> list[
     """A signed statement (or cosign's bundle of one) verifies with ``key`` and is about the
     image its artifact manifest refers to."""
     kind, payload = document.kind, document.payload
-    subject = str((manifest.data.get("subject") or {}).get("digest") or "")
+    subject = manifest.subject
     if kind in BUNDLED:
-        hint = (_json(payload).get("verificationMaterial") or {}).get("publicKey", {}).get("hint")
+        material = _json(payload).get("verificationMaterial")
+        public = material.get("publicKey") if isinstance(material, dict) else None
+        hint = public.get("hint") if isinstance(public, dict) else None
         if hint != key_hint(key):
-            return [(kind, f"{manifest.digest}: the bundle names key hint {hint!r}, not this key's")]
+            return [
+                (
+                    kind,
+                    f"{manifest.digest}: the bundle names key hint {shown(repr(hint), 80)}, not this key's",
+                )
+            ]
         payload = envelope_of(payload) or b""
     try:
         statement = open_envelope(payload, key, manifest.digest, kind)
@@ -166,7 +174,7 @@ def _signature(document: Attachment, manifest: Manifest, key: Verifier) -> list[
 
 def _json(data: bytes) -> dict[str, Any]:
     try:
-        out = json.loads(data)
+        out = loads(data)
     except ValueError:
         return {}
     return out if isinstance(out, dict) else {}
@@ -181,10 +189,10 @@ def _att(client: RegistryClient, repo: str, subject: str, envelopes: dict[Kind, 
     manifest = client.get_manifest(repo, tag)
     if manifest is None:
         return [(".att", f"cosign's tag {tag} is missing")], []
-    layers = {str(x.get("digest")): x for x in manifest.data.get("layers") or [] if isinstance(x, dict)}
+    layers = {x.digest: x for x in manifest.layers}
     problems = []
     for kind, digest in envelopes.items():
-        notes = (layers.get(digest) or {}).get("annotations") or {}
+        notes = layers[digest].annotations if digest in layers else {}
         if digest not in layers:
             problems.append((".att", f"{tag} does not hold the {kind} envelope {digest}"))
         elif notes.get(PREDICATE_TYPE_ANNOTATION) != PREDICATES[kind] or SIGNATURE_ANNOTATION not in notes:
@@ -230,7 +238,7 @@ def verify(
         try:
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
-                attached = {k: d[0]["digest"] for k in ALL_KINDS if (d := found.ours(k))}
+                attached = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
             problems, blobs = _attachments(client, repo, found, attached, key)
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))

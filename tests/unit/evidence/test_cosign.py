@@ -45,7 +45,7 @@ def test_the_att_manifest_holds_each_envelope_as_cosign_annotates_it() -> None:
 
     manifest, config = att_manifest((provenance, vex), None)
 
-    data = manifest.data
+    data = json.loads(manifest.body)
     assert data["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
     assert data["config"]["mediaType"] == "application/vnd.oci.image.config.v1+json"
     assert data["config"]["digest"] == "sha256:" + hashlib.sha256(config).hexdigest()
@@ -66,12 +66,17 @@ def test_the_att_manifest_keeps_what_others_attested_and_replaces_our_earlier_en
     notes = {"predicateType": "https://cyclonedx.org/bom", "dev.cosignproject.cosign/signature": ""}
     theirs = {"mediaType": ENVELOPE_TYPE, "digest": "sha256:" + "c" * 64, "size": 10, "annotations": notes}
     found, _ = att_manifest((earlier,), None)
-    body = json.dumps({**found.data, "layers": [theirs, *found.data["layers"]]}).encode()
+    body = json.dumps(
+        {**json.loads(found.body), "layers": [theirs, *json.loads(found.body)["layers"]]}
+    ).encode()
     found = Manifest(digest=found.digest, media_type=OCI_MANIFEST, body=body)
 
     manifest, _ = att_manifest((now,), found)
 
-    assert [layer["digest"] for layer in manifest.data["layers"]] == [theirs["digest"], now.digest]
+    assert [layer["digest"] for layer in json.loads(manifest.body)["layers"]] == [
+        theirs["digest"],
+        now.digest,
+    ]
 
 
 @pytest.mark.parametrize("algorithm", ["ed25519", "ecdsa"])
@@ -107,7 +112,7 @@ def test_the_bundle_referrer_is_written_as_cosign_writes_it() -> None:
     provenance, signer = signed("provenance")
     (made,) = bundles_for((provenance, Attachment(kind="sbom", payload=b"{}")), signer.verifier())  # type: ignore[attr-defined]
 
-    data = artifact_manifest(made, SUBJECT, "2026-12-03T00:00:00Z").data
+    data = json.loads(artifact_manifest(made, SUBJECT, "2026-12-03T00:00:00Z").body)
 
     assert data["artifactType"] == "application/vnd.dev.sigstore.bundle.v0.3+json"
     empty = "sha256:" + hashlib.sha256(b"{}").hexdigest()

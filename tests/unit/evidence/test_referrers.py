@@ -56,7 +56,7 @@ def tag_index(state: State, subject: Manifest) -> list[dict[str, object]]:
 def test_an_attachment_is_an_oci_artifact_whose_subject_is_the_image() -> None:
     subject = image()
 
-    m = artifact_manifest(SBOM, subject, CREATED).data
+    m = json.loads(artifact_manifest(SBOM, subject, CREATED).body)
 
     assert m["artifactType"] == "application/vnd.cyclonedx+json"
     assert m["config"] == {"mediaType": "application/vnd.oci.empty.v1+json", "digest": sha256_digest(EMPTY),
@@ -135,7 +135,7 @@ def test_a_registry_with_the_referrers_api_lists_them_itself(tmp_path: Path) -> 
 
     assert (REPO, referrers_tag(subject.digest)) not in state.manifests  # no tag schema written
     assert found.via == "api"
-    assert {d["digest"] for d in found.descriptors} == {m.digest for m in pushed}
+    assert {d.digest for d in found.descriptors} == {m.digest for m in pushed}
 
 
 def test_a_damaged_attachment_is_named(registry: tuple[RegistryClient, State], tmp_path: Path) -> None:

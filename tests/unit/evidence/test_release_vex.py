@@ -16,6 +16,7 @@ from xpu_release.evidence.signing import ENVELOPE_TYPE, signed_by, statement_of
 from xpu_release.evidence.vex import Purl, read_vex
 from xpu_release.evidence.vexdoc import ReleaseVex, release_vex, vex_statement
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest
+from xpu_release.release.record import RecordedFinding
 
 from .test_sign_only_ours import key
 from .test_vulnerabilities import SBOM, TODAY, advisories, spec, vex_file
@@ -53,13 +54,14 @@ def test_it_states_the_exceptions_that_applied_and_nothing_unreviewed(tmp_path: 
 
 
 def test_what_the_previous_release_had_and_this_one_does_not_is_stated_fixed(tmp_path: Path) -> None:
-    previous = [
+    previous = [RecordedFinding.from_json(f) for f in [
         {"id": "CVE-2026-0099", "aliases": ["TEST-OLD-1"], "package": "oldpkg",
-         "purls": ["pkg:pypi/oldpkg@0.9"]},
-        {"id": "CVE-2026-0002", "package": "openssl"},  # still there: not fixed
-        {"id": "TEST-GHSA-1", "package": "demo"},  # an alias of a finding still there: not fixed
-        {"id": "CVE-2026-0100", "package": "gone"},  # a record written before findings had purls
-    ]  # fmt: skip
+         "purls": ["pkg:pypi/oldpkg@0.9"], "installed": "0.9", "severity": "high"},
+        {"id": "CVE-2026-0002", "package": "openssl", "installed": "3", "severity": "high"},  # still there
+        {"id": "TEST-GHSA-1", "package": "demo", "installed": "1", "severity": "low"},  # an alias still there
+        # a record written before findings had purls
+        {"id": "CVE-2026-0100", "package": "gone", "installed": "1", "severity": "low"},
+    ]]  # fmt: skip
 
     vex = release_vex(gated(tmp_path), previous)
 
@@ -130,13 +132,19 @@ def test_it_is_attached_where_trivy_looks_and_told_apart_from_the_provenance() -
         Attachment(kind="provenance", payload=b"{}"), subject(), "2026-12-03T00:00:00Z"
     )
 
-    assert vex.data["artifactType"] == provenance.data["artifactType"] == "application/vnd.in-toto+json"
-    assert vex.data["layers"][0]["annotations"] == {"in-toto.io/predicate-type": "https://openvex.dev/ns"}
-    assert "annotations" not in provenance.data["layers"][0]  # as earlier releases attached it
-    assert vex.data["annotations"][KIND_ANNOTATION] == "vex"
+    assert (
+        json.loads(vex.body)["artifactType"]
+        == json.loads(provenance.body)["artifactType"]
+        == "application/vnd.in-toto+json"
+    )
+    assert json.loads(vex.body)["layers"][0]["annotations"] == {
+        "in-toto.io/predicate-type": "https://openvex.dev/ns"
+    }
+    assert "annotations" not in json.loads(provenance.body)["layers"][0]  # as earlier releases attached it
+    assert json.loads(vex.body)["annotations"][KIND_ANNOTATION] == "vex"
     found = Referrers(descriptors=(descriptor(vex), descriptor(provenance)), via="tag")
-    assert [d["digest"] for d in found.ours("vex")] == [vex.digest]
-    assert [d["digest"] for d in found.ours("provenance")] == [provenance.digest]
+    assert [d.digest for d in found.ours("vex")] == [vex.digest]
+    assert [d.digest for d in found.ours("provenance")] == [provenance.digest]
 
 
 def test_with_a_key_the_vex_is_signed_and_a_found_one_is_reused_only_when_it_is_ours(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ def test_a_manifest_that_asks_for_spdx_gets_it_attached_beside_cyclonedx(tmp_pat
     assert attached.payload == to_spdx(asked.make("sbom", SUBJECT).payload, tool_version="0.1.0")
     assert validate(path).returncode == 0
     assert (
-        artifact_manifest(attached, subject, "2026-12-03T00:00:00Z").data["artifactType"]
+        json.loads(artifact_manifest(attached, subject, "2026-12-03T00:00:00Z").body)["artifactType"]
         == "application/spdx+json"
     )
 

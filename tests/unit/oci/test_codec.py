@@ -26,6 +26,7 @@ from xpu_release.oci.codec import DEFAULT, GZIP_TYPE, LEVELS, ZSTD_TYPE, Codec, 
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.downloads import read_blob
 from xpu_release.oci.members import MEMBER, CompressedMap, Members, compress
+from xpu_release.oci.model import Descriptor
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from xpu_release.release.push import unpacked_digest
 
@@ -165,6 +166,11 @@ def client_for(host: str, state: State) -> RegistryClient:
     return RegistryClient(ep, Credentials(username=state.username, password=state.password), fast)
 
 
+def layer(blob: bytes, media_type: str) -> Descriptor:
+    """How a manifest lists ``blob`` as a layer."""
+    return Descriptor(media_type=media_type, digest=digest_of(blob), size=len(blob))
+
+
 @pytest.mark.parametrize("codec", [DEFAULT, Codec("zstd", 3)], ids=str)
 def test_a_served_blob_unpacks_to_its_layer_digest(codec: Codec, tmp_path: Path) -> None:
     blob = codec.compressor()(LAYER[:70_000]) + codec.compressor()(LAYER[70_000:])
@@ -173,7 +179,7 @@ def test_a_served_blob_unpacks_to_its_layer_digest(codec: Codec, tmp_path: Path)
     with fake_registry() as (host, state):
         client = client_for(host, state)
         client.upload_blob("ns/image", digest_of(blob), path)
-        got = unpacked_digest(client, "ns/image", digest_of(blob), codec.media_type)
+        got = unpacked_digest(client, "ns/image", layer(blob, codec.media_type))
     assert got == "sha256:" + hashlib.sha256(LAYER).hexdigest()
 
 
@@ -185,7 +191,7 @@ def test_a_served_blob_that_does_not_unpack_is_a_publish_error(tmp_path: Path) -
         client = client_for(host, state)
         client.upload_blob("ns/image", digest_of(blob), path)
         with pytest.raises(PublishError, match="does not unpack: the compressed stream ends inside"):
-            unpacked_digest(client, "ns/image", digest_of(blob), GZIP_TYPE)
+            unpacked_digest(client, "ns/image", layer(blob, GZIP_TYPE))
 
 
 @contextlib.contextmanager
@@ -207,10 +213,10 @@ def blob_readers() -> list[threading.Thread]:
 def test_a_reader_stopped_early_leaves_no_thread_behind(tmp_path: Path, ahead: bool) -> None:
     blob = os.urandom(12 << 20)
     with served(blob, tmp_path) as (client, _, digest):
-        stream = read_blob(client, "ns/image", digest, 1 << 16, ahead=ahead)
+        stream = read_blob(client, "ns/image", digest, 1 << 16, size=len(blob), ahead=ahead)
         assert len(next(stream)) == 1 << 16
         stream.close()
-        whole = b"".join(read_blob(client, "ns/image", digest, ahead=ahead))
+        whole = b"".join(read_blob(client, "ns/image", digest, size=len(blob), ahead=ahead))
     assert whole == blob
     assert not blob_readers()
 
@@ -221,8 +227,8 @@ def test_a_download_cut_short_is_a_wire_error_naming_endpoint_and_blob(tmp_path:
     with served(blob, tmp_path) as (client, state, digest):
         state.faults.cut_blob_gets = 1
         with pytest.raises(WireError) as cut:
-            b"".join(read_blob(client, "ns/image", digest, 1 << 16, ahead=ahead))
-        again = b"".join(read_blob(client, "ns/image", digest, ahead=ahead))
+            b"".join(read_blob(client, "ns/image", digest, 1 << 16, size=len(blob), ahead=ahead))
+        again = b"".join(read_blob(client, "ns/image", digest, size=len(blob), ahead=ahead))
     assert again == blob  # the next read is whole
     assert digest in cut.value.message
     assert client.endpoint.name in cut.value.message

@@ -257,7 +257,7 @@ def test_a_manifest_naming_a_blob_that_is_really_missing_is_an_error_that_names_
     with pytest.raises(WireError) as info:
         client.put_manifest(REPO, image.digest, image)
 
-    assert f"does not hold {image.data['config']['digest']}" in info.value.message
+    assert f"does not hold {json.loads(image.body)['config']['digest']}" in info.value.message
     assert info.value.temporary is False
     assert sum(r.startswith("PUT /v2/ns/image/manifests/") for r in state.requests) == 1  # not retried
 

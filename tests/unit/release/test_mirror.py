@@ -93,7 +93,7 @@ def test_a_release_goes_into_a_layout_and_from_it_into_another_registry_digests_
     assert target.resolve(TAG) == image.digest
     found = list_referrers(target.client, "mirror/image", image.digest)
     assert found.via == "api"
-    assert sorted(d["digest"] for d in found.descriptors) == sorted(out.referrers)  # the same artifacts
+    assert sorted(d.digest for d in found.descriptors) == sorted(out.referrers)  # the same artifacts
     att = target.get_manifest(att_tag(image.digest))
     assert att is not None
     assert att.digest == source.get_manifest(att_tag(image.digest)).digest  # type: ignore[union-attr]
@@ -128,7 +128,7 @@ def test_a_layout_blob_that_does_not_hash_to_its_name_is_never_copied(
 
     source, image, layout, target = ends(two, tmp_path)
     mirror(source, LayoutSide(layout), TAG, tmp_path / "spool")
-    layer = image.data["layers"][1]["digest"]
+    layer = json.loads(image.body)["layers"][1]["digest"]
     layout.blob_path(layer).write_bytes(b"flipped")
 
     with pytest.raises(ReleaseError) as broken:

@@ -37,7 +37,7 @@ def test_a_damaged_blob_already_in_the_target_layout_is_replaced_not_trusted(tmp
     image, docs = release_layout(tmp_path / "src", TAG)
     source, target = LayoutSide(Layout(tmp_path / "src")), Layout(tmp_path / "dst")
     first = mirror(source, LayoutSide(target), TAG, tmp_path / "cache")
-    layer = image.data["layers"][1]["digest"]
+    layer = image.layers[1].digest
     target.blob_path(layer).write_bytes(b"truncated")  # what a second run once left behind
 
     again = mirror(source, LayoutSide(target), TAG, tmp_path / "cache")
@@ -53,7 +53,7 @@ def test_a_blob_damaged_between_the_copy_and_the_check_is_copied_again(
 ) -> None:
     image, docs = release_layout(tmp_path / "src", TAG)
     source, target = LayoutSide(Layout(tmp_path / "src")), LayoutSide(Layout(tmp_path / "dst"))
-    layer = image.data["layers"][0]["digest"]
+    layer = image.layers[0].digest
     put = Layout.put_manifests
     damaged: list[str] = []
 
@@ -78,7 +78,7 @@ def test_a_damaged_blob_at_a_registry_target_is_read_back_found_and_uploaded_aga
     image, _ = release_layout(tmp_path / "src", TAG)
     source, target = LayoutSide(Layout(tmp_path / "src")), RegistrySide(client_for(host, state), "m/image")
     assert mirror(source, target, TAG, tmp_path / "cache").ok
-    layer = image.data["layers"][1]["digest"]
+    layer = image.layers[1].digest
     state.blobs[layer] = b"rotten" * 100  # the registry's storage went bad; HEAD still says present
 
     again = mirror(source, target, TAG, tmp_path / "cache")
@@ -93,7 +93,7 @@ def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it_and_gets_no_t
 ) -> None:
     host, state = registry
     image, _ = release_layout(tmp_path / "src", TAG)
-    layer = image.data["layers"][1]["digest"]
+    layer = image.layers[1].digest
     state.blobs[layer] = b"rotten"  # already there, damaged, before the first copy
 
     class Stubborn(RegistrySide):  # keeps what it holds when it is sent again, as distribution does
@@ -113,15 +113,19 @@ def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it_and_gets_no_t
 
 @pytest.mark.parametrize(
     ("lie", "said"),
-    [(lambda held: held[::-1], "hashes to"), (lambda held: held + b"x" * (4 << 20), "more than the")],
+    [
+        (lambda held: held[::-1], ("hashes to", "nothing was copied from it")),
+        # refused at the answer's declared length, before a byte is read (guard.bodies)
+        (lambda held: held + b"x" * (4 << 20), ("not within the", "bytes expected; not read")),
+    ],  # fmt: skip
     ids=["other bytes", "more bytes than listed"],
 )
 def test_a_source_registry_that_lies_about_a_blob_puts_nothing_under_its_digest(
-    registry: tuple[str, State], tmp_path: Path, lie: Callable[[bytes], bytes], said: str
+    registry: tuple[str, State], tmp_path: Path, lie: Callable[[bytes], bytes], said: tuple[str, ...]
 ) -> None:
     host, state = registry
     source, image = published(host, state, tmp_path)
-    layer = image.data["layers"][0]["digest"]
+    layer = image.layers[0].digest
     state.blobs[layer] = lie(state.blobs[layer])
     target = Layout(tmp_path / "usb")
 
@@ -129,8 +133,7 @@ def test_a_source_registry_that_lies_about_a_blob_puts_nothing_under_its_digest(
         mirror(source, LayoutSide(target), TAG, tmp_path / "cache")
 
     assert layer in lied.value.message
-    assert said in lied.value.message
-    assert "nothing was copied from it" in lied.value.message
+    assert all(words in lied.value.message for words in said), lied.value.message
     assert not target.blob_path(layer).exists()
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == []  # the run's spool is gone
 
@@ -140,7 +143,7 @@ def test_a_damaged_source_layout_is_exit_12_and_the_target_gets_no_blob_under_th
 ) -> None:
     image, _ = release_layout(tmp_path / "src", TAG)
     source = Layout(tmp_path / "src")
-    layer = image.data["layers"][0]["digest"]
+    layer = image.layers[0].digest
     source.blob_path(layer).write_bytes(b"flipped bits")
     target = Layout(tmp_path / "dst")
 

@@ -106,7 +106,7 @@ def _edit(change: str) -> str:
     [
         (_edit("d['attachments'] = 'sbom'"), "attachments: 'sbom' is not of type 'object'"),
         (_edit("d['endpoints'][0]['version_ref'] = None"), "endpoints.0.version_ref: None is not of type"),
-        (_edit("d['digest'] = 'sha256:abc'"), "digest: 'sha256:abc' is not valid"),
+        (_edit("d['digest'] = 'sha256:abc'"), "digest: 'sha256:abc' does not match"),
         (_edit("d['endpoints'][1]['digest'] = 'sha256:' + 'D' * 64"), "endpoints.1.digest:"),
         (_edit("d['endpoints'] = {}"), "endpoints: {} is not of type 'array'"),
         (_edit("d['complete'] = 'yes'"), "complete: 'yes' is not of type 'boolean'"),
@@ -114,7 +114,7 @@ def _edit(change: str) -> str:
         (_edit("d['attachments']['signature'] = d['digest']"), "attachments: 'signature' is not one of"),
         (_edit("d['surprise'] = 1"), "Additional properties are not allowed ('surprise'"),
         (_edit("d['endpoints'][0]['seconds'] = -1"), "endpoints.0.seconds: -1 is less than the minimum"),
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),
     ],
 )
 def test_every_shape_of_damage_is_exit_12_naming_the_file_and_the_field(
