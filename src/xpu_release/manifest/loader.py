@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
 from . import inherit, schema
 from .model import ImageSpec, canonical_name
+from .patchformat import numbering_problem
 from .yamlsrc import Source, YamlProblems, load
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
@@ -232,6 +233,11 @@ class Repo:
             _semantic_checks(src, checker, self.registry_names)
         if not checker.problems:
             _check_base_chain(self, image, version, src, checker)
+        if not checker.problems and (src.data.get("release") or {}).get("patch") is not None:
+            exists = lambda v: self.manifest_path(image, v).is_file()  # noqa: E731
+            why = numbering_problem(version, src.data.get("extends"), exists)
+            if why:
+                checker.fail(("release", "patch"), why)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)
