@@ -15,6 +15,7 @@ from .app import (
     cli,
     json_option,
     newer_version,
+    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -214,7 +215,8 @@ def plan(state: State, ref: str, as_json: bool) -> None:
     from ..release.plan import make_plan
 
     spec = state.repo.load_ref(ref)
-    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version))
+    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version),
+                  newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
     if as_json:
         _emit_json(p.to_json())
         return

@@ -17,6 +17,7 @@ from .app import (
     json_option,
     layer_codec,
     newer_version,
+    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -84,7 +85,8 @@ def publish(
     registries = state.registries()
     codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
     if dry_run:
-        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version))
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version),
+                         newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
         if as_json:
             _emit_json({**plan.to_json(), "dry_run": True})
             return
@@ -99,6 +101,7 @@ def publish(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
         move_floating=state.repo.is_latest(spec.image, spec.version),
+        move_line=newest_of_line(state.repo, spec.ref),
         engine_push=engine_push,
         signer=state.signer(signing_key),
         codec=codec,

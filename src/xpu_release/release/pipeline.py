@@ -31,7 +31,7 @@ from ..settings import cache_dir
 from . import record as records
 from .documents import gate_vex
 from .notes import notes_path, render_notes
-from .plan import make_plan
+from .plan import floating_tags, make_plan, moving
 from .preflight import preflight, verdict
 from .publish import Options, failure_report, publish
 from .serving import pull_published, status
@@ -280,12 +280,10 @@ class Release:
             existing = None
         same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
         plan = make_plan(spec, self.registries)
-        tags = ", ".join(spec.floating_tags)
-        floating = ""
-        if tags:
-            floating = (
-                f"; then {tags}" if self.options.move_floating else f"; {tags} stay (a newer version exists)"
-            )
+        moved = moving(spec, newest=self.options.move_floating, newest_of_line=self.options.move_line)
+        stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
+        floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
+                                                                      if stay else "")  # fmt: skip
         planned = [
             (
                 "build",
@@ -296,7 +294,7 @@ class Release:
             ("test", "would run the smoke checks in a throwaway container"),
             ("scan", plan_of_gate(self.gate)),
             ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
-            ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
+            ("verify", f"would check {len(plan.targets) * (1 + len(moved))} refs"),
             (
                 "notes",
                 ", ".join(self.repo.rel(notes_path(self.repo.root, spec, lang)) for lang in ("zh", "en")),

@@ -43,7 +43,7 @@ from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
-from .plan import Plan, Target, make_plan
+from .plan import Plan, Target, make_plan, moving
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
@@ -65,8 +65,10 @@ class Options:
     # The first push through the engine's `docker push` instead of our own client (for the
     # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
     engine_push: bool = False
-    # Floating tags never move backwards: False when a newer version of the image exists.
+    # Floating tags never move backwards: False when a newer version of the image exists;
+    # move_line: False when a later release of its line exists (its line's tag stays there).
     move_floating: bool = True
+    move_line: bool = True
     # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
     signer: Signer | None = None
     # The image manifest's standard annotations (evidence/annotations.py); publish() makes them.
@@ -310,8 +312,9 @@ class Publisher:
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
-        if complete and self.spec.floating_tags and self.options.move_floating:
-            record = replace(record, floating_moved=self.tags.move_floating(source))
+        tags = moving(self.spec, newest=self.options.move_floating, newest_of_line=self.options.move_line)
+        if complete and tags:
+            record = replace(record, floating_moved=self.tags.move_floating(source, tags))
         return record
 
 

@@ -24,6 +24,7 @@ from ..oci.endpoint import Endpoint
 from ..oci.registry import RegistryClient, RetryPolicy
 from ..oci.store import remember_config
 from ..progress import Sink
+from .plan import floating_tags
 from .pool import EndpointPool
 from .record import ReleaseRecord
 
@@ -108,7 +109,7 @@ def status(
         client = pool.client(t.endpoint)
         for tag, ref in (
             (spec.version, t.version_ref),
-            *zip(spec.floating_tags, t.floating_refs, strict=True),
+            *zip(floating_tags(spec), t.floating_refs, strict=True),
         ):
             try:
                 served = client.head_manifest(pool.repo(t.endpoint), tag)
