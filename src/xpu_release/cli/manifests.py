@@ -99,23 +99,28 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
 @json_option()
 @pass_state
 def list_(state: State, as_json: bool) -> None:
-    """List every NAME:VERSION with the version it extends.
+    """List every NAME:VERSION with the version it extends, and its security state as the latest
+    `watch` found it (open findings, SLA, the patch that supersedes it).
 
     \b
     Examples:
       xpu-release list
       xpu-release list --json
     """
+    from ..release.history import describe, security
+
     repo = state.repo
     rows = []
     for ref in repo.refs():
         spec = repo.load_ref(ref)
-        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path})
+        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path,
+                     "security": security(repo.root, spec.image, spec.version)})  # fmt: skip
     if as_json:
         _emit_json(rows)
         return
     for r in rows:
-        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else ""))
+        said = f"  [{describe(r['security'])}]" if r["security"] else ""
+        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else "") + said)
 
 
 @cli.command()

@@ -92,3 +92,31 @@ def first_seen(entry: dict[str, Any] | None) -> dict[tuple[str, str], date]:
         except (KeyError, ValueError):
             continue
     return out
+
+
+def security(root: Path, image: str, version: str) -> dict[str, Any] | None:
+    """A release's security state as its latest re-scan found it, for ``status`` and ``list``:
+    its answer, open findings by severity, the SLA, what patched it, when (None: never watched)."""
+    entry = latest(root, image, version)
+    if entry is None:
+        return None
+    found = entry.get("open")
+    counts: dict[Any, Any] = found if isinstance(found, dict) else {}
+    return {
+        "state": entry["state"],
+        "checked_at": str(entry.get("checked_at") or ""),
+        "open": {str(k): v for k, v in counts.items() if isinstance(v, int)},
+        "sla": str(entry.get("sla") or "none"),
+        "superseded_by": entry.get("superseded_by") if isinstance(entry.get("superseded_by"), str) else None,
+    }
+
+
+def describe(state: dict[str, Any]) -> str:
+    """One line: ``needs a patch: 1 high, 2 medium open; out of SLA (watched 2026-12-03T…)``."""
+    opened = ", ".join(f"{n} {level}" for level, n in state["open"].items() if n)
+    words = [state["state"] + (f" by {state['superseded_by']}" if state["superseded_by"] else "")]
+    if opened:
+        words.append(f"{opened} open")
+    if state["sla"] == "out":
+        words.append("out of SLA")
+    return "; ".join(words) + f" (watched {state['checked_at'] or 'at an unknown time'})"

@@ -302,3 +302,36 @@ def test_a_second_watch_the_same_instant_never_replaces_the_first_entry(w: World
     assert json.loads(one.read_text())["state"] == "up to date"
     assert latest(w.root, CPU, "25.03") == {"ref": f"{CPU}:25.03", "state": "needs a patch"}
     assert sorted(p.name for p in one.parent.iterdir()) == sorted([one.name, two.name])  # no temporary left
+
+
+def test_status_and_list_show_the_security_state_of_the_latest_rescan(w: World) -> None:
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    w.advisory("CVE-2026-0002", "ray", None, severity="MODERATE", published="2026-01-02T00:00:00Z")
+    watch(w, today="2026-12-03")
+
+    listed = {r["ref"]: r["security"] for r in json.loads(run(w.root, "list", "--json").stdout)}
+    text = run(w.root, "list").stdout
+    status = run(w.root, "--registries", str(w.registries), "status", f"{CPU}:25.03", "--json")
+    shown = run(w.root, "--registries", str(w.registries), "status", f"{CPU}:25.03").stdout
+
+    training = listed[f"{CPU}:25.03"]
+    assert (training["state"], training["sla"], training["open"]["high"], training["open"]["medium"]) == (
+        "needs a patch",
+        "out",
+        1,
+        1,
+    )
+    assert listed["training-xpu-pytorch:25.03"] is None  # never watched: not published
+    assert f"{CPU}:25.03  [needs a patch; 1 high, 1 medium open; out of SLA (watched " in text
+    assert json.loads(status.stdout)["security"] == training
+    assert "security: needs a patch; 1 high, 1 medium open; out of SLA" in shown
+
+
+def test_list_names_the_patch_that_supersedes_a_release(w: World) -> None:
+    w.patch_manifest(CPU, "25.03.1", "25.03")
+    w.publish(CPU, "25.03.1", sbom(*TRAINING), salt="patched")
+    watch(w)
+
+    text = run(w.root, "list").stdout
+
+    assert f"{CPU}:25.03  [superseded by {CPU}:25.03.1 (watched " in text
