@@ -198,7 +198,7 @@ class _Steps:
         from .app import layer_codec
 
         registries = self.state.registries()
-        creds = _credentials(None, False, registries)
+        creds = self.watcher.reader.credentials  # the login watch was given: the same endpoints
         options = Options(move_floating=self.state.repo.is_latest(*parse_ref(ref)),
                           move_line=newest_of_line(self.state.repo, ref), signer=self.signer,
                           codec=layer_codec(self.state, None, accept_zstd=False))  # fmt: skip
