@@ -10,9 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from xpu_release.errors import user_exit_codes
+
+from ..fake_registry import Faults
 from ..helpers import run
-from .published_kit import CPU, SDK, TRAINING, World, sbom
+from .published_kit import CPU, SDK, TRAINING, World, sbom, world
 
 
 @pytest.fixture
@@ -126,3 +131,34 @@ def test_a_registry_answering_500_in_the_middle_of_a_run_fails_only_what_it_did_
     assert second.state == "could not check"
     assert second.unchecked[0].exit_code == 10
     assert "does not answer" in second.unchecked[0].message
+
+
+@settings(max_examples=15)
+@given(
+    unavailable=st.integers(0, 8),
+    wrong_digest=st.booleans(),
+    cut=st.integers(0, 3),
+    payload=st.binary(max_size=200) | st.just(sbom(*TRAINING)),
+    command=st.sampled_from([["watch", "--json"], ["watch", "--release"], ["patch", f"{CPU}:25.03"]]),
+)
+def test_whatever_the_registry_answers_watch_and_patch_end_in_a_documented_code(
+    tmp_path_factory: pytest.TempPathFactory, unavailable: int, wrong_digest: bool, cut: int, payload: bytes,
+    command: list[str],
+) -> None:  # fmt: skip
+    with world(tmp_path_factory.mktemp("w")) as made:
+        made.released()
+        made.publish(CPU, "25.03", payload, salt="generated")
+        made.advisory("CVE-2026-0009", "transformers", "4.50.0")
+        made.state.faults = Faults(
+            unavailable=unavailable, wrong_digest_header=wrong_digest, cut_blob_gets=cut
+        )
+
+        with pytest.MonkeyPatch.context() as env:  # pip asks no index: patch finds no fix there, offline
+            env.setenv("PIP_CONFIG_FILE", "/dev/null")
+            env.setenv("PIP_NO_INDEX", "1")
+            result = run(
+                made.root, "--registries", str(made.registries), *command, "--advisories", str(made.osv)
+            )
+
+    assert result.exit_code in user_exit_codes(), result.output[-2000:]
+    assert "Traceback" not in result.output
