@@ -117,7 +117,8 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     its base (moved tag, a patched base release); each open finding's fix and SLA
     (security.sla_days). Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
     release that could not be checked ends in its own error's code. Each answer is added to the
-    release's re-scan history (out/releases/<name>/<version>.watch/).
+    release's re-scan history (out/releases/<name>/<version>.watch/). Without --release it ends
+    with the plan: what --release would patch and release, parents first.
 
     \b
     Examples:
@@ -125,6 +126,7 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
       xpu-release watch training-cpu-pytorch:25.03 --json
       xpu-release watch --release --advisories osv/
     """
+    from ..release.autopatch import due
     from ..release.watch import exit_code, watch_all
 
     targets = _targets(state, refs)
@@ -134,12 +136,15 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
         else:
             results = watch_all(watcher, targets, _order(state))
             code = exit_code(results)
+            plan = due(watcher, results, _order(state))  # what --release would patch, parents first
             if as_json:
-                _emit_json({"releases": [w.to_json() for w in results], "exit_code": code,
+                _emit_json({"releases": [w.to_json() for w in results], "plan": plan, "exit_code": code,
                             "advisories": list(watcher.advisories.sources)})  # fmt: skip
             else:
                 for w in results:
                     _say(w)
+                if plan:
+                    click.echo(f"to patch and release, parents first (watch --release): {', '.join(plan)}")
             for w in results:
                 for u in w.unchecked:
                     click.echo(f"{w.ref}: could not check its {u.what}: {u.message}", err=True)

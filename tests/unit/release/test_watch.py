@@ -168,6 +168,27 @@ def test_a_moved_base_tag_needs_a_patch_and_the_child_needs_one_through_it(w: Wo
     training = found[f"{CPU}:25.03"]
     assert training["state"] == "needs a patch"
     assert [(r["kind"], r["moves_to"]) for r in training["reasons"]] == [("through-base", f"{SDK}:2.13.0")]
+    assert plan(w) == [f"{SDK}:2.13.0", f"{CPU}:25.03"]  # parents first
+
+
+def plan(w: World, *refs: str) -> list[str]:
+    result = run(
+        w.root, "--registries", str(w.registries), "watch", *refs, "--advisories", str(w.osv), "--json"
+    )
+    return list(json.loads(result.stdout)["plan"])
+
+
+def test_the_plan_of_a_child_named_alone_patches_its_base_first(w: World) -> None:
+    w.serve_base(salt="rebuilt")
+
+    result = run(
+        w.root, "--registries", str(w.registries), "watch", f"{CPU}:25.03", "--advisories", str(w.osv)
+    )
+
+    assert plan(w, f"{CPU}:25.03") == [f"{SDK}:2.13.0", f"{CPU}:25.03"]
+    assert (
+        f"to patch and release, parents first (watch --release): {SDK}:2.13.0, {CPU}:25.03" in result.stdout
+    )
 
 
 def sdk_patch(w: World, version: str = "2.13.0.1", *, publish: bool = True) -> str | None:
