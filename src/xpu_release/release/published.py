@@ -69,7 +69,7 @@ class Reader:
             if exc.temporary:
                 msg = f"{ep.name} ({ep.host}) does not answer while reading {what}: {said}"
                 raise StackError(msg) from None
-            msg = f"{ep.name} ({ep.host}) answered against the protocol while reading {what}: {said}"
+            msg = f"{ep.name} ({ep.host}) did not give {what}: {said}"
             raise VerifyFailed(msg) from None
 
     def served(self, ep: Endpoint, image: str, tag: str) -> str | None:
@@ -104,7 +104,7 @@ class Reader:
         try:
             payload: bytes = self._ask(ep, f"the SBOM of {image}@{digest[:19]}", read)
         except ReleaseError as exc:
-            if isinstance(exc, StackError | RegistryAuthError | VerifyFailed):
+            if isinstance(exc, StackError | RegistryAuthError | TLSVerifyFailed | VerifyFailed):
                 raise
             msg = f"{where}: its SBOM cannot be read ({exc.message.splitlines()[0][:200]})"
             raise VerifyFailed(msg) from None

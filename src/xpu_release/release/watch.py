@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
-from ..errors import DamagedFileError, ManifestError, NeedsPatch, ReleaseError
+from ..errors import ManifestError, NeedsPatch, ReleaseError
 from ..evidence.osv import Advisories
 from ..evidence.remedy import fixes, published, records_for
 from ..evidence.scan import Finding, scan
@@ -214,7 +214,7 @@ class Watcher:
         seen: dict[tuple[str, str], date] = {}
         try:
             record = read_optional(default_path(self.repo.root, spec.image, spec.version))
-        except DamagedFileError:
+        except ReleaseError:  # a record that is not one says nothing (status names it)
             record = None
         if record is not None and record.scan and record.scan.get("status") != "skipped":
             try:
