@@ -168,10 +168,9 @@ def _release_all(state: State, watcher: Any, targets: list[str], advisories: tup
             for why in (*s.why, *s.notes):
                 click.echo(f"  {why}")
         if not summary.steps:
-            click.echo("nothing needs a patch")
+            click.echo("nothing needs a patch; each release, as checked after:")
         for w in summary.final:
-            if w.needs_attention or w.unchecked:
-                _say(w)
+            _say(w)
     if summary.error is not None:
         raise summary.error
     return summary.exit_code

@@ -33,6 +33,11 @@ class Reader:
         self.retry = retry or RetryPolicy(attempts=2, max_delay=1.0, timeout=30.0)
         self._clients: dict[str, RegistryClient] = {}
         self._silent: dict[str, str] = {}  # endpoint → what it said when it did not answer at all
+        self._served: dict[tuple[str, str, str], str | None] = {}  # asked once per run: bases, lines
+
+    def forget(self) -> None:
+        """Ask every tag again (``watch --release``, after it published a patch)."""
+        self._served.clear()
 
     def public(self) -> Endpoint:
         """Where users pull releases: the registries file's first public endpoint."""
@@ -72,19 +77,19 @@ class Reader:
             msg = f"{ep.name} ({ep.host}) did not give {what}: {said}"
             raise VerifyFailed(msg) from None
 
-    def served(self, ep: Endpoint, image: str, tag: str) -> str | None:
-        """The digest ``image:tag`` serves at ``ep`` (None: the tag is not there)."""
-        digest: str | None = self._ask(
-            ep, f"{image}:{tag}", lambda c: c.head_manifest(ep.repository(image), tag)
-        )
-        return digest
+    def served(self, ep: Endpoint, image: str, tag: str, what: str = "") -> str | None:
+        """The digest ``image:tag`` serves at ``ep`` (None: the tag is not there); asked once a
+        run (240 releases on one base ask it once)."""
+        key = (ep.name, image, tag)
+        if key not in self._served:
+            self._served[key] = self._ask(
+                ep, what or f"{image}:{tag}", lambda c: c.head_manifest(ep.repository(image), tag)
+            )
+        return self._served[key]
 
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""
-        ep = self.endpoint(alias)
-        digest: str | None = self._ask(ep, f"the base {repository}:{tag}",
-                                       lambda c: c.head_manifest(ep.repository(repository), tag))  # fmt: skip
-        return digest
+        return self.served(self.endpoint(alias), repository, tag, f"the base {repository}:{tag}")
 
     def sbom(self, ep: Endpoint, image: str, digest: str) -> bytes:
         """The CycloneDX SBOM attached to ``digest``, its bytes checked against their digest."""

@@ -121,6 +121,7 @@ class Watcher:
     def forget_all(self) -> None:
         """Ask every release again (``watch --release``: after a release of a patch)."""
         self._done.clear()
+        self.reader.forget()
 
     def watch(self, ref: str) -> Watched:
         if ref not in self._done:

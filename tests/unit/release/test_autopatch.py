@@ -150,3 +150,15 @@ def test_watch_release_with_nothing_due_publishes_nothing_and_exits_0(w: World) 
     said = json.loads(result.stdout)
     assert said["patched"] == []
     assert {r["state"] for r in said["releases"]} == {"up to date", "not published"}
+
+
+def test_watch_release_with_nothing_due_says_why_for_each_release(w: World) -> None:
+    result = cli(w.root, "--registries", str(w.registries), "watch", "--release", "--advisories", str(w.osv))
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "nothing needs a patch; each release, as checked after:",
+        f"{SDK}:2.13.0  up to date",
+        f"{CPU}:25.03  up to date",
+        "training-xpu-pytorch:25.03  not published",
+    ]
