@@ -175,6 +175,13 @@ class VulnerabilityGateFailed(ReleaseError):
     exit_code = 14
 
 
+class NeedsPatch(ReleaseError):
+    """``watch``: a published release needs a patch (a fixable advisory, a base that moved) or
+    has an open finding past its SLA. Nothing is wrong with the command; something is due."""
+
+    exit_code = 15
+
+
 class PreflightFailed(ReleaseError):
     """A dry run's checks found what would stop the real run; it exits as that run would."""
 
@@ -282,6 +289,14 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=14,
         meaning="the vulnerability gate stops the release: nothing is published",
         example="the vulnerability gate stops training-cpu-pytorch:25.03: nothing is published",
+    ),
+    ExitCode(
+        code=15,
+        meaning="`watch`: a published release needs a patch (a fixable advisory, a moved base) or is out "
+        "of its SLA; `watch --release`: one still does after the patches it could make. A release "
+        "that could not be checked ends in its own error's code instead",
+        example="training-cpu-pytorch:25.03  needs a patch: CVE-2026-0001 (high) in accelerate 1.5.2: "
+        "fixed in 1.6.0",
     ),
     ExitCode(
         code=INTERNAL_ERROR,

@@ -451,7 +451,7 @@ def test_status_compares_every_endpoint_with_the_record(tested: Cli, tmp_path: P
 
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["endpoints"]
-    assert len(rows) == 8  # four endpoints, two tags each (1.0, latest)
+    assert len(rows) == 12  # four endpoints, three tags each (1.0, latest, the line's 1.0-latest)
     assert all(r["matches"] for r in rows)
 
 
@@ -497,7 +497,10 @@ def test_the_catalog_lists_every_tag_per_endpoint(tested: Cli, tmp_path: Path, n
     assert result.returncode == 0, result.stderr
     catalog = json.loads(result.stdout)
     assert set(catalog["endpoints"]) == {"public", "vpc/cn-beijing", "vpc/cn-wulanchabu", "vpc/cn-shanghai"}
-    assert all(tags == {"1.0": digest, "latest": digest} for tags in catalog["endpoints"].values())
+    assert all(
+        tags == {"1.0": digest, "latest": digest, "1.0-latest": digest}
+        for tags in catalog["endpoints"].values()
+    )
     assert catalog["errors"] == {}
 
 

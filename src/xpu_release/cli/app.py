@@ -148,7 +148,7 @@ class ReleaseGroup(click.Group):
 
 # The commands that read or write the cache; `cache prune` waits for them.
 CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release", "lock", "verify", "status",
-                         "scan", "sbom", "repro", "mirror"})  # fmt: skip
+                         "scan", "sbom", "repro", "mirror", "watch", "patch"})  # fmt: skip
 
 
 @click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -265,17 +265,32 @@ def newer_version(repo: Repo, image: str, version: str) -> str | None:
     return None if repo.is_latest(image, version) else str(repo.versions(image)[-1])
 
 
+def newest_of_line(repo: Repo, ref: str) -> bool:
+    """Whether no later release of ``ref``'s line has a manifest (its line's tag may move); an
+    invalid manifest says yes here and is refused where it is loaded."""
+    from ..manifest.lines import newest_of_line as newest
+
+    try:
+        return bool(newest(repo, repo.load_ref(ref)))
+    except ReleaseError:
+        return True
+
+
 def print_plan(plan: Plan, heading: str) -> None:
     """The refs of a plan, per endpoint, then the floating tags that move last."""
+    from ..release.plan import floating_tags
+
     click.echo(heading)
     for t in plan.targets:
         click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
-    if plan.spec.floating_tags and not plan.moves_floating:
-        tags = ", ".join(plan.spec.floating_tags)
-        click.echo(f"  {tags} stay where they are: {plan.spec.image}:{plan.newer} is newer")
-        return
-    for ref in (r for t in plan.targets for r in t.floating_refs):
-        click.echo(f"  then move {ref} (after every endpoint verifies)")
+    tags = floating_tags(plan.spec)
+    stay = [tag for tag in tags if tag not in plan.moves]
+    if stay:  # only a later version keeps a tag (the newest of an image is the newest of its line)
+        click.echo(f"  {', '.join(stay)} stay where they are: {plan.spec.image}:{plan.newer} is newer")
+    for t in plan.targets:
+        for tag, ref in zip(tags, t.floating_refs, strict=True):
+            if tag in plan.moves:
+                click.echo(f"  then move {ref} (after every endpoint verifies)")
 
 
 def _print_record(record: ReleaseRecord) -> None:

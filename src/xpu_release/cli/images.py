@@ -51,20 +51,9 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
       xpu-release lock training-cpu-pytorch:25.04 --upgrade
       xpu-release lock training-cpu-pytorch:25.03 --check --json
     """
-    from ..errors import LockError
-    from ..guard.writing import write_bytes
-    from ..image.baseimage import current_digest, ensure, provided, pull_auth
-    from ..image.lock import (
-        Kept,
-        base_missing,
-        check_base,
-        check_index,
-        earlier_lock,
-        load_lock,
-        lock_path,
-        pin_base,
-        resolve,
-    )
+    from ..image.baseimage import current_digest
+    from ..image.lock import check_base, load_lock, lock_path
+    from ..image.relock import relock, write_lock
 
     spec = state.repo.load_ref(ref)
     path = lock_path(state.root, spec)
@@ -86,30 +75,19 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
         else:
             info(f"{state.repo.rel(path)} is current (base {committed.base_digest[:19]})")
         return
-    check_index(spec)  # an unreachable index is the first thing to say
-    registries = state.registries()
-    current = current_digest(spec, registries, state.credentials())
-    if current is None:
-        msg = f"{base_missing(spec)}: nothing to pin. No lock was written."
-        raise LockError(msg)
-    base = pin_base(spec, current)
-    # What the base provides is a fact of the lock: asked of the pinned base itself.
     from ..image.engine import Engine
 
-    engine = Engine.connect()
-    ref_by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
-    ensure(engine, ref_by_digest, line_sink(), pull_auth(spec, registries), release=spec.base.release_ref)
-    earlier = None if upgrade else earlier_lock(state.root, spec)
-    keep = Kept.of(earlier[0], spec) if earlier else Kept()
-    result = resolve(spec, base, provided(engine, ref_by_digest, spec.base.python), keep)
-    write_bytes(path, result.render(spec).encode(), what="lock file")
+    made = relock(state.root, spec, state.registries(), state.credentials(), engine=Engine.connect,
+                  on_line=line_sink(), upgrade=upgrade)  # fmt: skip
+    result = made.lock
+    write_lock(state.root, spec, result)
     count = len(result.versions)
     info(
         f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
         f"the base provides {len(result.provided)})"
     )
-    if earlier:
-        kept_from, where = earlier
+    if made.earlier:
+        kept_from, where = made.earlier
         new = sorted(f"{n} {v}" for n, v in set(result.versions) - set(kept_from.versions))
         info(
             f"kept {count - len(new)} of {count} versions {where} chose"

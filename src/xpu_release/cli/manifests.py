@@ -15,6 +15,7 @@ from .app import (
     cli,
     json_option,
     newer_version,
+    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -98,23 +99,29 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
 @json_option()
 @pass_state
 def list_(state: State, as_json: bool) -> None:
-    """List every NAME:VERSION with the version it extends.
+    """List every NAME:VERSION with the version it extends, and its security state as the latest
+    `watch` found it (open findings, SLA, the patch that supersedes it).
 
     \b
     Examples:
       xpu-release list
       xpu-release list --json
     """
+    from ..release.history import describe, security
+
     repo = state.repo
     rows = []
     for ref in repo.refs():
         spec = repo.load_ref(ref)
-        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path})
+        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path,
+                     "security": security(repo.root, spec.image, spec.version)})  # fmt: skip
     if as_json:
         _emit_json(rows)
         return
     for r in rows:
-        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else ""))
+        watched = r["security"]
+        said = f"  [{describe(watched)}]" if isinstance(watched, dict) else ""
+        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else "") + said)
 
 
 @cli.command()
@@ -216,7 +223,8 @@ def plan(state: State, ref: str, as_json: bool) -> None:
     from ..release.plan import make_plan
 
     spec = state.repo.load_ref(ref)
-    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version))
+    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version),
+                  newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
     if as_json:
         _emit_json(p.to_json())
         return

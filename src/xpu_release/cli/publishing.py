@@ -18,6 +18,7 @@ from .app import (
     json_option,
     layer_codec,
     newer_version,
+    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -85,7 +86,8 @@ def publish(
     registries = state.registries()
     codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
     if dry_run:
-        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version))
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version),
+                         newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
         if as_json:
             _emit_json({**plan.to_json(), "dry_run": True})
             return
@@ -104,6 +106,7 @@ def publish(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
         move_floating=state.repo.is_latest(spec.image, spec.version),
+        move_line=newest_of_line(state.repo, spec.ref),
         engine_push=engine_push,
         signer=state.signer(signing_key),
         codec=codec,
@@ -217,7 +220,8 @@ def status(
     username: str | None,
     password_stdin: bool,
 ) -> None:
-    """What every endpoint serves now for NAME:VERSION, against its release record.
+    """What every endpoint serves now for NAME:VERSION, against its release record, and its
+    security state as the latest `watch` found it.
 
     \b
     Examples:
@@ -258,8 +262,12 @@ def status(
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
     rows = endpoint_status(pool, record)
+    from ..release.history import describe, security
+
+    watched = security(state.root, spec.image, spec.version)
     if as_json:
-        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
+        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows],
+                    "security": watched})  # fmt: skip
     else:
         click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
         for r in rows:
@@ -273,6 +281,7 @@ def status(
             )
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
+        click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
     version_rows = [r for r in rows if r.tag == spec.version]
     if record is not None and not all(r.matches for r in version_rows):

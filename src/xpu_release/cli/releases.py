@@ -14,6 +14,7 @@ from .app import (
     compression_options,
     json_option,
     layer_codec,
+    newest_of_line,
     pass_state,
     ref_argument,
     with_login,
@@ -118,7 +119,9 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     summaries = []
     for current in chain:
         latest = state.repo.is_latest(*parse_ref(current))
-        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, signer=signer, codec=codec)
+        line = newest_of_line(state.repo, current)
+        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, move_line=line,
+                          signer=signer, codec=codec)  # fmt: skip
         reporter = Reporter(live := line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
                       dry_run=dry_run, builder=state.builder, gate=gate)  # fmt: skip

@@ -111,6 +111,7 @@ class Kept:
     def of(cls, earlier: Lock, spec: ImageSpec) -> Kept:
         pins = {c.id: c.pin for c in spec.of_kind("pip")}
         roots = {canonical_name(c.package or c.id) for c in spec.of_kind("pip")}
+        floors = _floors(spec)
         steady: list[tuple[str, str]] = []
         moved: list[tuple[str, str]] = []
         for layer in earlier.layers:
@@ -119,13 +120,27 @@ class Kept:
                 # The manifest pins its own components; a version pip would not read as one
                 # (a lock is a file anyone may edit) is not kept, never passed to pip.
                 if canonical_name(p.name) not in roots and _is_version(p.version):
-                    (steady if same else moved).append((p.name, p.version))
+                    # Below a constraint's floor (a patch raising it past an advisory): the
+                    # floor itself is kept instead, the smallest version the constraint allows.
+                    floor = floors.get(canonical_name(p.name))
+                    version = floor if floor and Version(p.version) < Version(floor) else p.version
+                    (steady if same and version == p.version else moved).append((p.name, version))
         return cls(steady=tuple(steady), moved=tuple(moved))
 
     def attempts(self) -> tuple[Pins, ...]:
         """The constraint sets to try, most kept first; the last is always none."""
         tiers = [self.steady + self.moved, self.steady, ()]
         return tuple(t for i, t in enumerate(tiers) if t not in tiers[:i])
+
+
+def _floors(spec: ImageSpec) -> dict[str, str]:
+    """pip.constraints as {canonical name: the lowest version it allows}."""
+    out = {}
+    for line in spec.pip_constraints:
+        name, _, floor = line.partition(">=")
+        if _is_version(floor):
+            out[canonical_name(name)] = floor
+    return out
 
 
 def _is_version(text: str) -> bool:
@@ -147,6 +162,9 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pin
             "".join(f"{n}=={v}\n" for n, v in prefer if canonical_name(n) not in base_has)
         )
         kept = ["-c", str(workdir / "kept.txt")]
+    if spec.pip_constraints:  # the manifest's floors (a patch past an advisory)
+        (workdir / "floors.txt").write_text("".join(c + "\n" for c in spec.pip_constraints))
+        kept += ["-c", str(workdir / "floors.txt")]
     if provided:
         # The base's distributions are installed (in a stand-in environment) and pinned by
         # constraints: a layer may use them, never install another version of them.

@@ -162,12 +162,14 @@ def _text(path: Path, rel: str) -> str:
 
 def pins_sha256(spec: ImageSpec) -> str:
     """What a lock depends on: the pins, where they come from, and the target Python."""
-    basis = {
+    basis: dict[str, object] = {
         "pins": [c.pin for c in spec.of_kind("pip")],
         "index_url": spec.pip_index_url,
         "find_links": list(spec.pip_find_links),
         "python": TARGET_PYTHON,
     }
+    if spec.pip_constraints:  # only when given: every lock made before they existed stays current
+        basis["constraints"] = list(spec.pip_constraints)
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 

@@ -6,6 +6,9 @@ import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from ..errors import ConfigError
 from . import ImageSpec, Repo
@@ -38,7 +41,18 @@ def parse_sets(values: tuple[str, ...]) -> tuple[Bump, ...]:
     return tuple(out)
 
 
-def child_text(image: str, version: str, parent: str, bumps: tuple[Bump, ...]) -> str:
+class _Plain(yaml.SafeDumper):
+    """YAML as a person writes it: no anchors (the loader refuses them), keys in given order."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def child_text(
+    image: str, version: str, parent: str, bumps: tuple[Bump, ...], extra: dict[str, Any] | None = None
+) -> str:
+    """A manifest that extends ``parent`` and moves the ``bumps``' pins; ``extra``: more keys
+    (``patch`` writes base, pip and release), else an empty ``release.bug_fixes`` to fill in."""
     lines = [
         "# yaml-language-server: $schema=../../schema/manifest.schema.json",
         f"# {image} {version}: {parent} plus what changed below (see `xpu-release diff`).",
@@ -50,7 +64,10 @@ def child_text(image: str, version: str, parent: str, bumps: tuple[Bump, ...]) -
         lines.append("components:")
         for b in bumps:
             lines += [f"  {b.component}:", f'    version: "{b.version}"']
-    lines += ["release:", "  bug_fixes: []"]
+    if extra:
+        lines.append(yaml.dump(extra, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=100).rstrip())
+    else:
+        lines += ["release:", "  bug_fixes: []"]
     return "\n".join(lines) + "\n"
 
 
@@ -94,11 +111,18 @@ def new_version(
     repo: Repo, image: str, version: str, parent: str, bumps: tuple[Bump, ...]
 ) -> tuple[Path, ImageSpec]:
     """Write ``manifests/<image>/<version>.yaml``; validate it, and leave nothing if invalid."""
-    from ..files import describe, kind_of
     from .loader import check_version
 
     base = repo.load(image, check_version(parent, "--from"))
     check_bumps(base, bumps)
+    return write_child(repo, image, version, child_text(image, version, parent, bumps))
+
+
+def write_child(repo: Repo, image: str, version: str, text: str) -> tuple[Path, ImageSpec]:
+    """Write ``text`` as ``manifests/<image>/<version>.yaml`` (never over a file that is there)
+    and load it; an invalid one is removed and its problems raised."""
+    from ..files import describe, kind_of
+
     path = repo.manifest_path(image, version)
     if kind_of(path) != "missing":
         msg = f"{repo.rel(path)} already exists; edit it instead"
@@ -106,7 +130,7 @@ def new_version(
     try:
         # "x": never through a link someone left there, never over a file made meanwhile.
         with path.open("x", encoding="utf-8") as f:
-            f.write(child_text(image, version, parent, bumps))
+            f.write(text)
     except OSError as exc:
         msg = f"{repo.rel(path)}: cannot write the new manifest ({describe(exc)})"
         raise ConfigError(msg) from None

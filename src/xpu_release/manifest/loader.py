@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
 from . import inherit, rules, schema
 from .model import ImageSpec
+from .patchformat import numbering_problem
 from .yamlsrc import Source, YamlProblems, load
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
@@ -228,6 +229,11 @@ class Repo:
             rules.check(rules.Resolved(src.data, self.registry_names), checker)
         if not checker.problems:
             _check_base_chain(self, image, version, src, checker)
+        if not checker.problems and (src.data.get("release") or {}).get("patch") is not None:
+            exists = lambda v: self.manifest_path(image, v).is_file()  # noqa: E731
+            why = numbering_problem(version, src.data.get("extends"), exists)
+            if why:
+                checker.fail(("release", "patch"), why)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .inherit import applies
+from .patchformat import Patch
 
 # Where a base is served when the manifest names no ``base.registry`` (a family's release is
 # published there).
@@ -134,6 +135,11 @@ class ReleaseInfo:
     previous: tuple[tuple[str, str], ...] = ()
     bug_fixes: tuple[Localized, ...] = ()
     highlights: tuple[Localized, ...] = ()
+    patch: Patch | None = None  # a patch release: why it exists (patchformat.py)
+
+
+# security.sla_days when a manifest says nothing: AWS's published CVE SLA (low: none).
+SLA_DAYS = {"critical": 14, "high": 28, "medium": 180, "low": None}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +161,7 @@ class ImageSpec:
     pip_index_url: str | None
     pip_find_links: tuple[str, ...]
     pip_install: str = "venv"  # or "system": into the base interpreter's environment
+    pip_constraints: tuple[str, ...] = ()  # pip.constraints: NAME>=VERSION the lock holds to
     os_packages: tuple[str, ...]
     components: tuple[Component, ...]
     env: tuple[tuple[str, str], ...]
@@ -164,6 +171,8 @@ class ImageSpec:
     fail_on: str = "high"  # security.fail_on: the vulnerability gate's threshold
     fail_on_unknown: bool = True  # security.fail_on_unknown
     review_horizon_days: int = 365  # security.review_horizon_days: how far ahead review_by may be
+    # security.sla_days over SLA_DAYS: (severity, days an open finding may stay; None: no limit)
+    sla_days: tuple[tuple[str, int | None], ...] = tuple(SLA_DAYS.items())
     sbom_formats: tuple[str, ...] = ("cyclonedx",)  # the SBOMs attached: cyclonedx, and spdx if asked
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
@@ -223,6 +232,7 @@ class ImageSpec:
             pip_index_url=pip.get("index_url"),
             pip_find_links=tuple(pip.get("find_links") or ()),
             pip_install=pip.get("install") or "venv",
+            pip_constraints=tuple(pip.get("constraints") or ()),
             os_packages=tuple(data.get("os_packages") or ()),
             components=components,
             env=tuple((k, v) for k, v in (data.get("env") or {}).items() if v is not None),
@@ -232,6 +242,7 @@ class ImageSpec:
             fail_on=(data.get("security") or {}).get("fail_on") or "high",
             fail_on_unknown=(data.get("security") or {}).get("fail_on_unknown") is not False,
             review_horizon_days=(data.get("security") or {}).get("review_horizon_days") or 365,
+            sla_days=tuple({**SLA_DAYS, **((data.get("security") or {}).get("sla_days") or {})}.items()),
             sbom_formats=("cyclonedx", *(f for f in data.get("sbom_formats") or () if f != "cyclonedx")),
             features=tuple(
                 Feature(
@@ -265,6 +276,7 @@ class ImageSpec:
                 previous=tuple((release.get("previous") or {}).items()),
                 bug_fixes=tuple(Localized.from_dict(b) for b in release.get("bug_fixes") or ()),
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
+                patch=Patch.from_dict(release["patch"]) if release.get("patch") else None,
             ),
             content_hash=hashlib.sha256(
                 json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import ManifestError
 from .model import DEFAULT_BASE_REGISTRY
+from .patchformat import PATCH
 from .tokens import (
     ABS_PATH,
     COMPONENT_ID,
@@ -131,6 +132,12 @@ SPECIFIER = Str(
     hint="e.g. '==0.7.3', '<0.8', '>=2.43,<2.45'",
     max_len=120,
 )
+CONSTRAINT = Str(
+    pattern=r"[A-Za-z0-9](?:[A-Za-z0-9._\-]*[A-Za-z0-9])?>=[A-Za-z0-9][A-Za-z0-9._+\-]*",
+    what="a lower bound",
+    hint="NAME>=VERSION, e.g. urllib3>=2.5.0",
+    max_len=170,
+)
 PROSE_ITEM = Obj(fields={"only_in": ONLY_IN, **LOCALIZED.fields}, required=LANGS)
 FEATURE = Obj(
     fields={
@@ -245,6 +252,12 @@ MANIFEST = Obj(
                     description="venv (default): layers install into /opt/venv, which sees the "
                     "base's packages; system: into the base interpreter's environment (an SDK image).",
                 ),
+                "constraints": List(
+                    item=CONSTRAINT,
+                    unique=True,
+                    description="Lower bounds on dependencies no component pins (`urllib3>=2.5.0`), "
+                    "which `lock` holds the resolution to: how a patch raises one past an advisory.",
+                ),
             },
         ),
         "os_packages": List(item=DEB_NAME, unique=True, description="Debian packages installed, pinned."),
@@ -268,6 +281,15 @@ MANIFEST = Obj(
                     maximum=3660,
                     description="How far ahead an exception's review_by may be, in days from the "
                     "scan (default 365): an exception further ahead is refused.",
+                ),
+                "sla_days": Obj(
+                    fields={
+                        level: Nullable(inner=Int(minimum=1, maximum=3660))
+                        for level in ("critical", "high", "medium", "low")
+                    },
+                    description="Days an open finding of each severity may stay unpatched after its "
+                    "advisory is published (`watch`; default critical 14, high 28, medium 180, low "
+                    "none; null: none).",
                 ),
             },
         ),
@@ -301,6 +323,7 @@ MANIFEST = Obj(
                 ),
                 "bug_fixes": List(item=LOCALIZED),
                 "highlights": List(item=LOCALIZED),
+                "patch": PATCH,
             },
             description="This release only: never inherited.",
         ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, ReleaseError
 from ..image.templating import render_template
@@ -13,6 +14,7 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.loader import version_key
 from ..manifest.registries import Registries
+from . import history
 from .record import RecordedFinding, ReleaseRecord, default_path, read_optional
 
 LABELS: dict[str, dict[str, str]] = {
@@ -47,6 +49,16 @@ LABELS: dict[str, dict[str, str]] = {
         "security": "Security", "fixed_since": "Vulnerabilities fixed since {previous}",
         "open_vulns": "Known vulnerabilities in this release", "not_scanned": "Not scanned",
         "no_previous_scan": "(the release this one extends has no scan on record)",
+        "patches": "This release patches {image} {parent}: it fixes what is listed under Bug Fixes.",
+        "base_moved": "Base image {ref} updated: `{old}` → `{new}`.",
+        "base_moved_to": "Base image {old_ref} → {new_ref}: `{old}` → `{new}`.",
+        "fixed": "Fixed {id} in {package}: {old} → {new} ({severity}).",
+        "not_fixed": "Not fixed yet: {id} in {package} {installed} ({severity}): {why}.",
+        "why:no-fix": "no version fixes it yet",
+        "why:not-on-index": "its fix, {fix}, is not on the package index yet",
+        "why:base": "it comes with the base image",
+        "why:debian": "a Debian package, fixed with the base image",
+        "why:not-installed": "this image's lock does not install it",
     },
     "zh": {
         "intro": "本文介绍{image} {version}版本发布记录。",
@@ -78,6 +90,14 @@ LABELS: dict[str, dict[str, str]] = {
         "security": "安全", "fixed_since": "自{previous}以来修复的漏洞",
         "open_vulns": "本版本中已知的漏洞", "not_scanned": "未扫描",
         "no_previous_scan": "（所扩展的版本没有扫描记录）",
+        "patches": "本版本为{image} {parent}的补丁版本，修复内容见Bugs Fix。",
+        "base_moved": "基础镜像{ref}更新：`{old}` → `{new}`。",
+        "base_moved_to": "基础镜像{old_ref}更新为{new_ref}：`{old}` → `{new}`。",
+        "fixed": "修复{package}的{id}（{severity}）：{old} → {new}。",
+        "not_fixed": "尚未修复：{package} {installed}的{id}（{severity}）：{why}。",
+        "why:no-fix": "暂无修复版本", "why:not-on-index": "修复版本{fix}尚未发布到软件源",
+        "why:base": "随基础镜像提供", "why:debian": "Debian软件包，随基础镜像修复",
+        "why:not-installed": "本镜像的锁定文件不安装它",
     },
 }  # fmt: skip
 
@@ -146,6 +166,27 @@ def changes_for_notes(repo: Repo, spec: ImageSpec) -> tuple[Change, ...]:
     return tuple(c for c in diff(previous, spec) if c.section == "components") or declared_upgrades(spec)
 
 
+def patch_lines(spec: ImageSpec, lang: str) -> tuple[list[str], list[str]]:
+    """A patch release's reasons in its notes (``release.patch``): for Main Features, what it
+    patches and where its base moved; for Bug Fixes, each advisory fixed, then what it does not
+    fix yet and why."""
+    patch = spec.release.patch
+    if patch is None:
+        return [], []
+    t = LABELS[lang]
+    features = [t["patches"].format(image=spec.image, parent=spec.extends)]
+    if patch.base is not None:
+        b = patch.base
+        key = "base_moved" if b.old_ref == b.new_ref else "base_moved_to"
+        features.append(t[key].format(ref=b.old_ref, old_ref=b.old_ref, new_ref=b.new_ref, old=b.old_digest,
+                                      new=b.new_digest))  # fmt: skip
+    fixes = [t["fixed"].format(id=f.id, package=f.package, old=f.old, new=f.new, severity=f.severity)
+             for f in patch.fixes]  # fmt: skip
+    fixes += [t["not_fixed"].format(id=u.id, package=u.package, installed=u.installed, severity=u.severity,
+                                    why=t[f"why:{u.why}"].format(fix=u.fix)) for u in patch.open]  # fmt: skip
+    return features, fixes
+
+
 @dataclass(frozen=True, kw_only=True)
 class Security:
     """The notes' Security section, from the gate's result in the record: what the release this
@@ -185,16 +226,52 @@ def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) 
                     previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
 
 
+def _rescanned(f: Any) -> RecordedFinding | None:
+    """A finding of a ``watch`` history entry (outside data: one of another shape says nothing)."""
+    strings = ("id", "package", "installed", "severity")
+    if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in strings):
+        return None
+    lists = {k: f.get(k) or [] for k in ("aliases", "purls", "fixed")}
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
+        return None
+    vex, why = f.get("vex"), f.get("justification") or ""
+    return RecordedFinding(id=f["id"], package=f["package"], installed=f["installed"], severity=f["severity"],
+                           aliases=tuple(lists["aliases"]), purls=tuple(lists["purls"]),
+                           fixed=tuple(lists["fixed"]), vex=vex if isinstance(vex, str) else None,
+                           justification=why if isinstance(why, str) else "")  # fmt: skip
+
+
+def rescanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], RecordedFinding] | None:
+    """(id, package) → finding as the latest re-scan of ``spec``'s published SBOM saw it (its
+    ``watch`` history), else as its release record's gate did (None: neither)."""
+    entry = history.latest(repo.root, spec.image, spec.version)
+    if entry is not None and entry.get("scanned") and isinstance(entry.get("findings"), list):
+        found = [_rescanned(f) for f in entry["findings"]]
+        if all(f is not None for f in found):
+            return {(f.id, f.package): f for f in found if f is not None}
+    return scanned_findings(repo, spec)
+
+
 def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]:
-    """What ``diff OLD NEW`` adds from the two releases' records, when both ran the gate: each
-    vulnerability OLD had and NEW has not (``removed``: fixed), and each NEW has that OLD had
-    not (``added``); the name is the package, the values the id at its installed version."""
-    before, after = scanned_findings(repo, old), scanned_findings(repo, new)
+    """What ``diff OLD NEW`` adds on vulnerabilities: each advisory a patch NEW fixes (its
+    ``release.patch``, with the package's old → new version); then, when both were scanned (the
+    latest re-scan, else the release record), each vulnerability OLD had and NEW has not
+    (``removed``: fixed) and each NEW has that OLD had not (``added``)."""
+    patch = (
+        new.release.patch
+        if new.image == old.image and version_key(old.version) < version_key(new.version)
+        else None
+    )
+    fixes = patch.fixes if patch else ()
+    out = [Change(section="security", id=f.id, name=f.package, kind="removed", new=None,
+                  old=f"{f.id} ({f.old} → {f.new}, fixed)") for f in fixes]  # fmt: skip
+    said = {(c.id, c.name) for c in out}
+    before, after = rescanned_findings(repo, old), rescanned_findings(repo, new)
     if before is None or after is None:
-        return []
-    out = [Change(section="security", id=i, name=p, kind="removed", new=None,
-                  old=f"{i} ({before[(i, p)].installed}, fixed)")
-           for i, p in sorted(before.keys() - after.keys())]  # fmt: skip
+        return out
+    out += [Change(section="security", id=i, name=p, kind="removed", new=None,
+                   old=f"{i} ({before[(i, p)].installed}, fixed)")
+            for i, p in sorted(before.keys() - after.keys()) if (i, p) not in said]  # fmt: skip
     out += [Change(section="security", id=i, name=p, kind="added", old=None,
                    new=f"{i} ({after[(i, p)].installed}, {after[(i, p)].severity})")
             for i, p in sorted(after.keys() - before.keys())]  # fmt: skip
@@ -221,6 +298,7 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         record=record,
         security=security_section(repo, spec, record),
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
+        patch=patch_lines(spec, lang),
         p=lambda text: typeset(text, lang),
         scenario="/".join(names[s] for s in spec.scenario),
         public_ref=public.ref(spec.image, spec.version),

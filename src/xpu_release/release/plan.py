@@ -6,8 +6,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..manifest import ImageSpec
+from ..manifest.lines import line_tag
 from ..manifest.registries import Registries
 from ..oci.endpoint import Endpoint
+
+
+def floating_tags(spec: ImageSpec) -> tuple[str, ...]:
+    """Every floating tag a release of ``spec`` may move: the manifest's (``latest``), then its
+    line's (``25.03-latest``, moved by 25.03 and then by each of its patches); none when the
+    manifest has none."""
+    if not spec.floating_tags:
+        return ()
+    return tuple(dict.fromkeys((*spec.floating_tags, line_tag(spec))))
+
+
+def moving(spec: ImageSpec, *, newest: bool, newest_of_line: bool) -> tuple[str, ...]:
+    """The floating tags a publish moves, never backwards: all of them when it is the newest
+    version of the image; only its line's when it is the newest of its line (a patch of an
+    older line); none otherwise."""
+    if newest:
+        return floating_tags(spec)
+    return tuple(t for t in floating_tags(spec) if t == line_tag(spec)) if newest_of_line else ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,12 +50,19 @@ class Target:
 class Plan:
     spec: ImageSpec
     targets: tuple[Target, ...]
-    # Floating tags never move backwards: the newer version that keeps them, if there is one.
+    # Floating tags never move backwards: the newer version that keeps them, if there is one;
+    # and whether a later release of its line keeps the line's tag.
     newer: str | None = None
+    newest_of_line: bool = True
 
     @property
     def moves_floating(self) -> bool:
         return bool(self.spec.floating_tags) and self.newer is None
+
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """The floating tags this publish moves."""
+        return moving(self.spec, newest=self.newer is None, newest_of_line=self.newest_of_line)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,19 +71,23 @@ class Plan:
             "manifest_sha256": self.spec.content_hash,
             "targets": [t.to_json() for t in self.targets],
             "moves_floating": self.moves_floating,
+            "moves": list(self.moves),
             "newer_version": self.newer,
         }
 
 
-def make_plan(spec: ImageSpec, registries: Registries, *, newer: str | None = None) -> Plan:
+def make_plan(
+    spec: ImageSpec, registries: Registries, *, newer: str | None = None, newest_of_line: bool = True
+) -> Plan:
     """Every ref a publish of ``spec`` writes. ``newer``: a later version of the image exists
-    (then the floating tags stay where they are, as publish leaves them)."""
+    (then the floating tags stay where they are, as publish leaves them, but for the line's
+    tag while ``newest_of_line``)."""
     targets = tuple(
         Target(
             endpoint=ep,
             version_ref=ep.ref(spec.image, spec.version),
-            floating_refs=tuple(ep.ref(spec.image, t) for t in spec.floating_tags),
+            floating_refs=tuple(ep.ref(spec.image, t) for t in floating_tags(spec)),
         )
         for ep in registries.publish_endpoints()
     )
-    return Plan(spec=spec, targets=targets, newer=newer)
+    return Plan(spec=spec, targets=targets, newer=newer, newest_of_line=newest_of_line)

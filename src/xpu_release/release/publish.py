@@ -31,6 +31,7 @@ from ..image.build import source_date_epoch
 from ..image.engine import Engine
 from ..image.normalize import iso
 from ..image.smoke import require_tested
+from ..manifest import ImageSpec
 from ..oci.codec import DEFAULT, Codec
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
@@ -39,7 +40,7 @@ from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
-from .plan import Plan, Target
+from .plan import Plan, Target, moving
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
@@ -60,8 +61,15 @@ class Options:
     # The first push through the engine's `docker push` instead of our own client (for the
     # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
     engine_push: bool = False
-    # Floating tags never move backwards: False when a newer version of the image exists.
+    # Floating tags never move backwards: False when a newer version of the image exists;
+    # move_line: False when a later release of its line exists (its line's tag stays there).
     move_floating: bool = True
+    move_line: bool = True
+
+    def floating(self, spec: ImageSpec) -> tuple[str, ...]:
+        """The floating tags a publish of ``spec`` moves with these options (never backwards)."""
+        return moving(spec, newest=self.move_floating, newest_of_line=self.move_line)
+
     # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
     signer: Signer | None = None
     # The image manifest's standard annotations (evidence/annotations.py); publish() makes them.
@@ -306,9 +314,9 @@ class Publisher:
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
-        if complete and self.spec.floating_tags and self.options.move_floating:
-            record = replace(record, floating_moved=self.tags.move_floating(source))
-        return record
+        tags = self.options.floating(self.spec)
+        moved = self.tags.move_floating(source, tags) if complete and tags else record.floating_moved
+        return replace(record, floating_moved=moved)
 
 
 def publish(

@@ -22,6 +22,7 @@ from ..oci.model import parse_config
 from ..oci.registry import RegistryClient
 from ..oci.store import remember_config
 from ..progress import Sink
+from .plan import floating_tags
 from .pool import EndpointPool
 from .record import ReleaseRecord
 
@@ -98,7 +99,7 @@ def status(pool: EndpointPool, record: ReleaseRecord | None) -> list[StatusRow]:
         client = pool.client(t.endpoint)
         for tag, ref in (
             (spec.version, t.version_ref),
-            *zip(spec.floating_tags, t.floating_refs, strict=True),
+            *zip(floating_tags(spec), t.floating_refs, strict=True),
         ):
             try:
                 served = client.head_manifest(pool.repo(t.endpoint), tag)

@@ -22,6 +22,7 @@ from . import record as records
 from .context import Outcome, ReleaseContext, Status, done
 from .documents import gate_vex
 from .notes import notes_path, render_notes
+from .plan import floating_tags, moving
 from .preflight import preflight as preflight_checks
 from .preflight import verdict
 from .publish import failure_report
@@ -159,12 +160,10 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
         existing = None
     same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
     plan = ctx.pool.plan
-    tags = ", ".join(spec.floating_tags)
-    floating = ""
-    if tags:
-        floating = (
-            f"; then {tags}" if ctx.options.move_floating else f"; {tags} stay (a newer version exists)"
-        )
+    moved = moving(spec, newest=ctx.options.move_floating, newest_of_line=ctx.options.move_line)
+    stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
+    floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
+                                                                  if stay else "")  # fmt: skip
     build_plan = (
         f"up to date ({existing.id[:19]})" if same and existing else f"would build (inputs {inputs[:12]})"
     )
@@ -173,7 +172,7 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
         ("test", "would run the smoke checks in a throwaway container"),
         ("scan", plan_of_gate(ctx.gate)),
         ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
-        ("verify", f"would check {len(plan.targets) * (1 + len(spec.floating_tags))} refs"),
+        ("verify", f"would check {len(plan.targets) * (1 + len(moved))} refs"),
         ("notes", ", ".join(repo.rel(notes_path(repo.root, spec, lang)) for lang in LANGUAGES)),
         ("record", repo.rel(records.default_path(repo.root, spec.image, spec.version))),
     ]

@@ -12,7 +12,7 @@ from ..image.engine import Engine
 from ..manifest import ImageSpec
 from ..oci.registry import Manifest
 from ..progress import Sink
-from .plan import Target
+from .plan import Target, floating_tags
 from .pool import EndpointPool
 from .push import layer_mismatch
 
@@ -95,11 +95,14 @@ class TagRules:
             )
         return self._identity[manifest.digest]
 
-    def move_floating(self, source: Manifest) -> tuple[str, ...]:
+    def move_floating(self, source: Manifest, tags: tuple[str, ...]) -> tuple[str, ...]:
+        """Move ``tags`` (floating tags of the plan) to ``source`` at every endpoint, checked."""
         moved: list[str] = []
         for t in self.pool.plan.targets:
             client = self.pool.client(t.endpoint)
-            for tag, ref in zip(self.spec.floating_tags, t.floating_refs, strict=True):
+            for tag, ref in zip(floating_tags(self.spec), t.floating_refs, strict=True):
+                if tag not in tags:
+                    continue
                 if client.head_manifest(self.pool.repo(t.endpoint), tag) != source.digest:
                     client.put_manifest(self.pool.repo(t.endpoint), tag, source)
                 if client.head_manifest(self.pool.repo(t.endpoint), tag) != source.digest:

@@ -62,7 +62,7 @@ def test_plan_lists_every_ref_per_registry_and_region(repo: Path) -> None:
         "vpc/cn-beijing": f"acs-registry-vpc.cn-beijing.cr.aliyuncs.com/egslingjun/{XPU}:25.03",
         "vpc/cn-wulanchabu": f"acs-registry-vpc.cn-wulanchabu.cr.aliyuncs.com/egslingjun/{XPU}:25.03",
     }
-    assert plan["targets"][0]["floating_refs"] == [f"{PUBLIC}/{XPU}:latest"]
+    assert plan["targets"][0]["floating_refs"] == [f"{PUBLIC}/{XPU}:latest", f"{PUBLIC}/{XPU}:25.03-latest"]
 
 
 def test_plan_and_publish_dry_run_keep_floating_tags_when_a_newer_version_exists(repo: Path) -> None:
@@ -72,10 +72,13 @@ def test_plan_and_publish_dry_run_keep_floating_tags_when_a_newer_version_exists
     dry = run(repo, "publish", f"{XPU}:25.03", "--dry-run", "--json")
     newer = run(repo, "plan", f"{XPU}:25.04")
 
-    assert "then move" not in older.stdout
+    assert f"then move {PUBLIC}/{XPU}:latest" not in older.stdout
+    assert f"then move {PUBLIC}/{XPU}:25.03-latest" in older.stdout  # the newest of its line
     assert f"latest stay where they are: {XPU}:25.04 is newer" in older.stdout
     assert json.loads(dry.stdout)["moves_floating"] is False
+    assert json.loads(dry.stdout)["moves"] == ["25.03-latest"]
     assert f"then move {PUBLIC}/{XPU}:latest" in newer.stdout
+    assert f"then move {PUBLIC}/{XPU}:25.04-latest" in newer.stdout
 
 
 def test_a_codec_the_pulling_engines_may_not_read_is_refused_before_anything_is_touched(repo: Path) -> None:
@@ -368,6 +371,7 @@ def test_status_json_rows_are_typed_and_name_their_tag(repo: Path, tmp_path: Pat
     rows = json.loads(result.stdout)["endpoints"]
     assert {(r["endpoint"], r["tag"]) for r in rows} == {
         ("public", "25.03"), ("public", "latest"), ("vpc/cn-beijing", "25.03"), ("vpc/cn-beijing", "latest"),
+        ("public", "25.03-latest"), ("vpc/cn-beijing", "25.03-latest"),
     }  # fmt: skip
     assert all(r["matches"] is False and r["error_kind"] == "unreachable" for r in rows)
 

@@ -57,6 +57,7 @@ TEXT = st.one_of(
 NAME = st.sampled_from(IMAGES) | TEXT
 VERSION = st.sampled_from(VERSIONS) | TEXT
 REF = st.builds(lambda n, v: f"{n}:{v}", NAME, VERSION) | TEXT
+ADVISORIES = st.sampled_from(["osv", "osv/r.json", "manifests", "OUT", "nowhere"]) | TEXT
 OUT = st.sampled_from(
     ["out/x.json", "-", "manifests", "new/dir/x.md", "/dev/full", "images", "link-loop", ""]
 )
@@ -89,6 +90,17 @@ def commands() -> st.SearchStrategy[list[str]]:
         st.tuples(REF, OUT | TEXT).map(lambda t: ["mirror", t[0], "--to", f"oci:{t[1]}"]),
         st.tuples(REF, st.sampled_from(["isal:9", "zstd", "zstd:2", "zlib-ng:", "zlib:-1"]) | TEXT).map(
             lambda t: ["publish", t[0], "--dry-run", "--compression", t[1]]
+        ),
+        # watch and patch read the published releases at a closed port: each release says it
+        # could not be checked; the advisories and the dates are what a user types.
+        st.tuples(st.lists(REF, max_size=2), ADVISORIES, st.sampled_from(["--json", "--release", "-q"])).map(
+            lambda t: ["watch", *t[0], "--advisories", t[1], t[2]]
+        ),
+        st.tuples(ADVISORIES, st.sampled_from(["2026-12-03", "1-1-1", "9999-12-31"]) | TEXT).map(
+            lambda t: ["watch", "--advisories", t[0], "--today", t[1]]
+        ),
+        st.tuples(REF, ADVISORIES, st.sampled_from(["--json", "-q"])).map(
+            lambda t: ["patch", t[0], "--advisories", t[1], t[2]]
         ),
     )
 
@@ -149,12 +161,21 @@ def _registries(value: str) -> Damage:
     return apply
 
 
+def _advisory(data: bytes) -> Damage:
+    def apply(repo: Path) -> None:
+        (repo / "osv").mkdir(exist_ok=True)
+        (repo / "osv" / "r.json").write_bytes(data)
+
+    return apply
+
+
 def damages() -> st.SearchStrategy[Damage | None]:
     where = st.sampled_from(
         [f"manifests/{m}.yaml" for m in MANIFESTS]
         + ["manifests/training-cpu-pytorch/99.0.yaml", "manifests/training-cpu-pytorch", "manifests",
            "templates", "images/training-cpu-pytorch/25.03/Dockerfile", "registries.yaml", "closed.yaml",
-           "docs/reference", "docs/reference/commands.md"]
+           "docs/reference", "docs/reference/commands.md", "osv", "osv/r.json",
+           "images/training-cpu-pytorch/vex.openvex.json", "out/releases/training-cpu-pytorch/25.03.watch"]
     )  # fmt: skip
     return st.one_of(
         st.none(),
@@ -162,6 +183,7 @@ def damages() -> st.SearchStrategy[Damage | None]:
         st.builds(_raw, st.sampled_from(MANIFESTS), st.binary(max_size=300)),
         st.builds(_entry, where, st.sampled_from(["directory", "fifo", "dangling", "loop", "gone"])),
         st.builds(_registries, TEXT),
+        st.builds(_advisory, st.binary(max_size=300)),
     )
 
 
@@ -177,6 +199,12 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(ROOT / name, dst / name)
     shutil.copy(ROOT / "registries.yaml", dst / "registries.yaml")
     (dst / "closed.yaml").write_text(CLOSED)
+    (dst / "osv").mkdir()
+    (dst / "osv" / "r.json").write_text(
+        '{"id": "TEST-1", "published": "2026-01-01T00:00:00Z", "affected": [{"package": {"ecosystem": '
+        '"PyPI", "name": "accelerate"}, "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, '
+        '{"fixed": "1.6.0"}]}]}]}'
+    )
     git = ["git", "-C", str(dst), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)

@@ -7,6 +7,7 @@ These run pip's own resolver against a local wheelhouse of generated wheels (no 
 from __future__ import annotations
 
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,41 @@ def test_a_kept_version_pip_would_not_read_as_one_is_never_passed_to_it(repo: tu
     kept = Kept.of(found[0], spec)
 
     assert kept.steady + kept.moved == ()  # beta was its only distribution besides the pins
+
+
+def test_a_constraint_raises_a_kept_pin_to_its_floor_and_no_further(repo: tuple[Path, Path]) -> None:
+    root, house = repo
+    wheel(house, "beta", "1.2")
+    write_manifest(root, "kit", "1.0.1", 'image: kit\nversion: "1.0.1"\nextends: "1.0"\n'
+                   "pip: {constraints: ['beta>=1.1']}\n")  # fmt: skip
+
+    assert locked(root, "kit:1.0.1") == {"gamma": "1.0", "beta": "1.1", "alpha": "1.0"}
+
+
+def test_constraints_are_a_fact_of_the_lock_and_none_leaves_earlier_locks_current() -> None:
+    from xpu_release.image.lockfile import Lock, pins_sha256
+
+    root = Path(__file__).resolve().parents[3]
+    spec = Repo(root).load_ref("training-cpu-pytorch:25.03")
+    committed = Lock.parse(lock_path(root, spec).read_text(), "committed")
+    floored = replace(spec, pip_constraints=("idna>=3.21",))
+
+    assert pins_sha256(spec) == committed.pins_sha256  # no constraints: the hash locks were made with
+    assert pins_sha256(floored) != committed.pins_sha256  # a floor added: the lock is stale
+
+
+def test_the_index_says_what_it_offers_and_an_index_that_does_not_answer_is_an_error(
+    repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xpu_release.errors import LockError
+    from xpu_release.image.index import offers
+
+    root, _house = repo
+    spec = Repo(root).load_ref("kit:1.0")
+
+    assert offers(spec, "beta", "1.1")
+    assert not offers(spec, "beta", "9.9")
+    monkeypatch.delenv("PIP_NO_INDEX")
+    nowhere = replace(spec, pip_index_url="http://127.0.0.1:1/simple", pip_find_links=())
+    with pytest.raises(LockError, match=r"cannot ask the package index whether beta 1\.1 is there"):
+        offers(nowhere, "beta", "1.1")

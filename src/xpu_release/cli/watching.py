@@ -1,0 +1,304 @@
+"""Commands that keep published releases safe after they ship: watch (re-scan what is published,
+its base, the SLA; with --release, patch and release what needs it) and patch (prepare the next
+patch release of one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ConfigError, NotFoundError
+from .app import State, _credentials, _emit_json, cli, json_option, newest_of_line, pass_state, ref_argument
+from .app import with_login as login_options
+from .images import advisories_option, gate_policy
+from .live import line_sink
+from .output import info
+from .publishing import signing_key_option
+
+today_option = click.option(
+    "--today", metavar="DATE", help="Count SLA days and review dates up to DATE (default: today, UTC)."
+)
+
+
+@contextmanager
+def _watcher(state: State, advisories: tuple[str, ...], today: str | None, username: str | None,
+             password_stdin: bool) -> Iterator[Any]:  # fmt: skip
+    """One run's watcher: the advisories (required), the registries, credentials, today."""
+    from ..evidence.osv import Advisories
+    from ..release.published import Reader
+    from ..release.watch import Watcher
+
+    gate = gate_policy(state, advisories, None, today)
+    if not gate.advisories:
+        msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
+        raise ConfigError(msg)
+    registries = state.registries()
+    reader = Reader(registries, _credentials(username, password_stdin, registries))
+    found = Advisories([Path(p) for p in gate.advisories], state.settings.cache)
+    now = datetime.now(UTC)
+    try:
+        yield Watcher(state.repo, reader, found, today=gate.today or now.date(), now=now)
+    finally:
+        found.close()
+
+
+def _targets(state: State, refs: tuple[str, ...]) -> list[str]:
+    """The releases named (each must have a manifest: a clear error first), else every one."""
+    if not refs:
+        return list(state.repo.refs())
+    for ref in refs:
+        state.repo.load_ref(ref)
+    return list(dict.fromkeys(refs))
+
+
+def _order(state: State) -> Any:
+    from ..manifest.order import build_order
+
+    return lambda refs: build_order(state.repo, refs)
+
+
+def _say(w: Any) -> None:
+    """One release as ``watch`` answers for it."""
+    sla = " (out of SLA)" if w.sla == "out" and w.state == "needs a patch" else ""
+    by = f" by {w.superseded_by}" if w.superseded_by else ""
+    click.echo(f"{w.ref}  {w.state}{by}{sla}")
+    for r in w.reasons:
+        click.echo(f"  {r.text}")
+    for o in w.open:
+        fix = f"fixed in {o.fix}" if o.fix else "no fix yet"
+        clock = o.clock
+        due = (
+            f"SLA {clock.days} d from {clock.since} ({clock.source}): due {clock.due}, {clock.state}"
+            if clock.due
+            else "no SLA"
+        )
+        click.echo(f"  open {o.finding.level:<8} {o.finding.ids[0]} in {o.finding.package.name} "
+                   f"{o.finding.package.version}: {fix}; {due}")  # fmt: skip
+    if w.excepted:
+        click.echo(f"  {w.excepted} more excepted by the image's VEX")
+    if w.pending:
+        click.echo(f"  {w.pending} is prepared and not published: release it")
+    for u in w.unchecked:
+        click.echo(f"  could not check its {u.what}: {u.message}")
+
+
+def _tally(results: list[Any]) -> str:
+    counts: dict[str, int] = {}
+    for w in results:
+        counts[w.state] = counts.get(w.state, 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+@cli.command()
+@ref_argument("refs", nargs=-1)
+@advisories_option
+@today_option
+@click.option(
+    "--release",
+    "release_",
+    is_flag=True,
+    help="Patch and release every published release that needs it, parents first (patch, then the "
+    "release pipeline), and print one summary; a second run right after does nothing.",
+)
+@json_option("Every release with every field (reasons, findings, SLA, what could not be checked) as JSON.")
+@signing_key_option
+@login_options
+@pass_state
+def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], today: str | None,
+          release_: bool, as_json: bool, signing_key: str | None, username: str | None,
+          password_stdin: bool) -> None:  # fmt: skip
+    """Is every published release (or NAME:VERSION…) still safe? Without the engine and without
+    rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
+    its base (moved tag, a patched base release); each open finding's fix and SLA
+    (security.sla_days). Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
+    release that could not be checked ends in its own error's code. Each answer is added to the
+    release's re-scan history (out/releases/<name>/<version>.watch/). Without --release it ends
+    with the plan: what --release would patch and release, parents first.
+
+    \b
+    Examples:
+      xpu-release watch --advisories osv/
+      xpu-release watch training-cpu-pytorch:25.03 --json
+      xpu-release watch --release --advisories osv/
+    """
+    from ..release.autopatch import due
+    from ..release.watch import exit_code, watch_all
+
+    targets = _targets(state, refs)
+    with _watcher(state, advisories, today, username, password_stdin) as watcher:
+        if release_:
+            code = _release_all(state, watcher, targets, advisories, today, signing_key, as_json)
+        else:
+            results = watch_all(watcher, targets, _order(state))
+            code = exit_code(results)
+            plan = due(watcher, results, _order(state))  # what --release would patch, parents first
+            if as_json:
+                _emit_json({"releases": [w.to_json() for w in results], "plan": plan, "exit_code": code,
+                            "advisories": list(watcher.advisories.sources)})  # fmt: skip
+            else:
+                for w in results:
+                    _say(w)
+                if plan:
+                    click.echo(f"to patch and release, parents first (watch --release): {', '.join(plan)}")
+            for w in results:
+                for u in w.unchecked:
+                    click.echo(f"{w.ref}: could not check its {u.what}: {u.message}", err=True)
+            info(f"watched {len(results)} releases: {_tally(results)}")
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _release_all(state: State, watcher: Any, targets: list[str], advisories: tuple[str, ...],
+                 today: str | None, signing_key: str | None, as_json: bool) -> int:  # fmt: skip
+    from ..release.autopatch import run
+
+    steps = _Steps(state, watcher, gate_policy(state, advisories, None, today), state.signer(signing_key))
+    summary = run(watcher, targets, _order(state), steps)
+    if as_json:
+        _emit_json(summary.to_json())
+    else:
+        for s in summary.steps:
+            made = f": {s.patch} {s.digest}" if s.patch else ""
+            click.echo(f"{s.ref}  {s.outcome}{made}")
+            for why in (*s.why, *s.notes):
+                click.echo(f"  {why}")
+        if not summary.steps:
+            click.echo("nothing needs a patch; each release, as checked after:")
+        for w in summary.final:
+            _say(w)
+    if summary.error is not None:
+        raise summary.error
+    return summary.exit_code
+
+
+class _Steps:
+    """``patch`` and the release pipeline, as ``watch --release`` runs them."""
+
+    def __init__(self, state: State, watcher: Any, gate: Any, signer: Any) -> None:
+        self.state = state
+        self.watcher = watcher
+        self.gate = gate
+        self.signer = signer
+
+    def patch(self, ref: str, watched: Any) -> tuple[str | None, tuple[str, ...]]:
+        prepared = _prepare(self.state, self.watcher, ref, watched)
+        open_ = tuple(
+            f"does not fix {u.id} in {u.package} {u.installed}: {u.why}" for u in prepared.patch.open
+        )
+        if not prepared.changes:
+            return None, (*prepared.blocked, *open_)
+        _write(self.state, prepared)
+        return prepared.ref, (*prepared.blocked, *open_)
+
+    def release(self, ref: str) -> str:
+        from ..manifest import parse_ref
+        from ..release.pipeline import Release, Reporter
+        from ..release.publish import Options
+        from .app import layer_codec
+
+        registries = self.state.registries()
+        creds = self.watcher.reader.credentials  # the login watch was given: the same endpoints
+        options = Options(move_floating=self.state.repo.is_latest(*parse_ref(ref)),
+                          move_line=newest_of_line(self.state.repo, ref), signer=self.signer,
+                          codec=layer_codec(self.state, None, accept_zstd=False))  # fmt: skip
+        reporter = Reporter(live := line_sink(), ci=self.state.settings.ci)
+        try:
+            summary = Release(self.state.repo, ref, registries, creds, options, reporter, dry_run=False,
+                              builder=self.state.builder, gate=self.gate).run()  # fmt: skip
+        finally:
+            live.close()
+        return str((summary.record or {}).get("digest") or "")
+
+
+def _prepare(state: State, watcher: Any, ref: str, watched: Any) -> Any:
+    from ..image.index import offers
+    from ..image.lock import load_lock
+    from ..release.patch import prepare
+
+    spec = state.repo.load_ref(ref)
+    lock = load_lock(state.root, spec, current=False)
+    return prepare(state.repo, spec, watched, watcher.advisories, lock, offers)
+
+
+def _write(state: State, prepared: Any) -> tuple[Path, ...]:
+    from ..image.engine import Engine
+    from ..image.relock import relock
+    from ..release.patch import write
+
+    registries = state.registries()
+
+    def lock_with(spec: Any) -> Any:
+        return relock(state.root, spec, registries, state.credentials(), engine=Engine.connect,
+                      on_line=line_sink()).lock  # fmt: skip
+
+    return write(state.repo, prepared, lock_with, registries)
+
+
+@cli.command()
+@ref_argument()
+@advisories_option
+@today_option
+@json_option('The new ref and why, as JSON: {"ref": …, "reasons": […], "fixes": […], "open": […]}.')
+@login_options
+@pass_state
+def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None, as_json: bool,
+          username: str | None, password_stdin: bool) -> None:  # fmt: skip
+    """Prepare the next patch release of the published NAME:VERSION (25.03 → 25.03.1, 2.13.0 →
+    2.13.0.1): a manifest that extends it, each package with open findings bumped to the smallest
+    version that fixes them and that the package index offers, the base re-pinned where it moved,
+    and release.patch saying why; then its lock and Dockerfile. Prints the new ref. Nothing to
+    fix: it says so and writes nothing. Then release it as any version.
+
+    \b
+    Examples:
+      xpu-release patch training-cpu-pytorch:25.03 --advisories osv/
+      xpu-release patch pytorch-cpu-sdk:2.13.0 --json
+    """
+    state.repo.load_ref(ref)
+    with _watcher(state, advisories, today, username, password_stdin) as watcher:
+        watched = watcher.watch(ref)
+        if watched.state == "not published":
+            msg = f"{ref} is not published at {watched.endpoint}: there is nothing to patch; release it"
+            raise NotFoundError(msg)
+        if watched.unchecked:
+            raise watched.unchecked[0].error
+        if watched.state == "superseded":
+            _patched(
+                as_json, None, watched, f"{ref} is superseded by {watched.superseded_by}: patch that one"
+            )
+            return
+        prepared = _prepare(state, watcher, ref, watched)
+        if not prepared.changes:
+            why = (
+                "; ".join(prepared.blocked)
+                or "no open finding has a fix the index offers, and the base has not moved"
+            )
+            _patched(as_json, prepared, watched, f"nothing to fix in {ref}: {why}; nothing was written")
+            return
+        written = _write(state, prepared)
+    for path in written:
+        info(f"wrote {state.repo.rel(path)}")
+    _patched(as_json, prepared, watched, "", ref=prepared.ref)
+
+
+def _patched(as_json: bool, prepared: Any, watched: Any, message: str, *, ref: str | None = None) -> None:
+    patch = prepared.patch.to_dict() if prepared is not None else {"fixes": [], "base": None, "open": []}
+    if as_json:
+        _emit_json({"ref": ref, "of": watched.ref, "reasons": [r.to_json() for r in watched.reasons], **patch,
+                    "blocked": list(prepared.blocked) if prepared else [], "message": message})  # fmt: skip
+    elif ref:
+        click.echo(ref)
+    if message:
+        info(message)
+    for f in patch["fixes"]:
+        info(f"fixes {f['id']} in {f['package']}: {f['old']} → {f['new']}")
+    if patch["base"]:
+        old, new = patch["base"]["old"], patch["base"]["new"]
+        info(f"moves its base {old['ref']} → {new['ref']} ({old['digest'][:19]}… → {new['digest'][:19]}…)")
+    for u in patch["open"]:
+        info(f"does not fix {u['id']} in {u['package']} {u['installed']}: {u['why']}")

@@ -1,0 +1,64 @@
+"""Release lines: a release and its patches (``25.03``, ``25.03.1``, ``25.03.2``), as the
+repository's manifests declare them (``patchformat.py`` says how a patch is numbered).
+
+A user who follows a line pulls its floating tag, ``<line>-latest``: moved by the line's release
+and then by each patch, never backwards. The next patch of any release of a line is the line's
+version and one more than the highest patch number with a manifest.
+"""
+
+from __future__ import annotations
+
+from ..errors import ReleaseError
+from .loader import Repo, version_key
+from .model import ImageSpec
+from .patchformat import split_patch
+
+LINE_TAG_SUFFIX = "-latest"
+
+
+def line_of(spec: ImageSpec) -> str:
+    """The version of the release ``spec`` belongs to: its own, or (a patch) the one it patches."""
+    if spec.release.patch is not None:
+        split = split_patch(spec.version)
+        if split is not None:
+            return split[0]
+    return spec.version
+
+
+def line_tag(spec: ImageSpec) -> str:
+    """The line's floating tag: ``25.03-latest`` for ``25.03`` and each of its patches."""
+    return line_of(spec) + LINE_TAG_SUFFIX
+
+
+def _is_patch_of(repo: Repo, image: str, version: str, line: str) -> bool:
+    split = split_patch(version)
+    if split is None or split[0] != line:
+        return False
+    try:
+        return repo.load(image, version).release.patch is not None
+    except ReleaseError:
+        return False  # its own problems are reported by validate
+
+
+def line_versions(repo: Repo, image: str, line: str) -> list[str]:
+    """Every version of ``line`` with a manifest, oldest first: its release and its patches."""
+    return [v for v in repo.versions(image) if v == line or _is_patch_of(repo, image, v, line)]
+
+
+def newer_in_line(repo: Repo, spec: ImageSpec) -> list[str]:
+    """The versions of ``spec``'s line after it (its patches, and their patches), oldest first."""
+    mine = version_key(spec.version)
+    return [v for v in line_versions(repo, spec.image, line_of(spec)) if version_key(v) > mine]
+
+
+def newest_of_line(repo: Repo, spec: ImageSpec) -> bool:
+    """True when no later release of its line has a manifest: its line tag may move to it."""
+    return not newer_in_line(repo, spec)
+
+
+def next_patch(repo: Repo, spec: ImageSpec) -> str:
+    """The version of the next patch of ``spec``'s line: ``25.03`` → ``25.03.1`` (or one more
+    than the highest patch number already taken by a manifest, whatever it holds)."""
+    line = line_of(spec)
+    taken = [s[1] for v in repo.versions(spec.image) if (s := split_patch(v)) is not None and s[0] == line]
+    return f"{line}.{max(taken, default=0) + 1}"

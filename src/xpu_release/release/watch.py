@@ -1,0 +1,283 @@
+"""``watch``: is every published release still safe, without rebuilding it or having it in the
+engine? For each release the repository's manifests name, the public endpoint is asked what its
+version tag serves; a release not served is *not published* (reported, not an error). Then:
+
+- **superseded**: a later release of its line (a patch) is published; it is left to that one;
+- its SBOM **as published** (read from the registry by digest) is scanned against today's
+  advisories and the image's current reviewed VEX (``evidence/scan.py``, the gate's rules);
+- each open finding (no valid exception) gets its fix within reach (``evidence/remedy.py``) and
+  its SLA clock (``sla.py``); the first time a scan saw it comes from the re-scan history, else
+  the local release record, else today;
+- the base (``basewatch.py``): its tag moved, a patch of our base release is published, or our
+  base release needs a patch itself (then this one needs one *through* it).
+
+The answer per release: *needs a patch* (every reason: a fixable finding whose severity has an
+SLA or that the gate stops on, a base that moved), else *out of SLA* (an open finding past its
+due day that no version fixes yet), else *up to date*. A release that cannot be checked (its
+endpoint down, its SBOM missing or damaged, its base tag gone) says why, on its own; the others
+are still checked. Each answer is added to the release's re-scan history (``history.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+
+from ..errors import ManifestError, NeedsPatch, ReleaseError
+from ..evidence.osv import Advisories
+from ..evidence.remedy import fixes, published, records_for
+from ..evidence.scan import Finding, scan
+from ..evidence.vex import Statement, read_vex, vex_path
+from ..manifest import ImageSpec, Repo
+from ..manifest.lines import line_of, newer_in_line
+from . import history
+from .basewatch import Reason, Unchecked, base_reasons, unchecked
+from .published import Reader, check_sbom
+from .record import default_path, read_optional
+from .sla import Clock, clock, overall
+
+State = Literal["up to date", "needs a patch", "superseded", "out of SLA", "not published", "could not check"]
+ORDER = ("critical", "high", "medium", "low", "unknown")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Open:
+    """An open finding (no valid VEX exception) of a published release."""
+
+    finding: Finding
+    fix: str | None  # the smallest version that fixes it, where the advisories name one
+    first_seen: date
+    clock: Clock
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.finding.to_json(), "fix": self.fix, "first_seen": str(self.first_seen),
+                "sla": self.clock.to_json()}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Watched:
+    ref: str
+    state: State
+    checked_at: str
+    line: str = ""
+    digest: str | None = None
+    endpoint: str = ""
+    reasons: tuple[Reason, ...] = ()
+    open: tuple[Open, ...] = ()
+    excepted: int = 0  # findings a valid exception of the image's VEX covers
+    superseded_by: str | None = None  # the newest published release of its line
+    pending: str | None = None  # a later release of its line with a manifest, not published
+    unchecked: tuple[Unchecked, ...] = ()
+    scanned: bool = False  # its SBOM as published was read and scanned
+    history: str | None = None  # the re-scan history entry written
+
+    @property
+    def sla(self) -> str:
+        return overall([o.clock for o in self.open])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Open findings by severity, every severity named."""
+        return {level: sum(1 for o in self.open if o.finding.level == level) for level in ORDER}
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.state in ("needs a patch", "out of SLA")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref, "state": self.state, "line": self.line, "digest": self.digest,
+            "endpoint": self.endpoint, "checked_at": self.checked_at,
+            "reasons": [r.to_json() for r in self.reasons], "sla": self.sla, "open": self.counts,
+            "findings": [o.to_json() for o in self.open], "excepted": self.excepted,
+            "superseded_by": self.superseded_by, "pending": self.pending,
+            "unchecked": [{"what": u.what, "message": u.message, "exit_code": u.exit_code}
+                          for u in self.unchecked],
+            "scanned": self.scanned, "history": self.history,
+        }  # fmt: skip
+
+
+class Watcher:
+    """One run of ``watch``: every release asked at most once (a child asks its base first)."""
+
+    def __init__(self, repo: Repo, reader: Reader, advisories: Advisories, *, today: date, now: datetime,
+                 keep_history: bool = True) -> None:  # fmt: skip
+        self.repo = repo
+        self.reader = reader
+        self.advisories = advisories
+        self.today = today
+        self.now = now
+        self.keep_history = keep_history
+        self._done: dict[str, Watched] = {}
+        self._asking: set[str] = set()
+        self._vex: dict[str, tuple[tuple[Statement, ...], Unchecked | None]] = {}
+
+    @property
+    def stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def forget_all(self) -> None:
+        """Ask every release again (``watch --release``: after a release of a patch)."""
+        self._done.clear()
+        self.reader.forget()
+
+    def watch(self, ref: str) -> Watched:
+        if ref not in self._done:
+            self._asking.add(ref)
+            try:
+                self._done[ref] = self._watch(ref)
+            finally:
+                self._asking.discard(ref)
+        return self._done[ref]
+
+    def base_needs_patch(self, ref: str) -> bool:
+        """Whether our base release ``ref`` needs a patch (a chain that loops says no)."""
+        return ref not in self._asking and self.watch(ref).state == "needs a patch"
+
+    def _watch(self, ref: str) -> Watched:
+        try:
+            spec = self.repo.load_ref(ref)
+        except ReleaseError as exc:
+            return Watched(ref=ref, state="could not check", checked_at=self.stamp,
+                           unchecked=(unchecked("manifest", exc),))  # fmt: skip
+        ep = self.reader.public()
+        head = Watched(ref=ref, state="not published", checked_at=self.stamp, line=line_of(spec),
+                       endpoint=ep.name)  # fmt: skip
+        try:
+            digest = self.reader.served(ep, spec.image, spec.version)
+            if digest is None:
+                return head
+            head = _with(head, digest=digest)
+            later = [
+                (v, self.reader.served(ep, spec.image, v)) for v in reversed(newer_in_line(self.repo, spec))
+            ]
+        except ReleaseError as exc:
+            return _with(head, state="could not check", unchecked=(unchecked("registry", exc),))
+        published_later = [v for v, d in later if d is not None]
+        pending = next((v for v, d in later if d is None), None)
+        if published_later:
+            done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}")
+            return self._keep(spec, done)
+        head = _with(head, pending=f"{spec.image}:{pending}" if pending else None)
+        return self._keep(spec, self._check(spec, head, digest))
+
+    def _check(self, spec: ImageSpec, head: Watched, digest: str) -> Watched:
+        problems: list[Unchecked] = []
+        opened: list[Open] = []
+        excepted = 0
+        ep = self.reader.public()
+        statements, problem = self._statements(spec)
+        try:
+            sbom = self.reader.sbom(ep, spec.image, digest)
+            check_sbom(sbom, f"{ep.name}: {spec.ref}")
+        except ReleaseError as exc:
+            problems.append(unchecked("sbom", exc))
+        else:
+            if problem is not None:
+                problems.append(problem)
+            result = scan(
+                spec, sbom, self.advisories, statements, today=self.today, digests=frozenset({digest})
+            )
+            excepted = sum(1 for f in result.findings if f.exception is not None)
+            seen = self._first_seen(spec)
+            opened = [self._open(spec, f, seen) for f in result.findings if f.exception is None]
+        reasons = [
+            _advisory_reason(o) for o in opened if o.fix and (o.clock.days is not None or o.finding.blocking)
+        ]
+        found, trouble = base_reasons(self.repo, spec, self.reader, self.base_needs_patch)
+        reasons += found
+        problems += trouble
+        state: State = "up to date"
+        if problems:
+            state = "could not check"
+        elif reasons:
+            state = "needs a patch"
+        elif overall([o.clock for o in opened]) == "out":
+            state = "out of SLA"
+        scanned = not any(u.what == "sbom" for u in problems)
+        return _with(head, state=state, reasons=tuple(reasons), open=tuple(opened), excepted=excepted,
+                     unchecked=tuple(problems), scanned=scanned)  # fmt: skip
+
+    def _open(self, spec: ImageSpec, f: Finding, seen: dict[tuple[str, str], date]) -> Open:
+        records = records_for(self.advisories, f)
+        smallest = next(iter(fixes(f.package, f.fixed, records)), None)
+        first = min(
+            (d for i in f.ids if (d := seen.get((i, f.package.name))) is not None), default=self.today
+        )
+        when = clock(spec, f.level, published=published(records), first_seen=first, today=self.today)
+        return Open(finding=f, fix=smallest, first_seen=first, clock=when)
+
+    def _first_seen(self, spec: ImageSpec) -> dict[tuple[str, str], date]:
+        """When a scan first saw each finding: the latest history entry carries it forward; the
+        release record's scan saw its findings on the day it was published."""
+        seen: dict[tuple[str, str], date] = {}
+        try:
+            record = read_optional(default_path(self.repo.root, spec.image, spec.version))
+        except ReleaseError:  # a record that is not one says nothing (status names it)
+            record = None
+        if record is not None and record.scan and record.scan.get("status") != "skipped":
+            try:
+                day = date.fromisoformat(record.published_at[:10])
+            except ValueError:
+                day = self.today
+            for f in record.scan.get("findings") or ():
+                seen[(str(f.get("id")), str(f.get("package")))] = day
+        for key, day in history.first_seen(history.latest(self.repo.root, spec.image, spec.version)).items():
+            seen[key] = min(day, seen.get(key, day))
+        return seen
+
+    def _statements(self, spec: ImageSpec) -> tuple[tuple[Statement, ...], Unchecked | None]:
+        """The image's reviewed VEX, read once per image; a mistake in it is named (exit 2)."""
+        if spec.image not in self._vex:
+            path = vex_path(self.repo.root, spec.image)
+            if not path.exists():
+                self._vex[spec.image] = ((), None)
+            else:
+                found, problems = read_vex(path, self.repo.rel(path), today=self.today,
+                                           horizon_days=spec.review_horizon_days)  # fmt: skip
+                why = unchecked("vex", ManifestError(problems)) if problems else None
+                self._vex[spec.image] = (found, why)
+        return self._vex[spec.image]
+
+    def _keep(self, spec: ImageSpec, done: Watched) -> Watched:
+        """Add a release's answer to its history (when it has one: scanned, or superseded)."""
+        if not self.keep_history or not (done.scanned or done.state == "superseded"):
+            return done
+        entry = done.to_json()
+        path = history.append(self.repo.root, spec.image, spec.version, entry, self.now)
+        return _with(done, history=self.repo.rel(path))
+
+
+def _with(w: Watched, **changes: Any) -> Watched:
+    from dataclasses import replace
+
+    return replace(w, **changes)
+
+
+def _advisory_reason(o: Open) -> Reason:
+    f = o.finding
+    said = f"{f.ids[0]} ({f.level}) in {f.package.name} {f.package.version}: fixed in {o.fix}"
+    return Reason(kind="advisory", id=f.ids[0], package=f.package.name, installed=f.package.version,
+                  fix=o.fix, severity=f.level, text=said)  # fmt: skip
+
+
+def watch_all(
+    watcher: Watcher, refs: list[str], order: Callable[[list[str]], list[list[str]]]
+) -> list[Watched]:
+    """Every ref, parents first (a child's answer may go *through* its base's)."""
+    ranked = {r: i for i, r in enumerate(r for wave in order(refs) for r in wave)}
+    for ref in sorted(refs, key=lambda r: ranked.get(r, len(ranked))):
+        watcher.watch(ref)
+    return [watcher.watch(r) for r in refs]
+
+
+def exit_code(results: list[Watched]) -> int:
+    """0: nothing needs doing; 15: a release needs a patch or is out of SLA; a release that
+    could not be checked ends in its error's code (the first such), whatever the others need:
+    an incomplete answer is never read as "only patches are due"."""
+    for w in results:
+        if w.unchecked:
+            return w.unchecked[0].exit_code
+    return NeedsPatch.exit_code if any(w.needs_attention for w in results) else 0

@@ -1,0 +1,94 @@
+"""A patch of a release whose base moved: a base release of ours that has a published patch is
+moved to (``base.version``, and the version of the component it carries); a base whose own
+release needs a patch first is said, and nothing is written for it yet. The lock is made by a
+stand-in here (the real one asks the engine what a moved base provides)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from xpu_release.image.lock import Lock, load_lock, pin_base, pins_sha256
+from xpu_release.manifest import ImageSpec, Repo
+from xpu_release.manifest.registries import load_registries
+from xpu_release.release.patch import prepare, write
+
+from ..helpers import run
+from .published_kit import CPU, SDK, World, sbom
+
+
+@pytest.fixture
+def w(published: World) -> World:
+    return published
+
+
+def sdk_patch(w: World) -> str:
+    """pytorch-cpu-sdk 2.13.0.1: its torch moves to 2.13.1+cpu; published."""
+    w.patch_manifest(SDK, "2.13.0.1", "2.13.0", "components:\n  torch: {version: 2.13.1+cpu}\n")
+    return w.publish(SDK, "2.13.0.1", sbom(("torch", "2.13.1+cpu")), salt="2.13.0.1")
+
+
+def lock_at(parent: Lock, digest: str) -> Callable[[ImageSpec], Lock]:
+    """What ``lock`` makes of the patch on the new base: the base's new torch provided."""
+
+    def make(spec: ImageSpec) -> Lock:
+        provided = tuple(("torch", "2.13.1+cpu") if n == "torch" else (n, v) for n, v in parent.provided)
+        return Lock(
+            pins_sha256=pins_sha256(spec),
+            layers=parent.layers,
+            base=pin_base(spec, digest),
+            provided=provided,
+        )
+
+    return make
+
+
+def test_a_child_moves_to_the_published_patch_of_its_base_with_the_component_it_carries(
+    w: World, tmp_path: Path
+) -> None:
+    digest = sdk_patch(w)
+    watching = w.watcher(tmp_path / "cache")
+    repo = watching.repo
+    spec = repo.load(CPU, "25.03")
+    pinned = load_lock(w.root, spec, current=False)
+
+    prepared = prepare(repo, spec, watching.watch(spec.ref), watching.advisories, pinned, lambda *_: True)
+    written = write(repo, prepared, lock_at(pinned, digest), load_registries(repo.root))
+    watching.advisories.close()
+
+    assert prepared.ref == f"{CPU}:25.03.1"
+    patched = Repo(w.root).load(CPU, "25.03.1")
+    assert (patched.base.repository, patched.base.tag) == (SDK, "2.13.0.1")
+    assert patched.component("torch").version == "2.13.1+cpu"  # type: ignore[union-attr]
+    move = patched.release.patch.base  # type: ignore[union-attr]
+    assert move is not None
+    assert (move.old_ref, move.old_digest) == (f"{SDK}:2.13.0", pinned.base_digest)
+    assert (move.new_ref, move.new_digest) == (f"{SDK}:2.13.0.1", digest)
+    assert load_lock(w.root, patched).base == f"{SDK}:2.13.0.1@{digest}"  # current, not stale
+    assert [p.name for p in written] == ["25.03.1.yaml", "requirements.lock", "Dockerfile"]
+    assert run(w.root, "render", f"{CPU}:25.03.1", "--check").exit_code == 0
+
+
+def test_a_child_whose_base_needs_a_patch_first_waits_for_it(w: World, tmp_path: Path) -> None:
+    w.serve_base(salt="rebuilt")  # the SDK's base moved: the SDK needs a patch, training through it
+    watching = w.watcher(tmp_path / "cache")
+    spec = watching.repo.load(CPU, "25.03")
+    watched = watching.watch(spec.ref)
+
+    prepared = prepare(
+        watching.repo,
+        spec,
+        watched,
+        watching.advisories,
+        load_lock(w.root, spec, current=False),
+        lambda *_: True,
+    )
+    watching.advisories.close()
+
+    assert [r.kind for r in watched.reasons] == ["through-base"]
+    assert not prepared.changes
+    assert prepared.blocked == (
+        f"its base {SDK}:2.13.0 needs a patch: patch and release it first, then patch {CPU}:25.03",
+    )
