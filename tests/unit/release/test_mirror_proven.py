@@ -117,7 +117,7 @@ def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it_and_gets_no_t
         (lambda held: held[::-1], ("hashes to", "nothing was copied from it")),
         # refused at the answer's declared length, before a byte is read (guard.bodies)
         (lambda held: held + b"x" * (4 << 20), ("not within the", "bytes expected; not read")),
-    ],  # fmt: skip
+    ],
     ids=["other bytes", "more bytes than listed"],
 )
 def test_a_source_registry_that_lies_about_a_blob_puts_nothing_under_its_digest(
