@@ -28,6 +28,8 @@ pytestmark = pytest.mark.integration
 GCL = ROOT / ".cache" / "gitlab-ci-local" / "node_modules" / ".bin" / "gitlab-ci-local"
 PROJECT_FILES = ("pyproject.toml", "README.md", ".gitlab-ci.yml", "registries.yaml")
 PROJECT_DIRS = ("src", "ci", "schema", "templates")
+HIGH = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"
+FIXED_IN_1_17 = {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.17.0"}]}
 
 
 def _gitlab_ci_local() -> Path:
@@ -73,9 +75,9 @@ def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = No
     )  # fmt: skip
 
 
-def _osv_mirror(folder: Path) -> Path:
+def _osv_mirror(folder: Path, *extra: dict[str, object]) -> Path:
     """osv.dev's two export archives as the job downloads them, with one record each (made for
-    the test) that does not affect the fixture image."""
+    the test) that does not affect the fixture image, and the ``extra`` PyPI records."""
     import zipfile
 
     for eco, name in (("PyPI", "six"), ("Debian", "bash")):
@@ -86,6 +88,8 @@ def _osv_mirror(folder: Path) -> Path:
                    {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "0.0.1"}]}]}]}  # fmt: skip
         with zipfile.ZipFile(folder / eco / "all.zip", "w") as z:
             z.writestr(f"{rec['id']}.json", json.dumps(rec))
+            for r in extra if eco == "PyPI" else ():
+                z.writestr(f"{r['id']}.json", json.dumps(r))
     return folder
 
 
@@ -140,3 +144,51 @@ def test_the_merge_request_fan_out_builds_and_tests_each_changed_image_in_its_ow
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert f"build {REF}" in run.stdout
     assert "passed" in run.stdout.lower() or "PASS" in run.stdout
+
+
+def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_needs(
+    tested: Cli, tmp_path: Path
+) -> None:
+    """The scheduled job (`CI_PIPELINE_SOURCE=schedule`) on a runner: 1.0 was released clean; an
+    advisory against its six 1.16.0 (high, fixed in 1.17.0) appears in the mirror; the job
+    fetches it, `watch --release` patches 1.0 into 1.0.1 and releases it, and `latest` serves
+    the patch while 1.0 keeps its digest. The next scheduled run has nothing to do."""
+    from datetime import UTC, datetime, timedelta
+
+    project = _project(tested, tmp_path / "project")
+    regs = registries_file(tmp_path / "regs.yaml", "w" + uuid.uuid4().hex[:10])
+    nothing = tmp_path / "no-advisories"
+    nothing.mkdir()
+    tested.run("--registries", str(regs), "release", REF, "--advisories", str(nothing), check=True)
+    before = served(tested, regs, "1.0")
+    published = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    advisory = {"schema_version": "1.6.0", "id": "TEST-WATCH-1", "aliases": ["CVE-2099-0201"],
+                "modified": published, "published": published, "summary": "made for the test",
+                "severity": [{"type": "CVSS_V3", "score": HIGH}],
+                "affected": [{"package": {"ecosystem": "PyPI", "name": "six"},
+                              "ranges": [FIXED_IN_1_17]}]}  # fmt: skip
+    mirror = _osv_mirror(tmp_path / "osv-mirror", advisory)
+    schedule = {"CI_PIPELINE_SOURCE": "schedule"}
+    env = {"XPU_RELEASE_REGISTRIES": str(regs), "OSV_BASE_URL": mirror.as_uri()}
+
+    listed = _run(tested, project, "--list", variables=schedule)
+    first = _run(tested, project, "watch", variables=schedule, env=env)
+    again = _run(tested, project, "watch", variables=schedule, env=env)
+
+    assert "watch" in listed.stdout
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    patch = project / "manifests" / "xpu-fixture" / "1.0.1.yaml"
+    assert "CVE-2099-0201" in patch.read_text()
+    assert "1.17.0" in patch.read_text()
+    after = served(tested, regs, "1.0.1")
+    assert len(set(after.values())) == 1
+    assert None not in after.values()
+    assert set(served(tested, regs, "latest").values()) == set(after.values())
+    assert served(tested, regs, "1.0") == before  # the patched release's tag never moves
+    answer = json.loads((project / "out" / "watch.json").read_text())
+    assert json.dumps(answer).count("CVE-2099-0201") >= 1
+    notes = (project / "out" / "releases" / "xpu-fixture" / "1.0.1.en.md").read_text()
+    assert "CVE-2099-0201" in notes
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    assert not (project / "manifests" / "xpu-fixture" / "1.0.2.yaml").exists()
+    assert served(tested, regs, "1.0.1") == after  # nothing new published

@@ -48,6 +48,7 @@ def test_every_xpu_release_command_in_a_pipeline_exists(path: Path) -> None:
         calls += _xpu_calls((ROOT / script).read_text())
 
     assert "release" in calls or "from-tag" in calls
+    assert "watch" in calls  # the scheduled job
     assert set(calls) <= set(cli.commands), set(calls) - set(cli.commands)
     assert all((ROOT / s).is_file() for s in scripts)
 
@@ -79,6 +80,28 @@ def test_both_release_jobs_clone_the_whole_history() -> None:
     checkout = next(s for s in github if str(s.get("uses", "")).startswith("actions/checkout"))
     assert checkout.get("with", {}).get("fetch-depth") == 0
     assert gitlab["variables"]["GIT_DEPTH"] == "0"
+
+
+def test_both_pipelines_watch_on_a_schedule_with_the_tag_releases_runner_and_credentials() -> None:
+    # The same runner labels and secrets as the tag release: a patch is a release like any other.
+    github = yaml.safe_load(PIPELINES[0].read_text())
+    gitlab = yaml.safe_load(PIPELINES[1].read_text())
+    triggers = github[True] if True in github else github["on"]
+    watch, release = github["jobs"]["watch"], github["jobs"]["release"]
+    runs = [str(s.get("run", "")) for s in watch["steps"]]
+
+    assert triggers["schedule"][0]["cron"]
+    assert "schedule" in watch["if"]
+    assert watch["runs-on"] == release["runs-on"]
+    assert any("ci/fetch-advisories.sh" in r for r in runs)
+    assert any("ci/watch.sh" in r for r in runs)
+    env = next(s["env"] for s in watch["steps"] if "ci/watch.sh" in str(s.get("run", "")))
+    assert set(env) >= {"XPU_RELEASE_USERNAME", "XPU_RELEASE_PASSWORD", "XPU_RELEASE_ARTIFACT_TOKEN"}
+    job = gitlab["watch"]
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
+    assert job["tags"] == gitlab["release"]["tags"]
+    assert job["script"] == ["ci/fetch-advisories.sh .cache/osv", "ci/watch.sh"]
+    assert "xpu-release watch --release" in (ROOT / "ci" / "watch.sh").read_text()
 
 
 def test_the_ci_entry_point_runs_the_readme_test_command() -> None:
