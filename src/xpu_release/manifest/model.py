@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .inherit import applies
+from .support import Support
 
 # Where a base is served when the manifest names no ``base.registry`` (a family's release is
 # published there).
@@ -136,6 +137,14 @@ class ReleaseInfo:
     highlights: tuple[Localized, ...] = ()
 
 
+def content_hash(data: dict[str, Any]) -> str:
+    """The sha256 of a resolved manifest, canonical JSON, but its ``support:``: support dates are
+    metadata, and this hash is an input of the image (its inputs digest, a label)."""
+    built_from = {k: v for k, v in data.items() if k != "support"}
+    text = json.dumps(built_from, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageSpec:
     """A manifest after inheritance and validation: everything later stages need."""
@@ -165,13 +174,14 @@ class ImageSpec:
     fail_on_unknown: bool = True  # security.fail_on_unknown
     review_horizon_days: int = 365  # security.review_horizon_days: how far ahead review_by may be
     sbom_formats: tuple[str, ...] = ("cyclonedx",)  # the SBOMs attached: cyclonedx, and spdx if asked
+    support: Support | None = None  # metadata, never a build input: not in ``content_hash``
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
     usage_advice: tuple[Localized, ...]
     quick_start_intro: tuple[Localized, ...] = ()
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
-    content_hash: str  # sha256 of the resolved manifest, canonical JSON
+    content_hash: str  # sha256 of the resolved manifest but its ``support:``, canonical JSON
 
     @property
     def base_provides(self) -> frozenset[str]:
@@ -233,6 +243,7 @@ class ImageSpec:
             fail_on_unknown=(data.get("security") or {}).get("fail_on_unknown") is not False,
             review_horizon_days=(data.get("security") or {}).get("review_horizon_days") or 365,
             sbom_formats=("cyclonedx", *(f for f in data.get("sbom_formats") or () if f != "cyclonedx")),
+            support=Support.from_dict(data.get("support")),
             features=tuple(
                 Feature(
                     title=Localized.from_dict(f["title"]),
@@ -266,7 +277,5 @@ class ImageSpec:
                 bug_fixes=tuple(Localized.from_dict(b) for b in release.get("bug_fixes") or ()),
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
             ),
-            content_hash=hashlib.sha256(
-                json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
-            ).hexdigest(),
+            content_hash=content_hash(data),
         )
