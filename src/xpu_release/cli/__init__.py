@@ -7,7 +7,10 @@ user errors to messages and exit statuses.
 May import: every wing. Nothing imports it.
 """
 
-from . import ci, housekeeping, images, manifests, publishing, reference, releases
+from . import ci, housekeeping, images, lifecycle, manifests, publishing, reference, releases
 from .app import cli, main
 
-__all__ = ["ci", "cli", "housekeeping", "images", "main", "manifests", "publishing", "reference", "releases"]
+__all__ = [
+    "ci", "cli", "housekeeping", "images", "lifecycle", "main", "manifests", "publishing", "reference",
+    "releases",
+]  # fmt: skip

@@ -148,7 +148,7 @@ class ReleaseGroup(click.Group):
 
 # The commands that read or write the cache; `cache prune` waits for them.
 CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release", "lock", "verify", "status",
-                         "scan", "sbom", "repro", "mirror"})  # fmt: skip
+                         "scan", "sbom", "repro", "mirror", "withdraw", "reinstate", "promote"})  # fmt: skip
 
 
 @click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -24,6 +24,7 @@ from .app import (
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
+from .lifecycle import standing, withdrawn_words
 from .live import line_sink
 from .output import info
 
@@ -259,7 +260,8 @@ def status(
     record = records.read_optional(path)
     rows = endpoint_status(pool, record)
     if as_json:
-        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows]})
+        _emit_json({"record": str(path) if record else None, "support": standing(spec).to_json(),
+                    "endpoints": [r.to_json() for r in rows]})  # fmt: skip
     else:
         click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
         for r in rows:
@@ -273,6 +275,7 @@ def status(
             )
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
+        click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
     version_rows = [r for r in rows if r.tag == spec.version]
     if record is not None and not all(r.matches for r in version_rows):

@@ -44,6 +44,7 @@ from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
 from .tags import TagRules
+from .withdraw import withdrawal_in_force
 
 
 def _now() -> str:
@@ -306,9 +307,23 @@ class Publisher:
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
-        if complete and self.spec.floating_tags and self.options.move_floating:
-            record = replace(record, floating_moved=self.tags.move_floating(source))
+        if complete:
+            record = floating(record, self.pool, self.tags, source, self.options.move_floating, self.on_line)
         return record
+
+
+def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest, move: bool,
+             on_line: Sink) -> ReleaseRecord:  # fmt: skip
+    """The floating tags, last: moved onto the release unless a newer version keeps them
+    (``move``) or the release is withdrawn (``withdraw.py``), which the record then says."""
+    withdrawn = withdrawal_in_force(pool, source.digest)
+    if withdrawn is not None:
+        on_line(f"{pool.spec.ref} is {withdrawn.words()}; no floating tag moves onto it "
+                f"(`xpu-release reinstate {pool.spec.ref}` undoes the withdrawal)")  # fmt: skip
+        return replace(record, withdrawn=withdrawn.to_json())
+    if pool.spec.floating_tags and move:
+        return replace(record, floating_moved=tags.move_floating(source))
+    return record
 
 
 def publish(

@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import ReleaseError
-from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_KINDS, Attachment, Kind
+from ..evidence.attachment import (
+    ALL_KINDS,
+    BUNDLED,
+    BUNDLES,
+    KINDS,
+    PREDICATES,
+    SIGNED_KINDS,
+    Attachment,
+    Kind,
+)
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
@@ -129,7 +138,7 @@ def _attachments(
             subject = subject or str((manifest.data.get("subject") or {}).get("digest") or "")
             if (kind in SIGNED_KINDS or kind in BUNDLED) and key is not None:
                 document = attachment_of(client, repo, manifest, kind)
-                if kind in SIGNED_KINDS:
+                if kind in BUNDLES:  # cosign's layouts hold it too
                     envelopes[kind] = document.digest
                 problems += _signature(document, manifest, key)
     if envelopes and key is not None:
