@@ -12,7 +12,7 @@ from .live import line_sink
 from .output import info
 
 if TYPE_CHECKING:
-    from ..manifest import ImageSpec
+    from ..manifest import ImageSpec, Repo
     from ..manifest.support import Standing
     from ..release.serving import StatusRow
     from ..release.withdraw import Action, Report
@@ -151,3 +151,16 @@ def withdrawn_words(rows: list[StatusRow]) -> list[str]:
     every = {r.endpoint for r in rows}
     return [f"; {words}" + ("" if set(where) == every else f" (at {', '.join(where)})")
             for words, where in found.items()]  # fmt: skip
+
+
+def withdrawn_on_record(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:
+    """What the release record says of a withdrawal (None: none, or no record to say; a
+    damaged record says nothing here: ``status`` reads the registries)."""
+    from ..errors import ReleaseError
+    from ..release import record as records
+
+    try:
+        record = records.read_optional(records.default_path(repo.root, spec.image, spec.version))
+    except ReleaseError:
+        return None
+    return record.withdrawn if record is not None else None

@@ -98,23 +98,30 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
 @json_option()
 @pass_state
 def list_(state: State, as_json: bool) -> None:
-    """List every NAME:VERSION with the version it extends.
+    """List every NAME:VERSION with the version it extends, where its support stands today
+    (supported, ending soon, end of life: from the manifest) and whether its release record
+    says it is withdrawn.
 
     \b
     Examples:
       xpu-release list
       xpu-release list --json
     """
+    from .lifecycle import standing, withdrawn_on_record
+
     repo = state.repo
-    rows = []
-    for ref in repo.refs():
-        spec = repo.load_ref(ref)
-        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path})
+    specs = [repo.load_ref(ref) for ref in repo.refs()]
+    withdrawn = [withdrawn_on_record(repo, spec) for spec in specs]
     if as_json:
-        _emit_json(rows)
+        _emit_json([{"ref": spec.ref, "extends": spec.extends, "manifest": spec.manifest_path,
+                     "support": standing(spec).to_json(), "withdrawn": w}
+                    for spec, w in zip(specs, withdrawn, strict=True)])  # fmt: skip
         return
-    for r in rows:
-        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else ""))
+    for spec, w in zip(specs, withdrawn, strict=True):
+        said = [f"(extends {spec.extends})"] if spec.extends else []
+        said += [standing(spec).words()] if spec.support is not None else []
+        said += [f"withdrawn {w['at']}: {w['reason']}"] if w else []
+        click.echo("  ".join([spec.ref, *said]))
 
 
 @cli.command()

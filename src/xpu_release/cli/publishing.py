@@ -196,6 +196,8 @@ def verify(
         signed = f"; the provenance is signed by {key.keyid[:19]}" if key else ""
         click.echo(f"{spec.ref}: {report.endpoints} endpoints serve {report.digest}, "
                    f"{report.blobs_checked} blobs checked ({level}){signed}")  # fmt: skip
+    for words in report.withdrawn:  # not a failure: the release is served, and says so
+        click.echo(f"{spec.ref}: {words}")
     if not report.ok:
         lines = [f"{spec.ref}: {len(report.findings)} problems:"]
         lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]

@@ -48,6 +48,9 @@ LABELS: dict[str, dict[str, str]] = {
         "security": "Security", "fixed_since": "Vulnerabilities fixed since {previous}",
         "open_vulns": "Known vulnerabilities in this release", "not_scanned": "Not scanned",
         "no_previous_scan": "(the release this one extends has no scan on record)",
+        "end_of_life": "End of life", "withdrawn_releases": "Withdrawn Releases",
+        "withdrawn_line": "{version} was withdrawn on {at}: {reason}. Use this release instead.",
+        "this_withdrawn": "This release was withdrawn on {at}: {reason}.",
     },
     "zh": {
         "intro": "本文介绍{image} {version}版本发布记录。",
@@ -79,6 +82,9 @@ LABELS: dict[str, dict[str, str]] = {
         "security": "安全", "fixed_since": "自{previous}以来修复的漏洞",
         "open_vulns": "本版本中已知的漏洞", "not_scanned": "未扫描",
         "no_previous_scan": "（所扩展的版本没有扫描记录）",
+        "end_of_life": "终止支持日期", "withdrawn_releases": "已撤回的版本",
+        "withdrawn_line": "{version}已于{at}撤回：{reason}。请改用本版本。",
+        "this_withdrawn": "本版本已于{at}撤回：{reason}。",
     },
 }  # fmt: skip
 
@@ -212,6 +218,22 @@ def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]
     return out
 
 
+def withdrawn_before(repo: Repo, spec: ImageSpec) -> list[tuple[str, dict[str, Any]]]:
+    """Each earlier release of the image whose record says it is withdrawn, with the withdrawal
+    (a damaged or missing record says nothing)."""
+    out = []
+    for version in repo.versions(spec.image):
+        if version_key(version) >= version_key(spec.version):
+            continue
+        try:
+            rec = read_optional(default_path(repo.root, spec.image, version))
+        except ReleaseError:
+            continue
+        if rec is not None and rec.withdrawn:
+            out.append((version, rec.withdrawn))
+    return out
+
+
 def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
                  record: ReleaseRecord | None = None) -> Notes:  # fmt: skip
     if lang not in LABELS:
@@ -231,6 +253,8 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         t=LABELS[lang],
         record=record,
         security=security_section(repo, spec, record),
+        end_of_life=spec.support.end(spec.version) if spec.support is not None else None,
+        withdrawn=withdrawn_before(repo, spec),
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
         p=lambda text: typeset(text, lang),
         scenario="/".join(names[s] for s in spec.scenario),

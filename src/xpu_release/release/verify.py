@@ -39,6 +39,7 @@ from ..evidence.attachment import (
     Kind,
 )
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
+from ..evidence.lifecycle import in_force, notices_in
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..oci.blobcheck import Source, check_copies
@@ -76,6 +77,8 @@ class VerifyReport:
     blobs_checked: int
     bytes_hashed: int
     findings: tuple[Finding, ...]
+    # Not a finding: the withdrawals in force at some endpoint, as a person reads them.
+    withdrawn: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -219,6 +222,7 @@ def verify(
     jobs: list[Job] = []
     expected = digest
     attached = dict(attachments) if attachments is not None else None
+    withdrawn: dict[str, None] = {}
     for t in plan.targets:
         ep = t.endpoint
         client, repo = endpoints.client(ep), endpoints.repo(ep)
@@ -241,6 +245,7 @@ def verify(
             if attached is None:
                 attached = {k: d[0]["digest"] for k in ALL_KINDS if (d := found.ours(k))}
             problems, blobs = _attachments(client, repo, found, attached, key)
+            withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
             continue
@@ -286,4 +291,5 @@ def verify(
         blobs_checked=len(jobs),
         bytes_hashed=hashed_total,
         findings=tuple(findings),
+        withdrawn=tuple(withdrawn),
     )

@@ -1,8 +1,8 @@
 """A release line at fake registries, without Docker: an image family ``demo`` with a manifest per
 version (floating tag ``latest``) in a copy of the repository, and a channel (a registries file)
 whose public endpoint and two VPC regions are in-process fake registries, each serving every
-version as publish leaves it: the image by digest, an SBOM attached, the version tag, and
-``latest`` on the newest. Several channels stand in for staging and production."""
+version as publish leaves it: the image by digest, an SBOM and a provenance attached,
+the version tag, and ``latest`` on the newest. Several channels stand in for staging and production."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
+from xpu_release.release.record import EndpointRecord, ReleaseRecord, default_path, write
 
 from ..fake_registry import State, fake_registry
 from ..helpers import MINIMAL, write_manifest
@@ -99,12 +100,15 @@ class Published:
 
 def publish(ch: Channel, versions: list[str], spool: Path, *, latest: bool = True) -> Published:
     """Each version at every endpoint of ``ch`` as publish leaves it: blobs, the manifest by
-    digest, an SBOM attached, the version tag; then ``latest`` on the last one."""
+    digest, an SBOM and a provenance attached, the version tag; then ``latest`` on the last one."""
     out = Published()
     spool.mkdir(parents=True, exist_ok=True)
     for version in versions:
         blobs, image = image_of(version)
         sbom = Attachment(kind="sbom", payload=json.dumps({"bomFormat": "CycloneDX", "of": version}).encode())
+        provenance = Attachment(
+            kind="provenance", payload=json.dumps({"_type": "statement", "of": version}).encode()
+        )
         for ep in ch.endpoints():
             client, repo = ch.client(ep), ch.repo(ep)
             for data in blobs:
@@ -112,7 +116,7 @@ def publish(ch: Channel, versions: list[str], spool: Path, *, latest: bool = Tru
                 path.write_bytes(data)
                 client.upload_blob(repo, sha256_digest(data), path)
             client.put_manifest(repo, image.digest, image)
-            attach(client, repo, image, [sbom], created="2026-01-01T00:00:00Z", spool=spool)
+            attach(client, repo, image, [sbom, provenance], created="2026-01-01T00:00:00Z", spool=spool)
             client.put_manifest(repo, version, image)
         out.digests[version] = image.digest
         out.sboms[version] = sbom
@@ -121,3 +125,19 @@ def publish(ch: Channel, versions: list[str], spool: Path, *, latest: bool = Tru
         for ep in ch.endpoints():
             ch.client(ep).put_manifest(ch.repo(ep), "latest", newest)
     return out
+
+
+def recorded(ch: Channel, version: str, digest: str, scan: dict[str, object] | None = None) -> Path:
+    """The release record of ``demo:version`` as a complete publish to ``ch`` writes it."""
+    eps = tuple(
+        EndpointRecord(endpoint=ep.name, host=ep.host, version_ref=ep.ref(IMAGE, version), floating_refs=(),
+                       status="verified", digest=digest)
+        for ep in ch.endpoints()
+    )  # fmt: skip
+    path = default_path(ch.root, IMAGE, version)
+    write(ReleaseRecord(
+        ref=f"{IMAGE}:{version}", manifest=f"manifests/{IMAGE}/{version}.yaml", manifest_sha256="",
+        inputs_sha256="", tested_image_id="sha256:" + "1" * 64, digest=digest, published_at="2026-12-01",
+        complete=True, floating_moved=(), endpoints=eps, scan=scan,
+    ), path)  # fmt: skip
+    return path

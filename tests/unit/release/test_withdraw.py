@@ -15,7 +15,7 @@ from xpu_release.evidence.lifecycle import in_force, notices_at
 from xpu_release.release import withdraw as steering
 
 from ..helpers import run
-from .line import LOGIN, PASSWORD, Channel, channel, manifests, publish
+from .line import LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded
 
 VERSIONS = ["1.0", "1.1", "1.2"]
 
@@ -211,3 +211,38 @@ def test_a_withdraw_killed_while_it_moves_the_tags_converges_on_a_rerun(
     assert rerun[0] == 0, rerun[2]
     assert set(ch.served("latest").values()) == {digests["1.1"]}
     assert set(ch.served("1.2").values()) == {digests["1.2"]}
+
+
+# --- who says so ----------------------------------------------------------------------------------
+
+
+def test_status_verify_list_and_the_next_notes_say_it_is_withdrawn(
+    line: tuple[Channel, dict[str, str]],
+) -> None:
+    from xpu_release.release.record import read
+
+    ch, digests = line
+    path = recorded(ch, "1.2", digests["1.2"])
+    manifests(ch.root, ["1.3"])
+    cli(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start")
+
+    status = cli(ch, "status", "demo:1.2")
+    status_json = json.loads(cli(ch, "status", "demo:1.2", "--json")[1])
+    verified = cli(ch, "verify", "demo:1.2")
+    listed = run(ch.root, "list")
+    notes = run(ch.root, "--registries", str(ch.file), "notes", "demo:1.3", "--lang", "en")
+    zh = run(ch.root, "--registries", str(ch.file), "notes", "demo:1.3", "--lang", "zh")
+
+    assert status[0] == 0, status[2]
+    assert "withdrawn " in status[1]
+    assert "it crashes on start" in status[1]
+    rows = [r for r in status_json["endpoints"] if r["tag"] == "1.2"]
+    assert [r["withdrawn"]["reason"] for r in rows] == ["it crashes on start"] * 3
+    assert verified[0] == 0, verified[2]  # withdrawn is not broken: it is served, and says so
+    assert "demo:1.2: withdrawn " in verified[1]
+    assert read(path).withdrawn is not None
+    assert "demo:1.2  (extends" not in listed.stdout
+    assert "demo:1.2  withdrawn " in listed.stdout
+    assert "1.2 was withdrawn on " in notes.stdout
+    assert ": it crashes on start. Use this release instead." in notes.stdout
+    assert "1.2已于" in zh.stdout
