@@ -171,6 +171,13 @@ class VulnerabilityGateFailed(ReleaseError):
     exit_code = 14
 
 
+class ReleaseWithdrawn(ReleaseError):
+    """A command refuses a withdrawn release (``promote``): reinstate it first, or promote
+    another."""
+
+    exit_code = 15
+
+
 class PreflightFailed(ReleaseError):
     """A dry run's checks found what would stop the real run; it exits as that run would."""
 
@@ -278,6 +285,12 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=14,
         meaning="the vulnerability gate stops the release: nothing is published",
         example="the vulnerability gate stops training-cpu-pytorch:25.03: nothing is published",
+    ),
+    ExitCode(
+        code=15,
+        meaning="the release is withdrawn and the command refuses it (`promote`): nothing was copied",
+        example="training-cpu-pytorch:25.04 is withdrawn 2026-12-05T10:00:00Z by ci: ray crashes; "
+        "nothing was promoted (`xpu-release reinstate` undoes the withdrawal)",
     ),
     ExitCode(
         code=INTERNAL_ERROR,

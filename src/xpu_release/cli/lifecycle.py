@@ -69,6 +69,85 @@ def reinstate(state: State, ref: str, record_file: str | None, as_json: bool, us
     _steer(state, ref, "reinstate", "", record_file, as_json, username, password_stdin)
 
 
+@cli.command()
+@ref_argument()
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    type=click.Path(dir_okay=False),
+    metavar="REGISTRIES_FILE",
+    help="The registries file of the channel the release was published to (e.g. staging.yaml).",
+)
+@record_option
+@json_option()
+@with_login
+@pass_state
+def promote(state: State, ref: str, source: str, record_file: str | None, as_json: bool, username: str | None,
+            password_stdin: bool) -> None:  # fmt: skip
+    """Promote a released NAME:VERSION from one channel to another: copy it by digest, with every
+    document that refers to it (SBOM, provenance, VEX, lifecycle, cosign's layouts), from the
+    endpoints of the registries file --from (staging) to those of the current one (production),
+    write the version tags once every endpoint holds it, verify, then move the floating tags.
+    No rebuild, no engine. Refused, nothing copied: a withdrawn release (exit 15), a failed gate
+    (exit 14), a target whose version tag holds another image (exit 9). A rerun resumes.
+
+    \b
+    Examples:
+      xpu-release --registries production.yaml promote training-cpu-pytorch:25.03 --from staging.yaml
+      xpu-release promote training-cpu-pytorch:25.03 --from staging.yaml --json
+    """
+    from datetime import date
+
+    from ..evidence.lifecycle import now
+    from ..manifest.registries import load_registries
+    from ..release import record as records
+    from ..release.pool import EndpointPool
+    from ..release.promote import inputs_of, promote, recorded
+
+    spec = state.repo.load_ref(ref)
+    registries = state.registries()
+    staging_registries = load_registries(state.root, source)
+    creds = _credentials(username, password_stdin, registries, staging_registries)
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    record = records.read_optional(path)
+    staging = EndpointPool(spec, staging_registries, creds)
+    target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    with target.metering():
+        latest = state.repo.is_latest(spec.image, spec.version)  # floating tags never move backwards
+        done = promote(staging, target, spool=state.settings.cache, record=record, today=date.today(),
+                       move_floating=latest, on_line=live)  # fmt: skip
+    live.close()
+    fresh = record is None or record.digest != done.digest
+    channel = state.registries_option or "registries.yaml"
+    written = recorded(done, record, target, source=source, channel=channel, at=now(),
+                       inputs=inputs_of(target, done.config) if fresh else "")  # fmt: skip
+    records.write(written, path)
+    if as_json:
+        copies = [
+            {
+                "target": c.target,
+                "referrers": c.referrers,
+                "kinds": c.kinds,
+                "att": c.att,
+                "blobs_copied": c.blobs_copied,
+                "blobs_skipped": c.blobs_skipped,
+            }
+            for c in done.copies
+        ]
+        _emit_json({"ref": done.ref, "digest": done.digest, "source": done.source, "tagged": done.tagged,
+                    "floating_moved": list(done.floating), "attachments": done.attachments, "copies": copies,
+                    "record": str(path)})  # fmt: skip
+        return
+    click.echo(f"{done.ref} ({done.digest}) promoted from {source}: verified at {len(done.tagged)} endpoints")
+    for c in done.copies:
+        click.echo(f"  {c.target:<40} {len(c.referrers)} referrers, {c.blobs_copied} blobs copied, "
+                   f"{c.blobs_skipped} present")  # fmt: skip
+    for moved in done.floating:
+        click.echo(f"  moved {moved}")
+    info(f"record: {path}")
+
+
 def _steer(state: State, ref: str, action: Action, reason: str, record_file: str | None, as_json: bool,
            username: str | None, password_stdin: bool) -> None:  # fmt: skip
     from dataclasses import replace

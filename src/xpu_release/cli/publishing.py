@@ -405,7 +405,9 @@ def mirror(
 
         _emit_json({**asdict(report), "ok": report.ok})
     elif report.ok:
-        att = ", cosign's .att" if report.att else ""
+        att = (f" ({', '.join(report.kinds)})" if report.kinds else "") + (
+            ", cosign's .att" if report.att else ""
+        )
         again = f", {report.blobs_replaced} found damaged and copied again" if report.blobs_replaced else ""
         click.echo(f"{spec.ref}: {report.digest} at {report.target} with {len(report.referrers)} "
                    f"referrers{att}; {report.blobs_copied} blobs copied ({report.bytes_copied / 1e6:.1f} "

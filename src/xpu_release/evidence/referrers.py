@@ -86,6 +86,13 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
     )
 
 
+def kind_of(manifest: Manifest) -> str | None:
+    """Which of our documents an artifact manifest carries (None: not one of ours)."""
+    annotations = manifest.data.get("annotations")
+    kind = annotations.get(KIND_ANNOTATION) if isinstance(annotations, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def descriptor(manifest: Manifest) -> dict[str, Any]:
     data = manifest.data
     return {
