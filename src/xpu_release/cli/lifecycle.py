@@ -102,7 +102,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
     from ..release import record as records
-    from ..release.pool import EndpointPool
+    from ..release.pool import VERIFYING, EndpointPool
     from ..release.promote import inputs_of, promote, recorded
 
     spec = state.repo.load_ref(ref)
@@ -111,7 +111,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     creds = _credentials(username, password_stdin, registries, staging_registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
-    staging = EndpointPool(spec, staging_registries, creds)
+    staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():
         latest = state.repo.is_latest(spec.image, spec.version)  # floating tags never move backwards
@@ -154,7 +154,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
 
     from ..errors import PublishError
     from ..release import record as records
-    from ..release.pool import EndpointPool
+    from ..release.pool import VERIFYING, EndpointPool
     from ..release.withdraw import check_reason, digest_of, steer
 
     spec = state.repo.load_ref(ref)
@@ -163,7 +163,8 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     creds = _credentials(username, password_stdin, registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
-    pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    # A question and idempotent notices: a rerun is cheap, so fewer retries than a publish.
+    pool = EndpointPool(spec, registries, creds, VERIFYING, on_line=(live := line_sink()))
     digest = digest_of(pool, record.digest if record is not None and record.ref == spec.ref else None)
     report = steer(state.repo, pool, registries, action, digest, by=state.builder, reason=text, on_line=live)
     live.close()

@@ -37,7 +37,7 @@ from ..oci.registry import Manifest
 from ..progress import Sink
 from .mirror import MirrorReport, RegistrySide, mirror
 from .plan import Target
-from .pool import EndpointPool
+from .pool import EndpointPool, version_served
 from .record import EndpointRecord, Promotion, ReleaseRecord
 from .tags import TagRules
 from .verify import verify
@@ -61,25 +61,16 @@ def source_of(staging: EndpointPool) -> tuple[RegistrySide, Manifest]:
     """The first staging endpoint that serves the release, and its image manifest; every
     staging endpoint that answers must serve the same digest."""
     spec = staging.spec
-    served: dict[str, str] = {}
-    first: tuple[RegistrySide, Manifest] | None = None
-    for t in staging.plan.targets:
-        client, repo = staging.client(t.endpoint), staging.repo(t.endpoint)
-        try:
-            image = client.get_manifest(repo, spec.version)
-        except ReleaseError:
-            continue  # one staging endpoint down: another serves the same bytes
-        if image is not None:
-            served[t.endpoint.name] = image.digest
-            first = first or (RegistrySide(client, repo), image)
-    if first is None:
+    served = version_served(staging)
+    if not served:
         msg = f"no endpoint of the staging registries serves {spec.ref}: release it there first"
         raise NotFoundError(msg)
-    if len(set(served.values())) > 1:
-        said = ", ".join(f"{name} {digest}" for name, digest in served.items())
+    if len({image.digest for _, image in served}) > 1:
+        said = ", ".join(f"{ep.name} {image.digest}" for ep, image in served)
         msg = f"the staging endpoints serve different images at {spec.ref} ({said}); finish its release first"
         raise VerifyFailed(msg)
-    return first
+    ep, image = served[0]
+    return RegistrySide(staging.client(ep), staging.repo(ep)), image
 
 
 def refusals(

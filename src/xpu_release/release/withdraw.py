@@ -39,7 +39,7 @@ from ..oci.members import spool_dir
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink
 from .plan import Target, make_plan
-from .pool import EndpointPool
+from .pool import EndpointPool, version_served
 
 Action = Literal["withdraw", "reinstate"]
 
@@ -92,17 +92,11 @@ def digest_of(pool: EndpointPool, recorded: str | None) -> str:
     serves at the version tag."""
     if recorded:
         return recorded
-    for t in pool.plan.targets:
-        try:
-            served = pool.client(t.endpoint).head_manifest(pool.repo(t.endpoint), pool.spec.version)
-        except ReleaseError:
-            continue
-        if served:
-            return served
-    msg = (
-        f"no endpoint serves {pool.spec.ref} and there is no release record: nothing to withdraw or reinstate"
-    )
-    raise NotFoundError(msg)
+    served = version_served(pool)
+    if not served:
+        msg = f"no endpoint serves {pool.spec.ref} and there is no release record: nothing to steer"
+        raise NotFoundError(msg)
+    return served[0][1].digest
 
 
 def withdrawal_in_force(pool: EndpointPool, digest: str) -> Notice | None:
