@@ -137,3 +137,44 @@ def test_publish_never_moves_a_floating_tag_onto_a_withdrawn_release(released: W
     assert "is withdrawn" in err
     assert reinstated[0] == 0, reinstated[2]
     assert served(w, "latest") == {digest}  # reinstate brings it back: the newest of the line
+
+
+def pem_pair(folder: Path, name: str) -> tuple[Path, Path]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    private, public = folder / f"{name}.pem", folder / f"{name}.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))  # fmt: skip
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, spki))
+    return private, public
+
+
+def test_with_a_key_the_lifecycle_document_is_signed_like_the_provenance(
+    released: World, tmp_path: Path
+) -> None:
+    from xpu_release.evidence.cosign import att_tag
+
+    w = released
+    private, public = pem_pair(tmp_path, "release")
+    _, other = pem_pair(tmp_path, "other")
+    set_support(w, "2027-06-30")
+
+    code, out, err = cli(w, "publish", REF, "--json", "--signing-key", str(private))
+    digest = json.loads(out)["digest"]
+    ours = cli(w, "verify", REF, "--key", str(public))
+    theirs = cli(w, "verify", REF, "--key", str(other))
+    status = json.loads(cli(w, "status", REF, "--json")[1])
+
+    assert code == 0, err
+    assert ours[0] == 0, ours[2]
+    assert theirs[0] == 7
+    assert "lifecycle" in theirs[2]
+    assert [r["documents"]["lifecycle"] for r in status["endpoints"] if r["tag"] == "2.13.0"] == ["ok"] * 3
+    ep = load_registries(w.root, str(w.override)).publish_endpoints()[0]
+    client = RegistryClient(ep, Credentials(username="u", password="the-password"), FAST)
+    att = client.get_manifest(ep.repository("pytorch-cpu-sdk"), att_tag(digest))
+    assert att is not None
+    assert len(att.blobs()) == 2  # its config and the provenance's envelope: cosign's layouts are not for it
