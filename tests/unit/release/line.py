@@ -44,6 +44,7 @@ class Channel:
     file: Path
     states: dict[str, State]  # endpoint name → its fake
     namespace: str
+    image: str = IMAGE
 
     def endpoints(self) -> list[Endpoint]:
         return load_registries(self.root, str(self.file)).publish_endpoints()
@@ -52,7 +53,7 @@ class Channel:
         return RegistryClient(ep, Credentials(username="u", password="the-password"), FAST)
 
     def repo(self, ep: Endpoint) -> str:
-        return ep.repository(IMAGE)
+        return ep.repository(self.image)
 
     def served(self, tag: str) -> dict[str, str | None]:
         """What each endpoint serves at ``tag``."""
@@ -60,11 +61,14 @@ class Channel:
 
 
 @contextmanager
-def channel(root: Path, tmp_path: Path, name: str, namespace: str = "ns") -> Iterator[Channel]:
-    """A registries file ``<name>.yaml`` whose public and VPC endpoints are fresh fakes."""
+def channel(
+    root: Path, tmp_path: Path, name: str, namespace: str = "ns", image: str = IMAGE, file: Path | None = None
+) -> Iterator[Channel]:
+    """A registries file (``<name>.yaml``, or ``file``) whose public and VPC endpoints are fresh
+    fakes, for ``image``."""
     with ExitStack() as stack:
         (a, sa), (b, sb), (c, sc) = (stack.enter_context(fake_registry()) for _ in range(3))
-        file = tmp_path / f"{name}.yaml"
+        file = file or tmp_path / f"{name}.yaml"
         file.write_text(
             "registries:\n"
             "  hub: {host: '127.0.0.1:1', insecure: true}\n"
@@ -72,7 +76,7 @@ def channel(root: Path, tmp_path: Path, name: str, namespace: str = "ns") -> Ite
             f"  vpc: {{hosts: {{cn-beijing: '{b}', cn-wulanchabu: '{c}'}}, insecure: true,\n"
             f"         namespace: {namespace}}}\n"
         )
-        yield Channel(root=root, file=file, namespace=namespace,
+        yield Channel(root=root, file=file, namespace=namespace, image=image,
                       states={"public": sa, "vpc/cn-beijing": sb, "vpc/cn-wulanchabu": sc})  # fmt: skip
 
 
