@@ -20,6 +20,7 @@ from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 
 from ..conftest import forget_the_stack
+from ..evidence.test_signing import write_key
 from ..helpers import run
 from ..oci.test_registry_client import FAST
 from .fake_release import REF, World, copy_of_repository, world
@@ -140,16 +141,10 @@ def test_publish_never_moves_a_floating_tag_onto_a_withdrawn_release(released: W
 
 
 def pem_pair(folder: Path, name: str) -> tuple[Path, Path]:
-    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
-    key = ed25519.Ed25519PrivateKey.generate()
-    private, public = folder / f"{name}.pem", folder / f"{name}.pub"
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))  # fmt: skip
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, spki))
-    return private, public
+    (folder / name).mkdir()
+    return write_key(folder / name, ed25519.Ed25519PrivateKey.generate())
 
 
 def test_with_a_key_the_lifecycle_document_is_signed_like_the_provenance(
