@@ -118,10 +118,11 @@ def _is_day(text: str) -> bool:
     return True
 
 
-def conflicts(target: EndpointPool, digest: str) -> None:
-    """Every target's version tag holds nothing or this image, or nothing is copied (exit 9)."""
+def conflicts(target: EndpointPool, digest: str, targets: tuple[Target, ...] | None = None) -> None:
+    """Every target's version tag (of ``targets``, default all) holds nothing or this image, or
+    nothing is copied (exit 9)."""
     found = []
-    for t in target.plan.targets:
+    for t in targets or target.plan.targets:
         held = target.client(t.endpoint).head_manifest(target.repo(t.endpoint), target.spec.version)
         if held is not None and held != digest:
             found.append(f"  {t.version_ref}: holds {held}")
@@ -157,7 +158,7 @@ def promote(
         raise PublishError("\n".join([f"{spec.ref} is not promoted everywhere (no version tag was written); "
                                       "rerun to finish:", *(f"  {p}" for p in problems)]))  # fmt: skip
     for t in target.plan.targets:  # tags last, each held to immutability at the moment of writing
-        conflicts(target, image.digest)
+        conflicts(target, image.digest, (t,))
         client, repo = target.client(t.endpoint), target.repo(t.endpoint)
         client.put_manifest(repo, spec.version, image)
         if client.head_manifest(repo, spec.version) != image.digest:

@@ -243,11 +243,11 @@ class Steering:
         for ref in t.floating_refs:
             tag = ref.rpartition(":")[2]
             was = client.head_manifest(repo, tag)
-            newest = self._newest(t, ref)
             if action == "withdraw" and was != digest:
                 continue  # it serves another release: not this command's to move
+            newest = self._newest(t, ref)
             if action == "reinstate" and (newest is None or newest[1] != digest or was == digest):
-                continue
+                continue  # another release is the newest of the line (or it serves this one already)
             version, now_digest = newest if newest is not None else (None, was)
             if now_digest is not None and now_digest != was:
                 _point(client, repo, tag, now_digest, ref)
