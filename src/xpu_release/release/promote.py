@@ -7,7 +7,7 @@ production). No rebuild, no engine: the very bytes staging serves, proven where 
 In the order publish keeps:
 
 1. **refusals**, before anything is copied: staging must serve one digest at the version tag;
-   a withdrawal in force there (exit 15); a failed gate (the record's scan says failed, or an
+   a withdrawal in force there or at a target (exit 15); a failed gate (the record's scan says failed, or an
    exception in the release's VEX was due for review before today: the gate's conclusion no
    longer holds; exit 14); a target whose version tag holds another image (exit 9);
 2. **copy**: every target endpoint gets the image and its referrers by digest, no tag yet;
@@ -41,6 +41,7 @@ from .pool import EndpointPool, version_served
 from .record import EndpointRecord, Promotion, ReleaseRecord
 from .tags import TagRules
 from .verify import verify
+from .withdraw import withdrawal_in_force
 
 
 @dataclass
@@ -74,12 +75,15 @@ def source_of(staging: EndpointPool) -> tuple[RegistrySide, Manifest]:
 
 
 def refusals(
-    source: RegistrySide, image: Manifest, record: ReleaseRecord | None, today: date, ref: str
+    source: RegistrySide, image: Manifest, record: ReleaseRecord | None, today: date, target: EndpointPool
 ) -> None:
-    """Withdrawn (exit 15), or a gate that failed or no longer holds (exit 14)."""
+    """Withdrawn at staging or at a target (exit 15), or a gate that failed or no longer holds
+    (exit 14)."""
+    ref = target.spec.ref
     standing = in_force(notices_at(source.client, source.repo, image.digest))
-    if standing:
-        msg = (f"{ref} is {standing[0].words()}; nothing was promoted (`xpu-release reinstate {ref}` undoes "
+    withdrawn = standing[0] if standing else withdrawal_in_force(target, image.digest)
+    if withdrawn is not None:
+        msg = (f"{ref} is {withdrawn.words()}; nothing was promoted (`xpu-release reinstate {ref}` undoes "
                "the withdrawal)")  # fmt: skip
         raise ReleaseWithdrawn(msg)
     if record is not None and record.digest == image.digest and (record.scan or {}).get("status") == "failed":
@@ -139,7 +143,7 @@ def promote(
     """Copy ``staging.spec``'s release from the staging endpoints to ``target``'s; see above."""
     spec = target.spec
     source, image = source_of(staging)
-    refusals(source, image, record, today, spec.ref)
+    refusals(source, image, record, today, target)
     conflicts(target, image.digest)
     found = list_referrers(source.client, source.repo, image.digest)
     attachments: dict[str, str] = {k: str(d[0]["digest"]) for k in ALL_KINDS if (d := found.ours(k))}

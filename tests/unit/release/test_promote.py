@@ -189,6 +189,22 @@ def test_a_withdrawn_release_is_refused(channels: tuple[Channel, Channel, dict[s
     assert nothing_at_production(prod, digests["1.1"])
 
 
+def test_a_release_withdrawn_at_production_is_not_promoted_again(
+    channels: tuple[Channel, Channel, dict[str, str]],
+) -> None:
+    staging, prod, _ = channels
+    assert promote(staging, prod)[0] == 0
+    run(prod.root, "--registries", str(prod.file), "withdraw", "demo:1.1", "--reason", "bad in production",
+        *LOGIN, input=PASSWORD)  # fmt: skip
+    latest = prod.served("latest")
+
+    code, _, err = promote(staging, prod)  # staging knows nothing of the withdrawal
+
+    assert code == 15, err
+    assert "bad in production" in err
+    assert prod.served("latest") == latest  # not moved back onto it
+
+
 def test_a_release_whose_gate_failed_is_refused(channels: tuple[Channel, Channel, dict[str, str]]) -> None:
     staging, prod, digests = channels
     recorded(
