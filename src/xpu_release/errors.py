@@ -182,6 +182,13 @@ class NeedsPatch(ReleaseError):
     exit_code = 15
 
 
+class ReleaseWithdrawn(ReleaseError):
+    """A command refuses a withdrawn release (``promote``): reinstate it first, or promote
+    another."""
+
+    exit_code = 16
+
+
 class PreflightFailed(ReleaseError):
     """A dry run's checks found what would stop the real run; it exits as that run would."""
 
@@ -297,6 +304,12 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "that could not be checked ends in its own error's code instead",
         example="training-cpu-pytorch:25.03  needs a patch: CVE-2026-0001 (high) in accelerate 1.5.2: "
         "fixed in 1.6.0",
+    ),
+    ExitCode(
+        code=16,
+        meaning="the release is withdrawn and the command refuses it (`promote`): nothing was copied",
+        example="training-cpu-pytorch:25.04 is withdrawn 2026-12-05T10:00:00Z by ci: ray crashes; "
+        "nothing was promoted (`xpu-release reinstate` undoes the withdrawal)",
     ),
     ExitCode(
         code=INTERNAL_ERROR,

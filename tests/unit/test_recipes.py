@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from xpu_release.evidence.osv import Advisories
 from xpu_release.evidence.scan import gate_failure, scan
@@ -221,10 +222,73 @@ def test_read_a_failed_gate(tmp_path: Path) -> None:
     assert "`stale_exceptions[]`" in text
 
 
+def test_withdraw_a_bad_release(repo: Path, tmp_path: Path) -> None:
+    from .release.line import LOGIN, PASSWORD, channel, publish
+
+    text = section("Withdraw a bad release")
+    run(repo, "new-version", "training-cpu-pytorch:25.04", "--from", "25.03", "--set", "accelerate=1.6.0")
+    with channel(repo, tmp_path, "production", image="training-cpu-pytorch") as ch:
+        digests = publish(ch, ["25.03", "25.04"], tmp_path / "spool").digests
+
+        def as_written(command: str) -> Result:
+            return run(repo, "--registries", str(ch.file), *step(text, command), *LOGIN, input=PASSWORD)
+
+        reason = '"accelerate 1.6.0 hangs on start; use 25.03"'
+        withdrawn = as_written(f"xpu-release withdraw training-cpu-pytorch:25.04 --reason {reason}")
+        latest_after_withdraw = set(ch.served("latest").values())
+        status = as_written("xpu-release status training-cpu-pytorch:25.04")
+        reinstated = as_written("xpu-release reinstate training-cpu-pytorch:25.04")
+
+        assert withdrawn.exit_code == 0, withdrawn.stderr
+        assert latest_after_withdraw == {digests["25.03"]}
+        assert set(ch.served("25.04").values()) == {digests["25.04"]}  # the version tag stays
+        assert status.exit_code == 0, status.stderr
+        assert "accelerate 1.6.0 hangs on start; use 25.03" in status.stdout
+        assert reinstated.exit_code == 0, reinstated.stderr
+        assert set(ch.served("latest").values()) == {digests["25.04"]}
+
+
+def test_promote_from_staging(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xpu_release.evidence.referrers import list_referrers
+
+    from .release.line import LOGIN, PASSWORD, channel, publish
+
+    text = section("Promote from staging")
+    monkeypatch.chdir(repo)  # `--from registries.staging.yaml` is the fake staging channel written here
+    staging_file = repo / "registries.staging.yaml"
+    with (
+        channel(
+            repo, tmp_path, "staging", "egslingjun-staging", "training-cpu-pytorch", staging_file
+        ) as staging,
+        channel(repo, tmp_path, "production", "egslingjun", "training-cpu-pytorch") as prod,
+    ):
+        digest = publish(staging, ["25.03"], tmp_path / "spool").digests["25.03"]
+        tried = step(
+            text, "xpu-release --registries registries.staging.yaml verify training-cpu-pytorch:25.03 --deep"
+        )
+        in_staging = run(repo, *tried, *LOGIN, input=PASSWORD)
+        promote = step(text, "xpu-release promote training-cpu-pytorch:25.03 --from registries.staging.yaml")
+        promoted = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+        check = step(text, "xpu-release verify training-cpu-pytorch:25.03 --deep")
+        verified = run(repo, "--registries", str(prod.file), *check, *LOGIN, input=PASSWORD)
+
+        assert in_staging.exit_code == 0, in_staging.stderr
+        assert promoted.exit_code == 0, promoted.stderr
+        assert verified.exit_code == 0, verified.stderr
+        assert set(prod.served("25.03").values()) == set(prod.served("latest").values()) == {digest}
+        for a, b in zip(staging.endpoints(), prod.endpoints(), strict=True):
+            ours = list_referrers(prod.client(b), prod.repo(b), digest).descriptors
+            theirs = list_referrers(staging.client(a), staging.repo(a), digest).descriptors
+            assert sorted(d.digest for d in ours) == sorted(d.digest for d in theirs)
+        for exit_code in ("exit 16", "exit 14", "exit 9"):
+            assert exit_code in text
+
+
 @pytest.mark.parametrize(
     "title",
     ["Bump one pin", "Add an image family", "Add a VEX exception", "Release parents first",
-     "Finish a half-published release", "Rotate the signing key", "Read a failed gate"],
+     "Finish a half-published release", "Withdraw a bad release", "Promote from staging",
+     "Rotate the signing key", "Read a failed gate"],
 )  # fmt: skip
 def test_every_recipe_says_how_it_was_tried(title: str) -> None:
     text = section(title)

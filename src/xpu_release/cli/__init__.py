@@ -7,7 +7,7 @@ user errors to messages and exit statuses.
 May import: every wing. Nothing imports it.
 """
 
-from . import ci, housekeeping, images, manifests, publishing, reference, releases, watching
+from . import ci, housekeeping, images, lifecycle, manifests, publishing, reference, releases, watching
 from .app import cli, main
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "cli",
     "housekeeping",
     "images",
+    "lifecycle",
     "main",
     "manifests",
     "publishing",

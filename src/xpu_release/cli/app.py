@@ -148,7 +148,8 @@ class ReleaseGroup(click.Group):
 
 # The commands that read or write the cache; `cache prune` waits for them.
 CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release", "lock", "verify", "status",
-                         "scan", "sbom", "repro", "mirror", "watch", "patch"})  # fmt: skip
+                         "scan", "sbom", "repro", "mirror", "watch", "patch", "withdraw", "reinstate",
+                         "promote"})  # fmt: skip
 
 
 @click.group(cls=ReleaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -235,16 +236,19 @@ def json_option(what: str = "The result as JSON on stdout.") -> Callable[[F], F]
     return click.option("--json", "as_json", is_flag=True, help=what)
 
 
-def _credentials(username: str | None, password_stdin: bool, registries: Registries) -> CredentialStore:
+def _credentials(
+    username: str | None, password_stdin: bool, registries: Registries, *more: Registries
+) -> CredentialStore:
     """The credential store of a command: a login or the environment's credentials go only to
-    the public and VPC endpoints of the registries in use."""
+    the public and VPC endpoints of the registries in use (and of ``more``: ``promote``'s
+    staging registries)."""
     from ..errors import ConfigError
     from ..oci.credentials import Credentials
     from ..secrets import register
     from ..settings import current
 
     settings = current()
-    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    hosts = frozenset(ep.host for regs in (registries, *more) for ep in regs.publish_endpoints())
     if not password_stdin:
         return CredentialStore.from_settings(settings, release_hosts=hosts)
     user = username or settings.username

@@ -99,8 +99,10 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
 @json_option()
 @pass_state
 def list_(state: State, as_json: bool) -> None:
-    """List every NAME:VERSION with the version it extends, and its security state as the latest
-    `watch` found it (open findings, SLA, the patch that supersedes it).
+    """List every NAME:VERSION with the version it extends, where its support stands today
+    (supported, ending soon, end of life: from the manifest), whether its release record says it
+    is withdrawn, and its security state as the latest `watch` found it (open findings, SLA, the
+    patch that supersedes it).
 
     \b
     Examples:
@@ -108,20 +110,23 @@ def list_(state: State, as_json: bool) -> None:
       xpu-release list --json
     """
     from ..release.history import describe, security
+    from .lifecycle import standing, withdrawn_on_record
 
     repo = state.repo
-    rows = []
-    for ref in repo.refs():
-        spec = repo.load_ref(ref)
-        rows.append({"ref": ref, "extends": spec.extends, "manifest": spec.manifest_path,
-                     "security": security(repo.root, spec.image, spec.version)})  # fmt: skip
+    specs = [repo.load_ref(ref) for ref in repo.refs()]
+    withdrawn = [withdrawn_on_record(repo, spec) for spec in specs]
+    watched = [security(repo.root, spec.image, spec.version) for spec in specs]
     if as_json:
-        _emit_json(rows)
+        _emit_json([{"ref": spec.ref, "extends": spec.extends, "manifest": spec.manifest_path,
+                     "support": standing(spec).to_json(), "withdrawn": w, "security": sec}
+                    for spec, w, sec in zip(specs, withdrawn, watched, strict=True)])  # fmt: skip
         return
-    for r in rows:
-        watched = r["security"]
-        said = f"  [{describe(watched)}]" if isinstance(watched, dict) else ""
-        click.echo(f"{r['ref']}" + (f"  (extends {r['extends']})" if r["extends"] else "") + said)
+    for spec, w, sec in zip(specs, withdrawn, watched, strict=True):
+        said = [f"(extends {spec.extends})"] if spec.extends else []
+        said += [standing(spec).words()] if spec.support is not None else []
+        said += [f"withdrawn {w['at']}: {w['reason']}"] if w else []
+        said += [f"[{describe(sec)}]"] if isinstance(sec, dict) else []
+        click.echo("  ".join([spec.ref, *said]))
 
 
 @cli.command()

@@ -25,6 +25,7 @@ from .app import (
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
+from .lifecycle import standing, withdrawn_words
 from .live import line_sink
 from .output import info
 
@@ -198,6 +199,8 @@ def verify(
         signed = f"; the provenance is signed by {key.keyid[:19]}" if key else ""
         click.echo(f"{spec.ref}: {report.endpoints} endpoints serve {report.digest}, "
                    f"{report.blobs_checked} blobs checked ({level}){signed}")  # fmt: skip
+    for words in report.withdrawn:  # not a failure: the release is served, and says so
+        click.echo(f"{spec.ref}: {words}")
     if not report.ok:
         lines = [f"{spec.ref}: {len(report.findings)} problems:"]
         lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
@@ -266,8 +269,8 @@ def status(
 
     watched = security(state.root, spec.image, spec.version)
     if as_json:
-        _emit_json({"record": str(path) if record else None, "endpoints": [r.to_json() for r in rows],
-                    "security": watched})  # fmt: skip
+        _emit_json({"record": str(path) if record else None, "support": standing(spec).to_json(),
+                    "endpoints": [r.to_json() for r in rows], "security": watched})  # fmt: skip
     else:
         click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
         for r in rows:
@@ -281,6 +284,7 @@ def status(
             )
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
+        click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
         click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
     version_rows = [r for r in rows if r.tag == spec.version]
@@ -409,7 +413,9 @@ def mirror(
 
         _emit_json({**asdict(report), "ok": report.ok})
     elif report.ok:
-        att = ", cosign's .att" if report.att else ""
+        att = (f" ({', '.join(report.kinds)})" if report.kinds else "") + (
+            ", cosign's .att" if report.att else ""
+        )
         again = f", {report.blobs_replaced} found damaged and copied again" if report.blobs_replaced else ""
         click.echo(f"{spec.ref}: {report.digest} at {report.target} with {len(report.referrers)} "
                    f"referrers{att}; {report.blobs_copied} blobs copied ({report.bytes_copied / 1e6:.1f} "

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from ..image.render import IMAGE_FILE
 from ..manifest.registries import FILE as REGISTRIES_FILE
 from ..manifest.schema import LOCALIZED, MANIFEST, NOT_INHERITED
-from ..manifest.types import Bool, Either, Enum, List, Map, Nullable, Obj, Str, Text, Type
+from ..manifest.types import Bool, Date, Either, Enum, Int, List, Map, Nullable, Obj, Str, Text, Type
 from .markdown import cell, generated
 
 Row = tuple[str, str, bool, str]  # key path, what its value is, required, what it means
@@ -26,6 +26,10 @@ def kind(t: Type) -> str:
         return f"text (Markdown), at most {t.max_len} characters"
     if isinstance(t, Bool):
         return "`true` or `false`"
+    if isinstance(t, Date):
+        return "a date, YYYY-MM-DD"
+    if isinstance(t, Int):
+        return f"a whole number, {t.minimum} to {t.maximum}"
     if isinstance(t, Enum):
         return "one of " + ", ".join(f"`{c}`" for c in t.choices)
     if isinstance(t, Nullable):

@@ -21,6 +21,7 @@ from .app import (
 )
 from .housekeeping import cache_limit, cap_cache
 from .images import advisories_option, gate_policy
+from .lifecycle import standing
 from .live import line_sink
 from .output import info, write_output
 from .output import status as status_word
@@ -170,7 +171,8 @@ cli.add_command(_alias(release, "release"), "build-release")
 def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | None,
            password_stdin: bool) -> None:  # fmt: skip
     """Check the whole setup read-only: manifests, locks, the engine, base images, the files
-    builds fetch, every endpoint and its credentials. Default: the newest release of each image.
+    builds fetch, every endpoint and its credentials; and say where each release's support
+    stands (never a failure). Default: the newest release of each image.
 
     \b
     Examples:
@@ -204,6 +206,8 @@ def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | N
             checks.append(Check(what=f"{ref} manifest", ok=False,
                                 detail=exc.message.splitlines()[0], exit_code=exc.exit_code))  # fmt: skip
             continue
+        # Not a failure whatever it says: an end-of-life release is still served, and says so.
+        checks.append(Check(what=f"{ref} support", ok=True, detail=standing(spec).words()))
         own = artifact_checks(spec)
         try:
             lock = load_lock(repo.root, spec)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 from .. import __version__
@@ -32,6 +33,7 @@ from ..manifest import ImageSpec, Repo
 from ..oci.store import canonical_json
 from .attachment import KINDS, SLSA_PROVENANCE, Attachment, Kind
 from .contents import read_contents
+from .lifecycle import lifecycle_statement
 from .sbom import sbom
 from .spdx import to_spdx
 from .vexdoc import ReleaseVex, vex_statement
@@ -141,9 +143,15 @@ class Documents:
     @property
     def kinds(self) -> tuple[Kind, ...]:
         """What a publish attaches: the SBOM and the provenance, the VEX when the gate ran, the
-        SPDX SBOM when the manifest asks for it (``sbom_formats``)."""
+        SPDX SBOM when the manifest asks for it (``sbom_formats``), the lifecycle document when
+        it gives a support date."""
         out: tuple[Kind, ...] = (*KINDS, "vex") if self.vex is not None else KINDS
-        return (*out, "spdx") if "spdx" in self.spec.sbom_formats else out
+        out = (*out, "spdx") if "spdx" in self.spec.sbom_formats else out
+        return (*out, "lifecycle") if self.end_of_life is not None else out
+
+    @property
+    def end_of_life(self) -> date | None:
+        return self.spec.support.end(self.spec.version) if self.spec.support is not None else None
 
     def run_known(self) -> bool:
         """This runner knows the build run of the image (it built it)."""
@@ -159,6 +167,9 @@ class Documents:
                 msg = f"no gate result to make the VEX of {self.spec.ref} from"
                 raise ConfigError(msg)
             return Attachment(kind=kind, payload=vex_statement(self.spec, self.vex, subject))
+        if kind == "lifecycle" and self.end_of_life is not None:
+            payload = lifecycle_statement(self.spec.image, self.spec.ref, self.end_of_life, subject)
+            return Attachment(kind=kind, payload=payload)
         run = known_build(self.image_id)
         payload = provenance(self.repo, self.spec, self.lock, self.image_id, subject, run, self.builder)
         return Attachment(kind=kind, payload=payload)

@@ -34,7 +34,7 @@ from ..oci.model import Descriptor, ImageIndex, parse_index
 from ..oci.model import descriptor as parse_descriptor
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from ..oci.store import canonical_json, holds
-from .attachment import ARTIFACT_TYPES, Attachment, Kind
+from .attachment import ARTIFACT_TYPES, BUNDLED, Attachment, Kind
 from .cosign import att_manifest, att_tag, signed_statements
 
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
@@ -63,7 +63,7 @@ def _manifest(data: dict[str, Any], media_type: str) -> Manifest:
 
 def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manifest:
     config: dict[str, Any] = {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)}
-    if att.manifest_annotations:  # a bundle: cosign names the artifact type on the config too
+    if att.kind in BUNDLED:  # cosign names a bundle's artifact type on the config too
         config["artifactType"] = att.artifact_type
     return _manifest(
         {
@@ -81,13 +81,18 @@ def artifact_manifest(att: Attachment, subject: Manifest, created: str) -> Manif
             ],
             "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": len(subject.body)},
             "annotations": {
-                CREATED_ANNOTATION: created,
+                CREATED_ANNOTATION: att.created or created,
                 KIND_ANNOTATION: att.kind,
                 **att.manifest_annotations,
             },
         },
         OCI_MANIFEST,
     )
+
+
+def kind_of(manifest: Manifest) -> str | None:
+    """Which of our documents an artifact manifest carries (None: not one of ours)."""
+    return manifest.view.annotations.get(KIND_ANNOTATION)
 
 
 def descriptor(manifest: Manifest) -> Descriptor:

@@ -45,6 +45,28 @@ def _without_run_facts(statement: Any) -> Any:
     return out
 
 
+def _without_the_manifest_file(statement: Any) -> Any:
+    """The statement but the sha256 of the manifest's file, which an edit that changes nothing
+    built (a support date, a comment) changes; what was built from it stays, as the resolved
+    manifest's hash (``resolvedManifestSha256``)."""
+    if not isinstance(statement, dict):
+        return statement
+    out = json.loads(json.dumps(statement))
+    build = (
+        (out.get("predicate") or {}).get("buildDefinition")
+        if isinstance(out.get("predicate"), dict)
+        else None
+    )
+    if not isinstance(build, dict):
+        return out
+    if isinstance(build.get("externalParameters"), dict):
+        build["externalParameters"].pop("manifestSha256", None)
+    for dep in build.get("resolvedDependencies") or []:
+        if isinstance(dep, dict) and dep.get("name") == "manifest":
+            dep.pop("digest", None)
+    return out
+
+
 def _differences(found: Any, ours: Any, where: str = "") -> list[str]:
     """The dotted paths at which two JSON values differ (the first few)."""
     if isinstance(found, dict) and isinstance(ours, dict):
@@ -77,7 +99,9 @@ def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *,
     - a provenance, when its statement is byte for byte this run's (kept as found when
       unsigned or signed by our key, so an ECDSA envelope is not remade); or when it differs
       only in the build run's facts (builder, start and finish) and our own key signed it, or,
-      with no key, when this runner does not know the run it came from.
+      with no key, when this runner does not know the run it came from; or when it differs
+      only in the sha256 of the manifest's file (the same resolved manifest: an edit of what
+      is never built, such as a support date) and our own key signed it, or there is no key.
     Anything else is replaced by this run's document, signed when there is a key."""
     mine = ours
     if ours.kind in SIGNED_KINDS and signer is not None:
@@ -103,6 +127,10 @@ def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *,
         return Choice(attachment=mine, replaced="its statement is not JSON")
     own = json.loads(ours.payload)
     differ = _differences(_without_run_facts(theirs), _without_run_facts(own))
+    same_build = not _differences(_without_the_manifest_file(theirs), _without_the_manifest_file(own))
+    if differ and same_build and (by_our_key or signer is None):
+        # The same build, described when the manifest's file read otherwise (its support date).
+        return Choice(attachment=_as_cosign_reads(found, statement, signer) if by_our_key else found)
     if differ:
         more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
         named = ", ".join(shown(d, 80) for d in differ[:3]) + more

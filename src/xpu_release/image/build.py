@@ -11,7 +11,6 @@ time or place: the same manifest, lock and base digest give the same image id on
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..manifest.support import calver_month
 from ..oci.codec import Codec
 from ..oci.store import ObservedMap
 from ..settings import cache_dir, current
@@ -31,7 +31,6 @@ from .lock import Lock
 from .normalize import Normalized, iso, normalize
 
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
-_CALVER = re.compile(r"(?P<yy>[0-9]{2})\.(?P<mm>0[1-9]|1[0-2])(?:[.\-_+].*)?")
 
 
 def source_date_epoch(spec: ImageSpec) -> int:
@@ -41,10 +40,10 @@ def source_date_epoch(spec: ImageSpec) -> int:
 
     It is a fact of the manifest, so every runner agrees on it: a calendar version ``YY.MM``
     (25.03) is the first second of that month in UTC; any other version is 0 (1970-01-01)."""
-    m = _CALVER.fullmatch(spec.version)
-    if m is None:
+    month = calver_month(spec.version)
+    if month is None:
         return 0
-    return int(datetime(2000 + int(m["yy"]), int(m["mm"]), 1, tzinfo=UTC).timestamp())
+    return int(datetime(month.year, month.month, 1, tzinfo=UTC).timestamp())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,8 @@ named rule of ``RULES`` (tested one by one in tests/unit/manifest/test_inherit_r
   ``noted_as`` belonged to the old pin);
 - an artifact whose version or URL moves must say its new URL and sha256: the inherited ones
   are another file's;
+- a support date (``support.until``, ``support.released``) is its release's own: only the
+  family's policy (``support.months``) is inherited;
 - prose marked ``only_in: <version>`` holds for that release only and is not inherited;
   a known issue with ``applies:`` leaves the notes of releases outside its range;
 - inherited prose that names a version this release no longer has is reported (a notice,
@@ -238,6 +240,21 @@ def a_moved_artifact_brings_its_own_url_and_sha256(case: Case) -> list[Finding]:
     return errors
 
 
+def support_dates_belong_to_their_release(case: Case) -> list[Finding]:
+    """``support.until`` and ``support.released`` are dates of the release that writes them: a
+    release that extends it inherits the family's policy (``support.months``) only."""
+    support, own = case.data.get("support"), case.child.get("support")
+    if not isinstance(support, dict):
+        return []
+    written = own if isinstance(own, dict) else {}
+    kept = {k: v for k, v in support.items() if k not in ("until", "released") or k in written}
+    if kept:
+        case.data["support"] = kept
+    else:
+        case.data.pop("support")
+    return []
+
+
 def a_release_that_changes_nothing_says_so(case: Case) -> list[Finding]:
     """A release that moves, adds and removes no pin and has no ``release.highlights`` would have
     nothing under Main Features."""
@@ -322,6 +339,7 @@ RULES: tuple[Rule, ...] = (
     title_names_this_release,
     a_moved_pin_drops_its_noted_as,
     a_moved_artifact_brings_its_own_url_and_sha256,
+    support_dates_belong_to_their_release,
     a_release_that_changes_nothing_says_so,
     inherited_prose,
 )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from .inherit import applies
 from .patchformat import Patch
+from .support import Support
 
 # Where a base is served when the manifest names no ``base.registry`` (a family's release is
 # published there).
@@ -142,6 +143,14 @@ class ReleaseInfo:
 SLA_DAYS = {"critical": 14, "high": 28, "medium": 180, "low": None}
 
 
+def content_hash(data: dict[str, Any]) -> str:
+    """The sha256 of a resolved manifest, canonical JSON, but its ``support:``: support dates are
+    metadata, and this hash is an input of the image (its inputs digest, a label)."""
+    built_from = {k: v for k, v in data.items() if k != "support"}
+    text = json.dumps(built_from, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageSpec:
     """A manifest after inheritance and validation: everything later stages need."""
@@ -174,13 +183,14 @@ class ImageSpec:
     # security.sla_days over SLA_DAYS: (severity, days an open finding may stay; None: no limit)
     sla_days: tuple[tuple[str, int | None], ...] = tuple(SLA_DAYS.items())
     sbom_formats: tuple[str, ...] = ("cyclonedx",)  # the SBOMs attached: cyclonedx, and spdx if asked
+    support: Support | None = None  # metadata, never a build input: not in ``content_hash``
     features: tuple[Feature, ...]
     quick_start: tuple[Command, ...]
     usage_advice: tuple[Localized, ...]
     quick_start_intro: tuple[Localized, ...] = ()
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
-    content_hash: str  # sha256 of the resolved manifest, canonical JSON
+    content_hash: str  # sha256 of the resolved manifest but its ``support:``, canonical JSON
 
     @property
     def base_provides(self) -> frozenset[str]:
@@ -244,6 +254,7 @@ class ImageSpec:
             review_horizon_days=(data.get("security") or {}).get("review_horizon_days") or 365,
             sla_days=tuple({**SLA_DAYS, **((data.get("security") or {}).get("sla_days") or {})}.items()),
             sbom_formats=("cyclonedx", *(f for f in data.get("sbom_formats") or () if f != "cyclonedx")),
+            support=Support.from_dict(data.get("support")),
             features=tuple(
                 Feature(
                     title=Localized.from_dict(f["title"]),
@@ -278,7 +289,5 @@ class ImageSpec:
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
                 patch=Patch.from_dict(release["patch"]) if release.get("patch") else None,
             ),
-            content_hash=hashlib.sha256(
-                json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
-            ).hexdigest(),
+            content_hash=content_hash(data),
         )

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
+from .support import calver_month
 from .types import Checker
 
 # Set by the Dockerfile template; a manifest's env may not change them.
@@ -160,6 +161,18 @@ def env_leaves_the_templates_variables_alone(m: Resolved, c: Checker) -> None:
         c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")
 
 
+def support_months_count_from_a_date(m: Resolved, c: Checker) -> None:
+    """``support.months`` counts from the release's date: ``support.released``, or the month a
+    calendar version (YY.MM) names; a release with neither (and no ``until``) has no date."""
+    support = m.data.get("support") or {}
+    if "months" not in support or support.get("until") is not None or support.get("released") is not None:
+        return
+    if calver_month(str(m.data.get("version"))) is None:
+        version = m.data.get("version")
+        c.fail(("support", "months"), f"counts from the release's date, and {version!r} is no YY.MM version "
+               "to read one from: give support.released (YYYY-MM-DD) or support.until")  # fmt: skip
+
+
 RULES: tuple[Rule, ...] = (
     a_family_base_names_its_release,
     a_base_image_names_where_it_is,
@@ -172,6 +185,7 @@ RULES: tuple[Rule, ...] = (
     release_notes_name_components,
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
+    support_months_count_from_a_date,
 )
 
 

@@ -36,6 +36,7 @@ from .types import (
     UNSAFE_CATEGORIES,
     Bool,
     Checker,
+    Date,
     Either,
     Enum,
     Int,
@@ -292,6 +293,24 @@ MANIFEST = Obj(
                     "none; null: none).",
                 ),
             },
+        ),
+        "support": Obj(
+            fields={
+                "until": Date(
+                    description="This release's end-of-life date: supported before it, end of life "
+                    "from it on. Never inherited."
+                ),
+                "months": Int(
+                    minimum=1,
+                    maximum=240,
+                    description="The family's policy: end of life this many months after the release's "
+                    "date (`released`, else the month a YY.MM version names). Inherited.",
+                ),
+                "released": Date(description="The release's date, for `months`. Never inherited."),
+            },
+            description="How long the release is supported: metadata only, never a build input "
+            "(changing it changes no image). Shown by list, status, doctor and the notes; attached "
+            "as a lifecycle document by publish.",
         ),
         "sbom_formats": List(
             item=Enum(choices=("cyclonedx", "spdx")),

@@ -4,6 +4,7 @@ choices) that check a value with located messages and print themselves as JSON S
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 import unicodedata
@@ -146,6 +147,31 @@ class Bool(Type):
 
     def schema(self, partial: bool = False) -> JSON:
         return self._with_description({"type": "boolean"})
+
+
+@dataclass
+class Date(Type):
+    """A calendar day, ``YYYY-MM-DD``: unquoted (YAML reads it as a date) or quoted; never a
+    time of day."""
+
+    description: str = ""
+
+    def check(self, value: Any, path: KeyPath, c: Checker) -> None:
+        if isinstance(value, datetime.datetime):
+            c.fail(path, f"{value.isoformat()} is a time; give a day, YYYY-MM-DD")
+        elif isinstance(value, datetime.date):
+            return
+        elif not isinstance(value, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            c.fail(path, f"expected a date YYYY-MM-DD (e.g. 2026-03-31), got {_describe(value)}"[:300])
+        else:
+            try:
+                datetime.date.fromisoformat(value)
+            except ValueError:
+                c.fail(path, f"{value!r} is no day of the calendar")
+
+    def schema(self, partial: bool = False) -> JSON:
+        day = {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+        return self._with_description(day)
 
 
 @dataclass

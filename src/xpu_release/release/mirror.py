@@ -45,7 +45,7 @@ from ..errors import (
     WireError,
 )
 from ..evidence.cosign import att_tag
-from ..evidence.referrers import findable, list_referrers
+from ..evidence.referrers import findable, kind_of, list_referrers
 from ..guard.limits import COPY_BLOCK
 from ..guard.writing import Identity, NotAsNamed, sweep, unchanged, write_proven
 from ..oci.blobcheck import Source, check_copies
@@ -243,6 +243,7 @@ class MirrorReport:
     tag: str
     digest: str = ""
     referrers: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # which of ours they are: sbom, lifecycle, withdrawal…
     att: bool = False
     blobs_copied: int = 0
     blobs_skipped: int = 0
@@ -323,14 +324,17 @@ class _Copier:
         return [f"{self.target.name}: blob {d}: {why}, {STILL_DAMAGED}" for d, why in bad.items()]
 
 
-def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = lambda _: None) -> MirrorReport:
-    """Copy what ``source`` serves at ``tag`` to ``target``, with its referrers and ``.att``;
-    this run's spool is a folder of its own made in ``spool`` and removed at the end. A
-    registry that does not answer is ``StackError`` (exit 10)."""
+def mirror(
+    source: Side, target: Side, tag: str, spool: Path, on_line: Sink = lambda _: None, *, tag_it: bool = True
+) -> MirrorReport:
+    """Copy what ``source`` serves at ``tag`` to ``target``, with its referrers and ``.att``, the
+    tag last (``tag_it=False``: not at all, for ``promote``, which writes the version tags only
+    once every endpoint holds the release); this run's spool is a folder of its own made in
+    ``spool`` and removed at the end. A registry that does not answer is ``StackError`` (exit 10)."""
     spool.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="xpu-mirror-", dir=spool))
     try:
-        return _mirror(source, target, tag, work, on_line)
+        return _mirror(source, target, tag, work, on_line, tag_it)
     except (RegistryAuthError, TLSVerifyFailed):
         raise
     except WireError as exc:
@@ -342,7 +346,7 @@ def mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink = la
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) -> MirrorReport:
+def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, tag_it: bool) -> MirrorReport:
     report = MirrorReport(source=source.name, target=target.name, tag=tag)
     image = source.get_manifest(tag)
     if image is None:
@@ -369,6 +373,7 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) ->
         if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
             on_line(f"referrers: {i:,} of {len(referrers):,} copied")
     report.referrers = [m.digest for m in referrers]
+    report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
     if att is not None:
         copier.blobs_of(att)
         report.att = True
@@ -377,18 +382,18 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink) ->
     if referrers:
         target.list_referrers(image, referrers)
     damaged = copier.prove()
-    if not damaged:  # the tag last, once every blob is proven: a broken copy is never visible at it
+    if not damaged and tag_it:  # the tag last, once every blob is proven: a broken copy never shows
         target.put_manifests([(image, tag)], tag)
-    report.problems = damaged + check(target, tag, image, referrers, att)
+    report.problems = damaged + check(target, tag if tag_it else None, image, referrers, att)
     return report
 
 
 def check(
-    target: Side, tag: str, image: Manifest, referrers: list[Manifest], att: Manifest | None
+    target: Side, tag: str | None, image: Manifest, referrers: list[Manifest], att: Manifest | None
 ) -> list[str]:
     """What the target lacks of the copy besides its blobs: the tag, a referrer, the ``.att`` tag."""
     problems = []
-    if target.resolve(tag) != image.digest:
+    if tag is not None and target.resolve(tag) != image.digest:
         problems.append(f"{target.name}:{tag} does not name {image.digest}")
     listed = target.listed(image.digest)
     problems += [

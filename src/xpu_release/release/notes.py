@@ -38,7 +38,7 @@ LABELS: dict[str, dict[str, str]] = {
         "vex": "VEX (OpenVEX, the vulnerability gate's conclusions)",
         "provenance-bundle": "provenance as a Sigstore bundle (cosign)",
         "vex-bundle": "VEX as a Sigstore bundle (cosign)",
-        "spdx": "SBOM (SPDX 2.3)",
+        "spdx": "SBOM (SPDX 2.3)", "lifecycle": "end-of-life date (a lifecycle document, as .NET's)",
         "switch": "How to enable", "pull": "Choose the image",
         "switches": "Enable the compiler and recompute optimisations through the API",
         "usage_advice": "Usage advice",
@@ -59,6 +59,9 @@ LABELS: dict[str, dict[str, str]] = {
         "why:base": "it comes with the base image",
         "why:debian": "a Debian package, fixed with the base image",
         "why:not-installed": "this image's lock does not install it",
+        "end_of_life": "End of life", "withdrawn_releases": "Withdrawn Releases",
+        "withdrawn_line": "{version} was withdrawn on {at}: {reason}. Use this release instead.",
+        "this_withdrawn": "This release was withdrawn on {at}: {reason}.",
     },
     "zh": {
         "intro": "本文介绍{image} {version}版本发布记录。",
@@ -80,7 +83,7 @@ LABELS: dict[str, dict[str, str]] = {
         "vex": "VEX（OpenVEX，漏洞门禁的结论）",
         "provenance-bundle": "来源证明的 Sigstore 包（cosign）",
         "vex-bundle": "VEX 的 Sigstore 包（cosign）",
-        "spdx": "SBOM（SPDX 2.3）",
+        "spdx": "SBOM（SPDX 2.3）", "lifecycle": "终止支持日期（生命周期文档，与.NET相同）",
         "switch": "开启方式", "pull": "选择镜像",
         "switches": "调用API开启编译器+重计算显存优化", "usage_advice": "使用建议",
         "upgraded": "{name}升级至{new}", "base_upgraded": "基础镜像升级{name}至{new}",
@@ -98,6 +101,9 @@ LABELS: dict[str, dict[str, str]] = {
         "why:no-fix": "暂无修复版本", "why:not-on-index": "修复版本{fix}尚未发布到软件源",
         "why:base": "随基础镜像提供", "why:debian": "Debian软件包，随基础镜像修复",
         "why:not-installed": "本镜像的锁定文件不安装它",
+        "end_of_life": "终止支持日期", "withdrawn_releases": "已撤回的版本",
+        "withdrawn_line": "{version}已于{at}撤回：{reason}。请改用本版本。",
+        "this_withdrawn": "本版本已于{at}撤回：{reason}。",
     },
 }  # fmt: skip
 
@@ -278,6 +284,22 @@ def security_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]
     return out
 
 
+def withdrawn_before(repo: Repo, spec: ImageSpec) -> list[tuple[str, dict[str, Any]]]:
+    """Each earlier release of the image whose record says it is withdrawn, with the withdrawal
+    (a damaged or missing record says nothing)."""
+    out = []
+    for version in repo.versions(spec.image):
+        if version_key(version) >= version_key(spec.version):
+            continue
+        try:
+            rec = read_optional(default_path(repo.root, spec.image, version))
+        except ReleaseError:
+            continue
+        if rec is not None and rec.withdrawn:
+            out.append((version, rec.withdrawn))
+    return out
+
+
 def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
                  record: ReleaseRecord | None = None) -> Notes:  # fmt: skip
     if lang not in LABELS:
@@ -297,6 +319,8 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         t=LABELS[lang],
         record=record,
         security=security_section(repo, spec, record),
+        end_of_life=spec.support.end(spec.version) if spec.support is not None else None,
+        withdrawn=withdrawn_before(repo, spec),
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
         patch=patch_lines(spec, lang),
         p=lambda text: typeset(text, lang),

@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+from ..errors import RegistryAuthError, ReleaseError, StackError
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
-from ..oci.registry import RegistryClient, RetryPolicy
+from ..oci.registry import Manifest, RegistryClient, RetryPolicy
 from ..progress import Meter, Sink, meter
 from .plan import Plan, make_plan
 
@@ -89,3 +91,29 @@ class EndpointPool:
         finally:
             stop.set()
             ticker.join()
+
+
+def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
+    """What the endpoints serve at the release's version tag, asked all at once: each endpoint
+    that serves it, in the plan's order. One that refuses our credentials is exit 8; when not one
+    answers, exit 10; one that does not answer while another does is left out (it says nothing)."""
+    targets = pool.plan.targets
+
+    def ask(ep: Endpoint) -> Manifest | ReleaseError | None:
+        try:
+            return pool.client(ep).get_manifest(pool.repo(ep), pool.spec.version)
+        except RegistryAuthError:
+            raise
+        except ReleaseError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(32, len(targets))) as ex:
+        answers = list(ex.map(ask, [t.endpoint for t in targets]))
+    errors = [
+        (t.endpoint.name, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, ReleaseError)
+    ]
+    if errors and len(errors) == len(targets):
+        names = ", ".join(name for name, _ in errors)
+        msg = f"unreachable: {names}: {errors[0][1].message}"
+        raise StackError(msg)
+    return [(t.endpoint, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, Manifest)]

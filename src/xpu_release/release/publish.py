@@ -45,6 +45,7 @@ from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
 from .tags import TagRules
+from .withdraw import withdrawal_in_force
 
 
 def _now() -> str:
@@ -314,9 +315,22 @@ class Publisher:
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
-        tags = self.options.floating(self.spec)
-        moved = self.tags.move_floating(source, tags) if complete and tags else record.floating_moved
-        return replace(record, floating_moved=moved)
+        if not complete:
+            return record
+        return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
+
+
+def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
+             moving: tuple[str, ...], on_line: Sink) -> ReleaseRecord:  # fmt: skip
+    """The floating tags, last: ``moving`` (``Options.floating``: those a newer release does not
+    keep) moved onto the release, but none onto a withdrawn release (``withdraw.py``), which the
+    record then says."""
+    withdrawn = withdrawal_in_force(pool, source.digest)
+    if withdrawn is not None:
+        on_line(f"{pool.spec.ref} is {withdrawn.words()}; no floating tag moves onto it "
+                f"(`xpu-release reinstate {pool.spec.ref}` undoes the withdrawal)")  # fmt: skip
+        return replace(record, withdrawn=withdrawn.to_json())
+    return replace(record, floating_moved=tags.move_floating(source, moving)) if moving else record
 
 
 def publish(

@@ -9,7 +9,7 @@ tool reads has its type there), and the gate's part read into typed values (``Re
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +42,17 @@ class EndpointRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Promotion:
+    """One set of endpoints that got the release by ``promote``: from which channel (a
+    registries file), to which, and when."""
+
+    source: str  # the registries file it was promoted from
+    channel: str  # the registries file of the endpoints it was promoted to
+    endpoints: tuple[str, ...]
+    at: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReleaseRecord:
     ref: str
     manifest: str
@@ -60,6 +71,11 @@ class ReleaseRecord:
     # The vulnerability gate (evidence/scan.py): passed with its findings, or skipped and why;
     # None when no release ran it (a bare `publish`).
     scan: dict[str, Any] | None = None
+    # ``withdraw``: the withdrawal in force (its notice's fields; None: not withdrawn). The
+    # registries hold the state (evidence/lifecycle.py); this says what the last command found.
+    withdrawn: dict[str, Any] | None = None
+    # Each set of endpoints the release reached after its publish (``promote``), and when.
+    promotions: tuple[Promotion, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,8 +93,12 @@ class ReleaseRecord:
         eps = tuple(
             EndpointRecord(**{**e, "floating_refs": tuple(e["floating_refs"])}) for e in data["endpoints"]
         )
+        promotions = tuple(
+            Promotion(**{**p, "endpoints": tuple(p["endpoints"])}) for p in data.get("promotions") or ()
+        )
         return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
-                      "attachments": dict(data.get("attachments") or {})})  # fmt: skip
+                      "attachments": dict(data.get("attachments") or {}),
+                      "promotions": promotions})  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,6 +171,7 @@ _DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _OPT_DIGEST = {"anyOf": [_DIGEST, {"type": "null"}]}
 _OPT_STR = {"type": ["string", "null"]}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_STR = {"type": "string"}
 _ENDPOINT = {
     "type": "object",
     "required": ["endpoint", "host", "version_ref", "floating_refs", "status", "digest"],
@@ -196,6 +217,18 @@ SCHEMA: dict[str, Any] = {
             "propertyNames": {"enum": list(ALL_KINDS)},
             "additionalProperties": _DIGEST,
         },
+        "withdrawn": {"anyOf": [{"type": "null"}, {
+            "type": "object",
+            "required": ["at", "by", "reason", "notice"],
+            "properties": {"at": _STR, "by": _STR, "reason": _STR, "notice": _DIGEST},
+        }]},
+        "promotions": {"type": "array", "items": {
+            "type": "object",
+            "required": ["source", "channel", "endpoints", "at"],
+            "additionalProperties": False,
+            "properties": {"source": _STR, "channel": _STR, "at": _STR,
+                           "endpoints": {"type": "array", "items": _STR}},
+        }},
         "scan": {"anyOf": [{"type": "null"}, {
             "type": "object",
             "required": ["status", "reason", "findings"],
@@ -243,6 +276,8 @@ def keep(record: ReleaseRecord, path: Path) -> Path:
         current = read_optional(path)
     except DamagedFileError:
         current = None  # a damaged record says nothing: this run's replaces it
+    if current is not None and current.ref == record.ref and current.digest == record.digest:
+        record = replace(record, promotions=current.promotions)  # a publish does not know them
     if current is not None and current.ref == record.ref and completeness(record) < completeness(current):
         write(record, attempt_path(path))
         return attempt_path(path)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..errors import PublishError, RegistryAuthError, ReleaseError, WireError
 from ..evidence.attachment import ALL_KINDS, SIGNED_KINDS
+from ..evidence.lifecycle import Notice, in_force, notices_in
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
 from ..evidence.signing import ENVELOPE_TYPE
 from ..image.engine import Engine
@@ -53,6 +54,8 @@ class StatusRow:
     attached: tuple[str, ...] = ()
     # Each document the referrers list, with what it is (``DocState``).
     documents: tuple[tuple[str, DocState], ...] = ()
+    # The withdrawal in force at this endpoint (version tags only; None: not withdrawn here).
+    withdrawn: Notice | None = None
 
     @property
     def matches(self) -> bool:
@@ -64,6 +67,7 @@ class StatusRow:
             "expected": self.expected, "matches": self.matches, "error": self.error,
             "error_kind": self.error_kind, "attached": list(self.attached),
             "documents": dict(self.documents),
+            "withdrawn": self.withdrawn.to_json() if self.withdrawn else None,
         }  # fmt: skip
 
 
@@ -105,16 +109,19 @@ def status(pool: EndpointPool, record: ReleaseRecord | None) -> list[StatusRow]:
                 served = client.head_manifest(pool.repo(t.endpoint), tag)
                 attached: tuple[str, ...] = ()
                 documents: tuple[tuple[str, DocState], ...] = ()
+                withdrawn: tuple[Notice, ...] = ()
                 if served is not None and tag == spec.version:
                     found = list_referrers(client, pool.repo(t.endpoint), served)
                     documents = _document_states(client, pool.repo(t.endpoint), found, record)
                     attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
+                    withdrawn = in_force(notices_in(client, pool.repo(t.endpoint), found))
             except ReleaseError as exc:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
                                 error=exc.message, error_kind=_kind(exc))  # fmt: skip
             else:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
-                                attached=attached, documents=documents)  # fmt: skip
+                                attached=attached, documents=documents,
+                                withdrawn=withdrawn[0] if withdrawn else None)  # fmt: skip
             rows.append(row)
     return rows
 

@@ -27,8 +27,18 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import ReleaseError
-from ..evidence.attachment import ALL_KINDS, BUNDLED, KINDS, PREDICATES, SIGNED_KINDS, Attachment, Kind
+from ..evidence.attachment import (
+    ALL_KINDS,
+    BUNDLED,
+    BUNDLES,
+    KINDS,
+    PREDICATES,
+    SIGNED_KINDS,
+    Attachment,
+    Kind,
+)
 from ..evidence.cosign import PREDICATE_TYPE_ANNOTATION, SIGNATURE_ANNOTATION, att_tag, envelope_of, key_hint
+from ..evidence.lifecycle import in_force, notices_in
 from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..guard.reading import loads
@@ -68,6 +78,8 @@ class VerifyReport:
     blobs_checked: int
     bytes_hashed: int
     findings: tuple[Finding, ...]
+    # Not a finding: the withdrawals in force at some endpoint, as a person reads them.
+    withdrawn: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -130,7 +142,7 @@ def _attachments(
             subject = subject or manifest.subject
             if (kind in SIGNED_KINDS or kind in BUNDLED) and key is not None:
                 document = attachment_of(client, repo, manifest, kind)
-                if kind in SIGNED_KINDS:
+                if kind in BUNDLES:  # cosign's layouts hold it too
                     envelopes[kind] = document.digest
                 problems += _signature(document, manifest, key)
     if envelopes and key is not None:
@@ -218,6 +230,7 @@ def verify(
     jobs: list[Job] = []
     expected = digest
     attached = dict(attachments) if attachments is not None else None
+    withdrawn: dict[str, None] = {}
     for t in plan.targets:
         ep = t.endpoint
         client, repo = endpoints.client(ep), endpoints.repo(ep)
@@ -240,6 +253,7 @@ def verify(
             if attached is None:
                 attached = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
             problems, blobs = _attachments(client, repo, found, attached, key)
+            withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
             continue
@@ -285,4 +299,5 @@ def verify(
         blobs_checked=len(jobs),
         bytes_hashed=hashed_total,
         findings=tuple(findings),
+        withdrawn=tuple(withdrawn),
     )

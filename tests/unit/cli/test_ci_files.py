@@ -203,3 +203,59 @@ def test_with_nothing_changed_the_child_pipeline_still_has_a_job_and_passes(tmp_
 def test_the_gitlab_schema_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "bad.yml").write_text("build:\n  stage: [not, a, string]\n  script: 42\n")
     assert _gitlab_schema_check(tmp_path / "bad.yml").returncode != 0
+
+
+# --- promotion: by hand, in a protected environment ---------------------------------------------
+
+
+def test_the_github_promotion_is_run_by_hand_in_a_protected_environment() -> None:
+    workflow = yaml.safe_load(PIPELINES[0].read_text())
+    job = workflow["jobs"]["promote"]
+    run = job["steps"][2]["run"]
+
+    assert job["if"] == "github.event_name == 'workflow_dispatch' && inputs.ref != ''"
+    assert job["environment"] == "production"
+    assert 'promote "$REF" --from registries.staging.yaml' in run
+    assert "${{" not in run  # the typed ref reaches the shell as a variable, never as script text
+    assert job["steps"][2]["env"]["REF"] == "${{ inputs.ref }}"
+    assert "docker" not in str(job["runs-on"])  # no engine: it copies by digest
+    assert "github.event_name == 'push'" in workflow["jobs"]["release"]["if"]  # a dispatch releases nothing
+
+
+def test_a_dispatch_with_a_ref_promotes_and_one_without_watches_never_both() -> None:
+    # One workflow_dispatch serves two jobs: its optional `ref` input says which one runs.
+    workflow = yaml.safe_load(PIPELINES[0].read_text())
+    triggers = workflow[True] if True in workflow else workflow["on"]
+    ref = triggers["workflow_dispatch"]["inputs"]["ref"]
+    jobs = workflow["jobs"]
+
+    assert ref["required"] is False
+    assert ref["default"] == ""
+    assert jobs["watch"]["if"] == (
+        "github.event_name == 'schedule' || (github.event_name == 'workflow_dispatch' && inputs.ref == '')"
+    )
+    assert jobs["promote"]["if"] == "github.event_name == 'workflow_dispatch' && inputs.ref != ''"
+    for job in ("checks", "matrix", "release"):  # a dispatch builds and releases nothing
+        assert "workflow_dispatch" not in jobs[job]["if"]
+
+
+def test_the_gitlab_promotion_waits_for_a_person_in_a_protected_environment() -> None:
+    job = yaml.safe_load(PIPELINES[1].read_text())["promote"]
+
+    assert job["rules"] == [{"if": "$CI_COMMIT_TAG", "when": "manual", "allow_failure": True}]
+    assert job["environment"]["name"] == "production"
+    assert job["needs"] == ["release"]  # its record travels
+    assert 'promote "$ref" --from registries.staging.yaml' in " ".join(job["script"])
+    assert "tags" not in job  # no engine needed
+    assert job["artifacts"]["paths"] == ["out/releases/"]
+
+
+def test_the_staging_channel_is_another_namespace_at_the_same_hosts() -> None:
+    from xpu_release.manifest.registries import load_registries
+
+    production = load_registries(ROOT).publish_endpoints()
+    staging = load_registries(ROOT, str(ROOT / "registries.staging.yaml")).publish_endpoints()
+
+    assert [e.name for e in staging] == [e.name for e in production]
+    assert [e.host for e in staging] == [e.host for e in production]
+    assert {e.namespace for e in staging}.isdisjoint({e.namespace for e in production})

@@ -102,6 +102,17 @@ def commands() -> st.SearchStrategy[list[str]]:
         st.tuples(REF, ADVISORIES, st.sampled_from(["--json", "-q"])).map(
             lambda t: ["patch", t[0], "--advisories", t[1], t[2]]
         ),
+        # A release line steered at closed ports: the reason, the record and the channel are read
+        # before any endpoint is asked, and an endpoint that does not answer is exit 10.
+        st.tuples(REF, TEXT, st.sampled_from([[], ["--json"], ["--record", "OUT"]])).map(
+            lambda t: ["withdraw", t[0], "--reason", t[1], *t[2]]
+        ),
+        st.tuples(REF, st.sampled_from([[], ["--record", "manifests"]])).map(
+            lambda t: ["reinstate", t[0], *t[1]]
+        ),
+        st.tuples(
+            REF, st.sampled_from(["closed.yaml", "nope.yaml", "manifests", "registries.yaml "]) | OUT | TEXT
+        ).map(lambda t: ["promote", t[0], "--from", t[1]]),
     )
 
 

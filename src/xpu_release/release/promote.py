@@ -1,0 +1,219 @@
+"""``promote``: a release published to one channel (a registries file: a staging namespace or
+registry) copied **by digest**, with every referrer (SBOM, provenance, VEX, lifecycle, notices,
+cosign's bundles and ``.att`` tag), to the endpoints of another (the current registries file:
+production). No rebuild, no engine: the very bytes staging serves, proven where they land
+(``mirror.py`` does the copying, registry to registry).
+
+In the order publish keeps:
+
+1. **refusals**, before anything is copied: staging must serve one digest at the version tag;
+   a withdrawal in force there or at a target (exit 16); a failed gate (the record's scan says failed, or an
+   exception in the release's VEX was due for review before today: the gate's conclusion no
+   longer holds; exit 14); a target whose version tag holds another image (exit 9);
+2. **copy**: every target endpoint gets the image and its referrers by digest, no tag yet;
+3. **version tags**, only once every target holds everything (a copy broken at one endpoint
+   shows nowhere), each checked again at the moment of writing; then **verify** (every blob and
+   every document the source lists, at every target);
+4. **floating tags**, last, where publish would move them (``latest`` for the newest version of
+   the image, ``<line>-latest`` for the newest release of its line).
+
+A rerun copies only what is missing (blobs present and proven are skipped): promotion resumes.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+from ..errors import NotFoundError, PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
+from ..errors import VulnerabilityGateFailed as GateFailed
+from ..evidence.attachment import ALL_KINDS, statement
+from ..evidence.lifecycle import in_force, notices_at
+from ..evidence.referrers import Referrers, fetch_attachment, list_referrers
+from ..labels import INPUTS_LABEL
+from ..oci.registry import Manifest
+from ..progress import Sink
+from .mirror import MirrorReport, RegistrySide, mirror
+from .plan import Target
+from .pool import EndpointPool, version_served
+from .record import EndpointRecord, Promotion, ReleaseRecord
+from .tags import TagRules
+from .verify import verify
+from .withdraw import withdrawal_in_force
+
+
+@dataclass
+class Promoted:
+    """What one ``promote`` did."""
+
+    ref: str
+    digest: str
+    source: str  # the staging endpoint copied from
+    copies: list[MirrorReport] = field(default_factory=list)
+    tagged: list[str] = field(default_factory=list)  # the version refs written
+    floating: tuple[str, ...] = ()
+    attachments: dict[str, str] = field(default_factory=dict)  # kind → digest, as the source lists them
+    config: str = ""  # the image's config digest
+
+
+def source_of(staging: EndpointPool) -> tuple[RegistrySide, Manifest]:
+    """The first staging endpoint that serves the release, and its image manifest; every
+    staging endpoint that answers must serve the same digest."""
+    spec = staging.spec
+    served = version_served(staging)
+    if not served:
+        msg = f"no endpoint of the staging registries serves {spec.ref}: release it there first"
+        raise NotFoundError(msg)
+    if len({image.digest for _, image in served}) > 1:
+        said = ", ".join(f"{ep.name} {image.digest}" for ep, image in served)
+        msg = f"the staging endpoints serve different images at {spec.ref} ({said}); finish its release first"
+        raise VerifyFailed(msg)
+    ep, image = served[0]
+    return RegistrySide(staging.client(ep), staging.repo(ep)), image
+
+
+def refusals(
+    source: RegistrySide, image: Manifest, record: ReleaseRecord | None, today: date, target: EndpointPool
+) -> None:
+    """Withdrawn at staging or at a target (exit 16), or a gate that failed or no longer holds
+    (exit 14)."""
+    ref = target.spec.ref
+    standing = in_force(notices_at(source.client, source.repo, image.digest))
+    withdrawn = standing[0] if standing else withdrawal_in_force(target, image.digest)
+    if withdrawn is not None:
+        msg = (f"{ref} is {withdrawn.words()}; nothing was promoted (`xpu-release reinstate {ref}` undoes "
+               "the withdrawal)")  # fmt: skip
+        raise ReleaseWithdrawn(msg)
+    if record is not None and record.digest == image.digest and (record.scan or {}).get("status") == "failed":
+        msg = f"{ref} failed its vulnerability gate (its release record says so); nothing was promoted"
+        raise GateFailed(msg)
+    found = list_referrers(source.client, source.repo, image.digest)
+    for due, vulnerability in _reviews(source, found):
+        if date.fromisoformat(due) < today:
+            msg = (f"{ref}: the exception for {vulnerability} in its VEX was due for review on {due}; "
+                   "the gate's conclusion no longer holds: review it and release again. Nothing was "
+                   "promoted")  # fmt: skip
+            raise GateFailed(msg)
+
+
+def _reviews(source: RegistrySide, found: Referrers) -> list[tuple[str, str]]:
+    """(review_by, vulnerability) of each exception in the release's VEX (none: no VEX)."""
+    out = []
+    for desc in found.ours("vex")[:1]:
+        doc = statement(fetch_attachment(source.client, source.repo, desc, "vex").payload) or {}
+        predicate = doc.get("predicate")
+        statements = predicate.get("statements") if isinstance(predicate, dict) else None
+        for s in statements if isinstance(statements, list) else []:
+            due = s.get("review_by") if isinstance(s, dict) else None
+            vulnerability = s.get("vulnerability") if isinstance(s, dict) else None
+            name = vulnerability.get("name") if isinstance(vulnerability, dict) else None
+            if isinstance(due, str) and _is_day(due[:10]):
+                out.append((due[:10], str(name or "?")))
+    return out
+
+
+def _is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def conflicts(target: EndpointPool, digest: str, targets: tuple[Target, ...] | None = None) -> None:
+    """Every target's version tag (of ``targets``, default all) holds nothing or this image, or
+    nothing is copied (exit 9)."""
+    found = []
+    for t in targets or target.plan.targets:
+        held = target.client(t.endpoint).head_manifest(target.repo(t.endpoint), target.spec.version)
+        if held is not None and held != digest:
+            found.append(f"  {t.version_ref}: holds {held}")
+    if found:
+        head = f"{target.spec.ref} is another image at the target; version tags are immutable:"
+        msg = "\n".join([head, *found, f"nothing was promoted (staging serves {digest})"])
+        raise TagConflict(msg)
+
+
+def promote(
+    staging: EndpointPool, target: EndpointPool, *, spool: Path, record: ReleaseRecord | None, today: date,
+    floating: tuple[str, ...], on_line: Sink = lambda _: None,
+) -> Promoted:  # fmt: skip
+    """Copy ``staging.spec``'s release from the staging endpoints to ``target``'s; see above.
+    ``floating``: the floating tags publish would move (``plan.moving``: never backwards)."""
+    spec = target.spec
+    source, image = source_of(staging)
+    refusals(source, image, record, today, target)
+    conflicts(target, image.digest)
+    found = list_referrers(source.client, source.repo, image.digest)
+    attachments: dict[str, str] = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
+    out = Promoted(ref=spec.ref, digest=image.digest, source=source.name, config=image.config_digest or "",
+                   attachments=attachments)  # fmt: skip
+
+    def copy(t: Target) -> MirrorReport:  # a client of its own at each end, in its own thread
+        src = RegistrySide(staging.client(source.client.endpoint, fresh=True), source.repo)
+        dst = RegistrySide(target.client(t.endpoint, fresh=True), target.repo(t.endpoint))
+        return mirror(src, dst, spec.version, spool, on_line, tag_it=False)
+
+    with ThreadPoolExecutor(max_workers=min(8, len(target.plan.targets))) as ex:
+        out.copies = list(ex.map(copy, target.plan.targets))
+    problems = [p for r in out.copies for p in r.problems]
+    if problems:
+        raise PublishError("\n".join([f"{spec.ref} is not promoted everywhere (no version tag was written); "
+                                      "rerun to finish:", *(f"  {p}" for p in problems)]))  # fmt: skip
+    for t in target.plan.targets:  # tags last, each held to immutability at the moment of writing
+        conflicts(target, image.digest, (t,))
+        client, repo = target.client(t.endpoint), target.repo(t.endpoint)
+        client.put_manifest(repo, spec.version, image)
+        if client.head_manifest(repo, spec.version) != image.digest:
+            msg = f"{t.version_ref} does not serve {image.digest} after writing it"
+            raise PublishError(msg)
+        out.tagged.append(t.version_ref)
+    report = verify(target, image.digest, deep=False, attachments=out.attachments, on_line=on_line)
+    if not report.ok:
+        lines = [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
+        raise VerifyFailed("\n".join([f"{spec.ref}: promoted, but the targets do not verify:", *lines]))
+    if floating:
+        tags = TagRules(spec, target, None, allow_overwrite=False, workers=1, on_line=on_line)
+        out.floating = tags.move_floating(image, floating)
+    return out
+
+
+def recorded(
+    done: Promoted, record: ReleaseRecord | None, target: EndpointPool, *, source: str, channel: str, at: str,
+    inputs: str = "",
+) -> ReleaseRecord:  # fmt: skip
+    """The release record after ``done``: the record of the release (its publish to staging)
+    with this promotion added; with no record of this digest here (another runner), one made
+    from what the registries say, whose endpoints are the promotion's."""
+    names = tuple(t.endpoint.name for t in target.plan.targets)
+    entry = Promotion(source=source, channel=channel, endpoints=names, at=at)
+    if record is not None and record.digest == done.digest:
+        kept = tuple(p for p in record.promotions if (p.source, p.channel) != (source, channel))
+        return replace(record, promotions=(*kept, entry))
+    spec = target.spec
+    endpoints = tuple(
+        EndpointRecord(endpoint=t.endpoint.name, host=t.endpoint.host, version_ref=t.version_ref,
+                       floating_refs=t.floating_refs, status="verified", digest=done.digest, verified_at=at)
+        for t in target.plan.targets
+    )  # fmt: skip
+    return ReleaseRecord(
+        ref=spec.ref, manifest=spec.manifest_path, manifest_sha256=spec.content_hash, inputs_sha256=inputs,
+        tested_image_id=done.config, digest=done.digest, published_at=at, complete=True,
+        floating_moved=done.floating, endpoints=endpoints, attachments=dict(done.attachments),
+        promotions=(entry,),
+    )  # fmt: skip
+
+
+def inputs_of(pool: EndpointPool, config: str) -> str:
+    """The inputs digest the image's config carries (its label), for a record made here."""
+    for t in pool.plan.targets:
+        try:
+            raw = pool.client(t.endpoint).blob_bytes(pool.repo(t.endpoint), config, limit=1 << 20)
+            labels = (json.loads(raw).get("config") or {}).get("Labels") or {}
+        except (ReleaseError, ValueError, AttributeError):
+            continue
+        return str(labels.get(INPUTS_LABEL) or "") if isinstance(labels, dict) else ""
+    return ""

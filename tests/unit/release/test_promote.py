@@ -1,0 +1,279 @@
+"""``promote`` between two channels of fake registries (staging and production, three endpoints
+each): one digest copied with every referrer (SBOM, signed provenance and its cosign bundle and
+``.att`` tag, VEX, lifecycle), the version tags written once every endpoint holds it, verified,
+``latest`` moved last; a rerun copies nothing; a withdrawn release (exit 16), a failed or stale
+gate (exit 14) and a target holding another image (exit 9) are refused with nothing copied; a
+copy that breaks at one endpoint shows nowhere, and a rerun finishes; the record keeps where and
+when each set of endpoints got the release."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from xpu_release.evidence.attachment import Attachment
+from xpu_release.evidence.cosign import att_tag, bundles_for
+from xpu_release.evidence.lifecycle import lifecycle_statement
+from xpu_release.evidence.referrers import EMPTY, EMPTY_TYPE, attach, findable, list_referrers
+from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
+from xpu_release.oci.registry import OCI_MANIFEST, Manifest, sha256_digest
+from xpu_release.release import promote as promoting
+from xpu_release.release.record import read
+
+from ..evidence.test_sign_only_ours import key
+from ..helpers import run
+from .line import LOGIN, PASSWORD, Channel, channel, image_of, manifests, publish, recorded
+
+VERSIONS = ["1.0", "1.1"]
+SIGNER = key()
+
+
+def vex(review_by: str) -> bytes:
+    statements = [
+        {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected", "review_by": review_by}
+    ]
+    return json.dumps(
+        {"predicateType": "https://openvex.dev/ns", "predicate": {"statements": statements}}
+    ).encode()
+
+
+def evidence(ch: Channel, version: str, spool: Path, review_by: str = "2099-01-01") -> None:
+    """What a signed, gated release with a support date carries beyond its SBOM."""
+    _, image = image_of(version)
+    provenance = Attachment(
+        kind="provenance", payload=envelope(b'{"_type":"x"}', SIGNER), media_type=ENVELOPE_TYPE
+    )
+    end = lifecycle_statement("demo", f"demo:{version}", date(2027, 6, 30), image.digest)
+    bundles = bundles_for((provenance,), SIGNER.verifier())
+    docs = [
+        provenance,
+        *bundles,
+        Attachment(kind="vex", payload=vex(review_by)),
+        Attachment(kind="lifecycle", payload=end),
+    ]
+    empty = {"mediaType": EMPTY_TYPE, "digest": sha256_digest(EMPTY), "size": len(EMPTY)}
+    subject = {"mediaType": OCI_MANIFEST, "digest": image.digest, "size": len(image.body)}
+    sig = {
+        "artifactType": "application/x.example.sig",
+        "config": empty,
+        "layers": [empty],
+        "subject": subject,
+    }
+    body = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, **sig}).encode()
+    foreign = Manifest(digest=sha256_digest(body), media_type=OCI_MANIFEST, body=body)  # another tool's
+    for ep in ch.endpoints():
+        client, repo = ch.client(ep), ch.repo(ep)
+        attach(client, repo, image, docs, created="2026-01-01T00:00:00Z", spool=spool)
+        client.put_manifest(repo, foreign.digest, foreign)
+        findable(client, repo, image, [foreign])
+
+
+@pytest.fixture
+def channels(repo: Path, tmp_path: Path) -> Iterator[tuple[Channel, Channel, dict[str, str]]]:
+    """demo 1.0 and 1.1 released to staging (signed, gated, with a support date); production
+    serves nothing of them."""
+    manifests(repo, VERSIONS)
+    with (
+        channel(repo, tmp_path, "staging", "staging") as staging,
+        channel(repo, tmp_path, "production") as prod,
+    ):
+        digests = publish(staging, VERSIONS, tmp_path / "spool").digests
+        for v in VERSIONS:
+            evidence(staging, v, tmp_path / "spool")
+        yield staging, prod, digests
+
+
+def promote(staging: Channel, prod: Channel, ref: str = "demo:1.1", *more: str) -> tuple[int, str, str]:
+    args = ("--registries", str(prod.file), "promote", ref, "--from", str(staging.file), *more, *LOGIN)
+    result = run(prod.root, *args, input=PASSWORD)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def referrers(ch: Channel, digest: str) -> dict[str, list[str]]:
+    out = {}
+    for ep in ch.endpoints():
+        found = list_referrers(ch.client(ep), ch.repo(ep), digest)
+        out[ep.name] = sorted(d.digest for d in found.descriptors)
+    return out
+
+
+def test_promote_copies_one_digest_with_every_referrer_then_the_tags(
+    channels: tuple[Channel, Channel, dict[str, str]],
+) -> None:
+    staging, prod, digests = channels
+    assert set(prod.served("1.1").values()) == {None}
+
+    code, out, err = promote(staging, prod, "demo:1.1", "--json")
+    again = promote(staging, prod, "demo:1.1", "--json")
+    verified = run(prod.root, "--registries", str(prod.file), "verify", "demo:1.1", *LOGIN, input=PASSWORD)
+
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(prod.served("1.1").values()) == {digests["1.1"]}
+    assert set(prod.served("latest").values()) == {digests["1.1"]}  # moved last
+    (staged,) = set(map(tuple, referrers(staging, digests["1.1"]).values()))
+    assert len(staged) == 6  # SBOM, provenance, its bundle, VEX, lifecycle, and another tool's
+    assert set(map(tuple, referrers(prod, digests["1.1"]).values())) == {staged}
+    src, dst = staging.endpoints()[0], prod.endpoints()[2]
+    assert prod.client(dst).head_manifest(prod.repo(dst), att_tag(digests["1.1"])) == staging.client(
+        src
+    ).head_manifest(staging.repo(src), att_tag(digests["1.1"]))
+    assert {tuple(c["kinds"]) for c in report["copies"]} == {
+        ("lifecycle", "provenance", "provenance-bundle", "sbom", "vex")
+    }
+    assert all(c["att"] for c in report["copies"])
+    assert again[0] == 0, again[2]
+    assert [c["blobs_copied"] for c in json.loads(again[1])["copies"]] == [0, 0, 0]  # resumable: all there
+    assert verified.exit_code == 0, verified.stderr
+    assert set(staging.served("latest").values()) == {digests["1.1"]}  # staging untouched
+
+
+def test_the_record_keeps_where_and_when_each_set_of_endpoints_got_it(
+    channels: tuple[Channel, Channel, dict[str, str]],
+) -> None:
+    staging, prod, digests = channels
+    path = recorded(staging, "1.1", digests["1.1"])
+
+    code, _, err = promote(staging, prod)
+    again = promote(staging, prod)
+
+    assert code == 0, err
+    assert again[0] == 0, again[2]
+    record = read(path)
+    assert [e.endpoint for e in record.endpoints] == ["public", "vpc/cn-beijing", "vpc/cn-wulanchabu"]
+    assert record.endpoints[0].host == staging.endpoints()[0].host  # its publish: to staging
+    (promotion,) = record.promotions  # a rerun is the same promotion, not a second one
+    assert promotion.source == str(staging.file)
+    assert promotion.channel == str(prod.file)
+    assert promotion.endpoints == ("public", "vpc/cn-beijing", "vpc/cn-wulanchabu")
+    assert promotion.at.endswith("Z")
+
+
+def test_without_a_record_here_one_is_made_from_what_the_registries_say(
+    channels: tuple[Channel, Channel, dict[str, str]],
+) -> None:
+    staging, prod, digests = channels
+
+    code, out, err = promote(staging, prod, "demo:1.1", "--json")
+
+    assert code == 0, err
+    record = read(Path(json.loads(out)["record"]))
+    assert record.digest == digests["1.1"]
+    assert record.complete
+    assert [e.host for e in record.endpoints] == [ep.host for ep in prod.endpoints()]
+    assert set(record.attachments) == {"sbom", "provenance", "provenance-bundle", "vex", "lifecycle"}
+
+
+# --- refused, nothing copied ----------------------------------------------------------------------
+
+
+def nothing_at_production(prod: Channel, digest: str) -> bool:
+    return set(prod.served("1.1").values()) == {None} and all(
+        prod.client(ep).head_manifest(prod.repo(ep), digest) is None for ep in prod.endpoints()
+    )
+
+
+def test_a_withdrawn_release_is_refused(channels: tuple[Channel, Channel, dict[str, str]]) -> None:
+    staging, prod, digests = channels
+    run(staging.root, "--registries", str(staging.file), "withdraw", "demo:1.1", "--reason", "bad", *LOGIN,
+        input=PASSWORD)  # fmt: skip
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 16, err
+    assert "withdrawn" in err
+    assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_a_release_withdrawn_at_production_is_not_promoted_again(
+    channels: tuple[Channel, Channel, dict[str, str]],
+) -> None:
+    staging, prod, _ = channels
+    assert promote(staging, prod)[0] == 0
+    run(prod.root, "--registries", str(prod.file), "withdraw", "demo:1.1", "--reason", "bad in production",
+        *LOGIN, input=PASSWORD)  # fmt: skip
+    latest = prod.served("latest")
+
+    code, _, err = promote(staging, prod)  # staging knows nothing of the withdrawal
+
+    assert code == 16, err
+    assert "bad in production" in err
+    assert prod.served("latest") == latest  # not moved back onto it
+
+
+def test_a_release_whose_gate_failed_is_refused(channels: tuple[Channel, Channel, dict[str, str]]) -> None:
+    staging, prod, digests = channels
+    recorded(
+        staging, "1.1", digests["1.1"], scan={"status": "failed", "reason": "threshold high", "findings": []}
+    )
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 14, err
+    assert "failed its vulnerability gate" in err
+    assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_a_release_whose_vex_exception_is_past_its_review_is_refused(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path
+) -> None:
+    staging, prod, digests = channels
+    evidence(staging, "1.1", tmp_path / "spool", review_by="2026-01-31")  # replaces the VEX
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 14, err
+    assert "CVE-2026-0001" in err
+    assert "2026-01-31" in err
+    assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_a_target_whose_version_tag_holds_another_image_is_refused(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path
+) -> None:
+    staging, prod, digests = channels
+    publish(prod, ["1.0"], tmp_path / "spool", latest=False)
+    _, other = image_of("1.0")
+    ep = prod.endpoints()[1]
+    prod.client(ep).put_manifest(prod.repo(ep), "1.1", other)  # one region holds another image at 1.1
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 9, err
+    assert other.digest in err
+    assert prod.served("1.1") == {"public": None, "vpc/cn-beijing": other.digest, "vpc/cn-wulanchabu": None}
+    assert all(prod.client(e).head_manifest(prod.repo(e), digests["1.1"]) is None for e in prod.endpoints())
+
+
+def test_a_copy_broken_at_one_endpoint_shows_nowhere_and_a_rerun_finishes(
+    channels: tuple[Channel, Channel, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, prod, digests = channels
+    real = promoting.mirror
+    region = prod.endpoints()[2]
+
+    def broken(source, target, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if target.client.endpoint.name == region.name:
+            from xpu_release.errors import WireError
+
+            msg = f"{region.host}: connection reset"
+            raise WireError(msg)
+        return real(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(promoting, "mirror", broken)
+    code, _, err = promote(staging, prod)
+    halfway = prod.served("1.1")
+    monkeypatch.setattr(promoting, "mirror", real)
+    rerun = promote(staging, prod, "demo:1.1", "--json")
+
+    assert code == 7, err
+    assert set(halfway.values()) == {None}  # no version tag anywhere until every endpoint holds it
+    assert rerun[0] == 0, rerun[2]
+    copied = {c["target"].split("/")[0]: c["blobs_copied"] for c in json.loads(rerun[1])["copies"]}
+    assert copied[region.host] > 0
+    assert sum(copied.values()) == copied[region.host]  # the others only proven, nothing sent again
+    assert set(prod.served("1.1").values()) == {digests["1.1"]}
