@@ -7,7 +7,18 @@ user errors to messages and exit statuses.
 May import: every wing. Nothing imports it.
 """
 
-from . import ci, housekeeping, images, lifecycle, manifests, publishing, reference, releases, watching
+from . import (
+    ci,
+    housekeeping,
+    images,
+    lifecycle,
+    manifests,
+    mirroring,
+    publishing,
+    reference,
+    releases,
+    watching,
+)
 from .app import cli, main
 
 __all__ = [
@@ -18,6 +29,7 @@ __all__ = [
     "lifecycle",
     "main",
     "manifests",
+    "mirroring",
     "publishing",
     "reference",
     "releases",

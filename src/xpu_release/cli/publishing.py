@@ -1,10 +1,9 @@
-"""Commands that publish and check releases at the endpoints: publish, verify, status, mirror."""
+"""Commands that publish and check releases at the endpoints: publish, verify, status (mirror:
+``mirroring.py``)."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -306,121 +305,3 @@ def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
         names = ", ".join(sorted({ep for ep, _ in down}))
         msg = f"unreachable: {names}: {down[0][1]}"
         raise StackError(msg)
-
-
-# --- mirror ------------------------------------------------------------------------------
-
-
-def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create: bool) -> Any:
-    """``oci:DIR`` or ``HOST/REPOSITORY`` as one end of a mirror. A host the registries file
-    names is reached as it says (TLS CA file, or plain HTTP on loopback); another by HTTPS."""
-    import re
-
-    from ..oci.endpoint import Endpoint
-    from ..oci.layout import Layout
-    from ..oci.registry import RegistryClient, RetryPolicy
-    from ..release.mirror import LayoutSide, RegistrySide
-
-    if text.startswith("oci:"):
-        folder = text.removeprefix("oci:")
-        if not folder or ":" in folder:
-            msg = f"{text!r}: name a directory, oci:DIR (the version is the release's)"
-            raise click.BadParameter(msg, param_hint=option)
-        layout = Layout(Path(folder))
-        if not create or layout.exists():  # a target is made on the copy's first write
-            layout.check()
-        return LayoutSide(layout)
-    host, _, path = text.partition("/")
-    component = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-    if not host or "://" in text or not re.fullmatch(rf"{component}(?:/{component})*", path):
-        msg = (
-            f"{text!r}: name HOST/REPOSITORY (lower case, e.g. registry.example.com/team/training-cpu-"
-            "pytorch) or oci:DIR; the version is the release's"
-        )
-        raise click.BadParameter(msg, param_hint=option)
-    known = next((e for e in registries.publish_endpoints() if e.host == host), None)
-    namespace = path.rpartition("/")[0]
-    ca_file = known.ca_file if known else None
-    ep = Endpoint(registry="mirror", role="public", region=None, host=host, namespace=namespace,
-                  insecure=bool(known and known.insecure), ca_file=ca_file)  # fmt: skip
-    return RegistrySide(RegistryClient(ep, creds.for_host(host), RetryPolicy(attempts=3)), path)
-
-
-@cli.command()
-@ref_argument()
-@click.option(
-    "--to",
-    "target",
-    required=True,
-    metavar="oci:DIR|HOST/REPOSITORY",
-    help="Where to copy the release: an OCI image layout directory, or a registry repository.",
-)
-@click.option(
-    "--from",
-    "source",
-    metavar="oci:DIR|HOST/REPOSITORY",
-    help="Where to copy it from (default: the release's first endpoint).",
-)
-@json_option()
-@with_login
-@pass_state
-def mirror(
-    state: State,
-    ref: str,
-    target: str,
-    source: str | None,
-    as_json: bool,
-    username: str | None,
-    password_stdin: bool,
-) -> None:
-    """Copy a published release, by digest, with every document that refers to it (SBOM,
-    provenance, VEX, cosign's layouts) to another registry repository or an OCI layout
-    directory, and back. Exit 9 when the target's version tag holds another image; a rerun
-    skips what is there and intact (a damaged blob is copied again); every blob is hashed where
-    it lands (exit 7 naming what is missing or damaged); a host that does not answer is exit 10.
-
-    \b
-    Examples:
-      xpu-release mirror training-cpu-pytorch:25.03 --to oci:/media/usb/training-cpu-pytorch
-      xpu-release mirror training-cpu-pytorch:25.03 --from oci:/media/usb/training-cpu-pytorch \\
-          --to registry.region.example/ai/training-cpu-pytorch
-    """
-    from ..errors import NotFoundError, VerifyFailed
-    from ..release.mirror import NothingAtTag, RegistrySide
-    from ..release.mirror import mirror as run_mirror
-    from ..release.pool import EndpointPool
-
-    spec = state.repo.load_ref(ref)
-    registries = state.registries()
-    creds = _credentials(username, password_stdin, registries)
-    if source is None:
-        pool = EndpointPool(spec, registries, creds)
-        first = pool.plan.targets[0].endpoint
-        src = RegistrySide(pool.client(first), pool.repo(first))
-    else:
-        src = _mirror_side(source, "--from", registries, creds, create=False)
-    dst = _mirror_side(target, "--to", registries, creds, create=True)
-    try:
-        with contextlib.closing(line_sink()) as live:  # lines, and meters of the bytes copied and checked
-            report = run_mirror(src, dst, spec.version, state.settings.cache, on_line=live)
-    except NothingAtTag as exc:
-        hint = "publish it first, or name the source with --from" if source is None else (
-            f"is {spec.version} the version it holds? (check --from)")  # fmt: skip
-        msg = f"{exc.message}: {hint}"
-        raise NotFoundError(msg) from None
-    if as_json:
-        from dataclasses import asdict
-
-        _emit_json({**asdict(report), "ok": report.ok})
-    elif report.ok:
-        att = (f" ({', '.join(report.kinds)})" if report.kinds else "") + (
-            ", cosign's .att" if report.att else ""
-        )
-        again = f", {report.blobs_replaced} found damaged and copied again" if report.blobs_replaced else ""
-        click.echo(f"{spec.ref}: {report.digest} at {report.target} with {len(report.referrers)} "
-                   f"referrers{att}; {report.blobs_copied} blobs copied ({report.bytes_copied / 1e6:.1f} "
-                   f"MB), {report.blobs_skipped} present and intact{again}; every blob hashed where it "
-                   "landed")  # fmt: skip
-    if not report.ok:
-        raise VerifyFailed("\n".join([f"{spec.ref}: the copy at {report.target} is incomplete:",
-                                      *(f"  {p}" for p in report.problems)]))  # fmt: skip
