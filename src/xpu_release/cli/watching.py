@@ -66,7 +66,8 @@ def _say(w: Any) -> None:
     """One release as ``watch`` answers for it."""
     sla = " (out of SLA)" if w.sla == "out" and w.state == "needs a patch" else ""
     by = f" by {w.superseded_by}" if w.superseded_by else ""
-    click.echo(f"{w.ref}  {w.state}{by}{sla}")
+    eol = f" since {w.end_of_life}: not watched (past its support date)" if w.end_of_life else ""
+    click.echo(f"{w.ref}  {w.state}{by}{eol}{sla}")
     for r in w.reasons:
         click.echo(f"  {r.text}")
     for o in w.open:
@@ -115,7 +116,8 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     """Is every published release (or NAME:VERSION…) still safe? Without the engine and without
     rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
     its base (moved tag, a patched base release); each open finding's fix and SLA
-    (security.sla_days). Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
+    (security.sla_days). A release past its support date (support:) is end of life: said, and
+    not checked. Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
     release that could not be checked ends in its own error's code. Each answer is added to the
     release's re-scan history (out/releases/<name>/<version>.watch/). Without --release it ends
     with the plan: what --release would patch and release, parents first.
@@ -271,6 +273,10 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
             _patched(
                 as_json, None, watched, f"{ref} is superseded by {watched.superseded_by}: patch that one"
             )
+            return
+        if watched.state == "end of life":
+            said = f"{ref} is end of life since {watched.end_of_life}: it gets no patch; nothing was written"
+            _patched(as_json, None, watched, said)
             return
         prepared = _prepare(state, watcher, ref, watched)
         if not prepared.changes:

@@ -1,6 +1,8 @@
 """``watch``: is every published release still safe, without rebuilding it or having it in the
 engine? For each release the repository's manifests name, the public endpoint is asked what its
-version tag serves; a release not served is *not published* (reported, not an error). Then:
+version tag serves; a release not served is *not published* (reported, not an error). A release
+past its support date (the manifest's ``support:``, ``manifest/support.py``) is *end of life*:
+said, and not asked about at all (no registry, no scan, no patch; nothing is deleted). Then:
 
 - **superseded**: a later release of its line (a patch) is published; it is left to that one;
 - its SBOM **as published** (read from the registry by digest) is scanned against today's
@@ -32,13 +34,22 @@ from ..evidence.scan import Finding, scan
 from ..evidence.vex import Statement, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import line_of, newer_in_line
+from ..manifest.support import state as support_state
 from . import history
 from .basewatch import Reason, Unchecked, base_reasons, unchecked
 from .published import Reader, check_sbom
 from .record import default_path, read_optional
 from .sla import Clock, clock, overall
 
-State = Literal["up to date", "needs a patch", "superseded", "out of SLA", "not published", "could not check"]
+State = Literal[
+    "up to date",
+    "needs a patch",
+    "superseded",
+    "out of SLA",
+    "not published",
+    "could not check",
+    "end of life",
+]
 ORDER = ("critical", "high", "medium", "low", "unknown")
 
 
@@ -72,6 +83,7 @@ class Watched:
     unchecked: tuple[Unchecked, ...] = ()
     scanned: bool = False  # its SBOM as published was read and scanned
     history: str | None = None  # the re-scan history entry written
+    end_of_life: str | None = None  # the date its support ended (state "end of life": skipped)
 
     @property
     def sla(self) -> str:
@@ -95,7 +107,7 @@ class Watched:
             "superseded_by": self.superseded_by, "pending": self.pending,
             "unchecked": [{"what": u.what, "message": u.message, "exit_code": u.exit_code}
                           for u in self.unchecked],
-            "scanned": self.scanned, "history": self.history,
+            "scanned": self.scanned, "history": self.history, "end_of_life": self.end_of_life,
         }  # fmt: skip
 
 
@@ -142,6 +154,10 @@ class Watcher:
         except ReleaseError as exc:
             return Watched(ref=ref, state="could not check", checked_at=self.stamp,
                            unchecked=(unchecked("manifest", exc),))  # fmt: skip
+        standing = support_state(spec, self.today)
+        if standing.end_of_life:  # skipped: a release past its support date gets no patch
+            return Watched(ref=ref, state="end of life", checked_at=self.stamp, line=line_of(spec),
+                           end_of_life=str(standing.end))  # fmt: skip
         ep = self.reader.public()
         head = Watched(ref=ref, state="not published", checked_at=self.stamp, line=line_of(spec),
                        endpoint=ep.name)  # fmt: skip
