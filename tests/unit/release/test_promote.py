@@ -115,6 +115,10 @@ def test_promote_copies_one_digest_with_every_referrer_then_the_tags(
     report = json.loads(out)
     assert set(prod.served("1.1").values()) == {digests["1.1"]}
     assert set(prod.served("latest").values()) == {digests["1.1"]}  # moved last
+    assert set(prod.served("1.1-latest").values()) == {digests["1.1"]}  # and the line's tag
+    assert (
+        sorted(r.rpartition(":")[2] for r in report["floating_moved"]) == ["1.1-latest"] * 3 + ["latest"] * 3
+    )
     (staged,) = set(map(tuple, referrers(staging, digests["1.1"]).values()))
     assert len(staged) == 6  # SBOM, provenance, its bundle, VEX, lifecycle, and another tool's
     assert set(map(tuple, referrers(prod, digests["1.1"]).values())) == {staged}
