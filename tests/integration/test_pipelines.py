@@ -159,7 +159,9 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
     regs = registries_file(tmp_path / "regs.yaml", "w" + uuid.uuid4().hex[:10])
     nothing = tmp_path / "no-advisories"
     nothing.mkdir()
-    tested.run("--registries", str(regs), "release", REF, "--advisories", str(nothing), check=True)
+    # Released from the project (its own out/): the session's repository keeps its records.
+    Cli(root=project, env=tested.env).run("--registries", str(regs), "release", REF, "--advisories",
+                                          str(nothing), check=True)  # fmt: skip
     before = served(tested, regs, "1.0")
     published = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     advisory = {"schema_version": "1.6.0", "id": "TEST-WATCH-1", "aliases": ["CVE-2099-0201"],
@@ -173,7 +175,9 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
 
     listed = _run(tested, project, "--list", variables=schedule)
     first = _run(tested, project, "watch", variables=schedule, env=env)
+    answer = json.loads((project / "out" / "watch.json").read_text())
     again = _run(tested, project, "watch", variables=schedule, env=env)
+    quiet = json.loads((project / "out" / "watch.json").read_text())
 
     assert "watch" in listed.stdout
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
@@ -185,10 +189,12 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
     assert None not in after.values()
     assert set(served(tested, regs, "latest").values()) == set(after.values())
     assert served(tested, regs, "1.0") == before  # the patched release's tag never moves
-    answer = json.loads((project / "out" / "watch.json").read_text())
-    assert json.dumps(answer).count("CVE-2099-0201") >= 1
+    (step,) = answer["patched"]
+    assert (step["ref"], step["patch"], step["digest"]) == (REF, "xpu-fixture:1.0.1", after["public"])
+    assert step["why"]  # every reason it was patched for
     notes = (project / "out" / "releases" / "xpu-fixture" / "1.0.1.en.md").read_text()
     assert "CVE-2099-0201" in notes
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
     assert not (project / "manifests" / "xpu-fixture" / "1.0.2.yaml").exists()
+    assert quiet["patched"] == []
     assert served(tested, regs, "1.0.1") == after  # nothing new published
