@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .evaluation import EvaluationSpec
 from .inherit import applies
 
 # Where a base is served when the manifest names no ``base.registry`` (a family's release is
@@ -172,6 +173,7 @@ class ImageSpec:
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
     content_hash: str  # sha256 of the resolved manifest, canonical JSON
+    evaluation: EvaluationSpec | None = None  # the performance evaluation after the smoke test
 
     @property
     def base_provides(self) -> frozenset[str]:
@@ -266,6 +268,7 @@ class ImageSpec:
                 bug_fixes=tuple(Localized.from_dict(b) for b in release.get("bug_fixes") or ()),
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
             ),
+            evaluation=EvaluationSpec.from_dict(data["evaluation"]) if data.get("evaluation") else None,
             content_hash=hashlib.sha256(
                 json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
             ).hexdigest(),

@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from . import evaluation
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
 from .types import Checker
@@ -160,6 +161,13 @@ def env_leaves_the_templates_variables_alone(m: Resolved, c: Checker) -> None:
         c.fail(("env", name), f"{name} is set by the template; it cannot be overridden here")
 
 
+def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
+    """``evaluation:`` names each variant once, has a command, and accepts only a regression it
+    can find (``evaluation.RULES``, beside its format)."""
+    for rule in evaluation.RULES:
+        rule(m.data, c)
+
+
 RULES: tuple[Rule, ...] = (
     a_family_base_names_its_release,
     a_base_image_names_where_it_is,
@@ -172,6 +180,7 @@ RULES: tuple[Rule, ...] = (
     release_notes_name_components,
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
+    the_evaluation_holds_together,
 )
 
 
