@@ -7,7 +7,18 @@ user errors to messages and exit statuses.
 May import: every wing. Nothing imports it.
 """
 
-from . import ci, housekeeping, images, manifests, publishing, reference, releases
+from . import ci, evaluating, housekeeping, images, manifests, publishing, reference, releases
 from .app import cli, main
 
-__all__ = ["ci", "cli", "housekeeping", "images", "main", "manifests", "publishing", "reference", "releases"]
+__all__ = [
+    "ci",
+    "cli",
+    "evaluating",
+    "housekeeping",
+    "images",
+    "main",
+    "manifests",
+    "publishing",
+    "reference",
+    "releases",
+]

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from ..errors import DamagedFileError, NotFoundError
 from ..evidence.attachment import ALL_KINDS
 from ..guard.writing import write_bytes
+from ..image.evaluation import EVALUATION_SCHEMA
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -56,6 +57,9 @@ class ReleaseRecord:
     # The vulnerability gate (evidence/scan.py): passed with its findings, or skipped and why;
     # None when no release ran it (a bare `publish`).
     scan: dict[str, Any] | None = None
+    # The performance evaluation (image/evaluation.py ``entry``): every round's figures of every
+    # arm, the comparisons and what they concluded, or skipped and why; None when none ran.
+    evaluation: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,6 +173,7 @@ SCHEMA: dict[str, Any] = {
                 }},
             },
         }]},
+        "evaluation": {"anyOf": [{"type": "null"}, EVALUATION_SCHEMA]},
     },
 }  # fmt: skip
 
