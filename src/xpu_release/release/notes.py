@@ -14,6 +14,8 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.loader import version_key
 from ..manifest.registries import Registries
+from .evalnotes import LABELS as EVALUATION_LABELS
+from .evalnotes import section as evaluation_section
 from .record import ReleaseRecord, default_path, read_optional
 
 LABELS: dict[str, dict[str, str]] = {
@@ -231,6 +233,8 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         t=LABELS[lang],
         record=record,
         security=security_section(repo, spec, record),
+        evaluation=evaluation_section(record, lang),
+        te=EVALUATION_LABELS[lang],
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
         p=lambda text: typeset(text, lang),
         scenario="/".join(names[s] for s in spec.scenario),
