@@ -12,10 +12,13 @@ never silently dropped. Then it measures (``image/experiment.py``), compares
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..errors import NotFoundError, ReleaseError
+from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
 from ..image.engine import ImageInfo
@@ -29,6 +32,7 @@ from ..manifest.evaluation import PLAIN, EvaluationSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..progress import Sink
+from ..settings import cache_dir
 from . import record as records
 
 
@@ -190,3 +194,37 @@ def gate_failure(spec: ImageSpec, evaluated: Evaluated) -> str:
         f"[{{variant: {first.variant}, against: {first.against}, reason: <why>}}]"
     )
     return "\n".join(lines)
+
+
+# --- measured before ------------------------------------------------------------------------------
+#
+# A rerun of a release (a CI retry, a publish that failed at one endpoint) evaluates the very same
+# images with the very same evaluation: it takes what was measured then, kept in the cache by all
+# of that, instead of measuring again (and the notes, rendered from it, stay the same).
+
+
+def _key(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> str:
+    assert spec.evaluation is not None
+    basis = {"evaluation": asdict(spec.evaluation), "image": image_id,
+             "references": [[r.role, r.ref, r.image_id, r.missing] for r in refs]}  # fmt: skip
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def measured_before(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> dict[str, Any] | None:
+    """The entry of a passed evaluation of these very images and evaluation (None: none kept)."""
+    path = cache_dir() / "evaluated" / f"{_key(spec, image_id, refs)}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None  # none, or damaged: measured again
+    ok = (
+        isinstance(data, dict)
+        and data.get("status") == "passed"
+        and data.get("images", {}).get(THIS, {}).get("id") == image_id
+    )
+    return data if ok else None
+
+
+def remember(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...], entry: dict[str, Any]) -> None:
+    path = cache_dir() / "evaluated" / f"{_key(spec, image_id, refs)}.json"
+    write_bytes(path, json.dumps(entry, sort_keys=True).encode(), within=cache_dir(), what="evaluation")

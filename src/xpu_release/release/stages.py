@@ -23,7 +23,7 @@ from ..settings import cache_dir
 from . import record as records
 from .context import Outcome, ReleaseContext, Status, done
 from .documents import gate_vex
-from .evaluate import evaluate_image, gate_failure, references
+from .evaluate import evaluate_image, gate_failure, measured_before, references, remember
 from .notes import notes_path, render_notes
 from .preflight import preflight as preflight_checks
 from .preflight import verdict
@@ -70,6 +70,10 @@ def evaluate(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[dict
         return Outcome(status=Status.SKIPPED, detail="the manifest declares no evaluation", value=None)
     lock, creds = ctx.inputs.lock, ctx.pool.credentials
     refs = references(ctx.repo, spec, ctx.registries, lock, engine, creds, image_id)
+    before = measured_before(spec, image_id, refs)
+    if before is not None:
+        kept = f"measured before for these very images ({before.get('rounds')} rounds): kept"
+        return Outcome(status=Status.SKIPPED, detail=kept, value=before)
     evaluated = evaluate_image(spec, engine, image_id, refs, on_line=ctx.on_line)
     if evaluated is None:
         against = ", ".join(spec.evaluation.against)
@@ -79,6 +83,7 @@ def evaluate(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[dict
         return Outcome(status=Status.SKIPPED, detail=why, value=skipped(why))
     if evaluated.stops:
         raise PerformanceRegression(gate_failure(spec, evaluated))
+    remember(spec, image_id, refs, evaluated.entry)
     return done(evaluated.detail, evaluated.entry)
 
 

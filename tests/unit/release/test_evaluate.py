@@ -212,3 +212,28 @@ def test_a_skipped_evaluation_is_said_in_the_notes(repo: Path, reason: str) -> N
 
     assert f"未评估：{reason}" in notes_of(repo, REF, skipped(reason), "zh")
     assert f"Not evaluated: {reason}" in notes_of(repo, REF, skipped(reason), "en")
+
+
+def test_a_rerun_takes_what_was_measured_for_the_very_same_images(repo: Path, tmp_path: Path) -> None:
+    from xpu_release.release.evaluate import measured_before, remember
+    from xpu_release.settings import current, use
+
+    before = current()
+    use(Settings(cache=tmp_path / "cache"))
+    try:
+        spec = Repo(repo).load_ref(REF)
+        fake = Fake(speed={IDS["this"]: 1000.0, IDS["base"]: 1000.0})
+        got = evaluated(repo, REF, fake, "base")
+        assert got is not None
+        assert measured_before(spec, IDS["this"], refs("base")) is None
+        remember(spec, IDS["this"], refs("base"), got.entry)
+        assert measured_before(spec, IDS["this"], refs("base")) == got.entry
+        # Another base, another image or another evaluation is measured again.
+        another = (replace(refs("base")[0], image_id=IDS["previous"]),)
+        assert measured_before(spec, IDS["this"], another) is None
+        assert measured_before(spec, IDS["previous"], refs("base")) is None
+        assert spec.evaluation is not None
+        other = replace(spec, evaluation=replace(spec.evaluation, rounds=7))
+        assert measured_before(other, IDS["this"], refs("base")) is None
+    finally:
+        use(before)
