@@ -160,8 +160,9 @@ def main() -> int:
                 )
     else:
         command = ["xpu-bench", "--steps", str(args.steps)]
-        spec = EvaluationSpec.from_dict({"command": command, "metric": "tokens_per_second", "better": "higher",
-                                         "rounds": args.rounds, "budget_seconds": 3600})  # fmt: skip
+        declared = {"command": command, "metric": "tokens_per_second", "better": "higher",
+                    "rounds": args.rounds, "budget_seconds": 3600}  # fmt: skip
+        spec = EvaluationSpec.from_dict(declared)
         if args.mode == "local":
             runner: Runner = LocalRunner(args.python)
             image = "xpu-bench (local process)"
