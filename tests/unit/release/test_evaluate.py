@@ -237,3 +237,15 @@ def test_a_rerun_takes_what_was_measured_for_the_very_same_images(repo: Path, tm
         assert measured_before(other, IDS["this"], refs("base")) is None
     finally:
         use(before)
+
+
+def test_the_command_line_refuses_what_it_cannot_evaluate_before_asking_the_engine(repo: Path) -> None:
+    none = run(repo, "evaluate", "training-xpu-pytorch:25.03")
+    assert none.exit_code == 3
+    assert "declares no evaluation" in none.stderr
+    against = run(repo, "evaluate", REF, "--against", "not a ref")
+    assert against.exit_code == 3
+    assert "is not NAME:VERSION" in against.stderr
+    no_reason = run(repo, "release", REF, "--dry-run", "--no-evaluate", " ")
+    assert no_reason.exit_code == 3
+    assert "--no-evaluate needs a reason" in no_reason.stderr
