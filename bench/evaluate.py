@@ -173,10 +173,10 @@ def main() -> int:
             engine = Engine.connect()
             runner, image = Containers(engine.client), engine.require_image(args.image).id
         for case in (Case("A/A", (), 1.0), Case("fewer threads (1 of 2)", (("XPU_BENCH_THREADS", "1"),), 0)):
-            got = verdicts_measured(runner, image, case, trials, spec)
-            details[case.name] = got
-            rows.append(summary(case.name, [g["verdict"] for g in got], bool(case.slow_env)))
-            ratios = sorted(g["ratio"] for g in got)
+            trial_rows = verdicts_measured(runner, image, case, trials, spec)
+            details[case.name] = trial_rows
+            rows.append(summary(case.name, [g["verdict"] for g in trial_rows], bool(case.slow_env)))
+            ratios = sorted(g["ratio"] for g in trial_rows)
             rows[-1]["median_ratio"] = ratios[len(ratios) // 2]
     print(f"\nThe evaluation's method, {args.mode} mode: {args.rounds} rounds (+1 warm-up), threshold "
           f"{THRESHOLD:.0%}, {trials} trials per case")  # fmt: skip
