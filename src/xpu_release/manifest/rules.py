@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from . import evaluation
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
 from .support import calver_month
@@ -173,6 +174,13 @@ def support_months_count_from_a_date(m: Resolved, c: Checker) -> None:
                "to read one from: give support.released (YYYY-MM-DD) or support.until")  # fmt: skip
 
 
+def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
+    """``evaluation:`` names each variant once, has a command, and accepts only a regression it
+    can find (``evaluation.RULES``, beside its format)."""
+    for rule in evaluation.RULES:
+        rule(m.data, c)
+
+
 RULES: tuple[Rule, ...] = (
     a_family_base_names_its_release,
     a_base_image_names_where_it_is,
@@ -186,6 +194,7 @@ RULES: tuple[Rule, ...] = (
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
     support_months_count_from_a_date,
+    the_evaluation_holds_together,
 )
 
 
