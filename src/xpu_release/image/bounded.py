@@ -9,11 +9,12 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from ..guard.limits import MAX_WORKLOAD_LOG_BYTES
 from ..secrets import redact
 
 CONTAINER_LABEL = "io.xpu-release.container"  # every throwaway container carries it (engine.py)
 
-LOG_LIMIT = "1m"  # what the engine keeps of a bounded run's log
+LOG_LIMIT = f"{MAX_WORKLOAD_LOG_BYTES >> 10}k"  # what the engine keeps of a bounded run's log
 
 
 @dataclass(frozen=True, kw_only=True)

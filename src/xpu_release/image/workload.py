@@ -14,21 +14,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvaluationFailed
+from ..guard.limits import MAX_WORKLOAD_LINE_BYTES, MAX_WORKLOAD_LOG_BYTES
+from ..guard.reading import Refused, parse_json
+from ..guard.shown import shown
 from ..manifest import ImageSpec
 
 WORKLOADS_DIR = Path(__file__).with_name("workloads")
 WORKLOADS = {"xpu-bench": WORKLOADS_DIR / "xpu_bench.py"}  # name → the file, shipped with the package
 DESTINATION = "/usr/local/bin"  # where a carried workload is installed, under its name
 
-# Bounds on what a workload's output may be (outside data): the engine keeps at most LOG_BYTES
-# of a container's log; of it, only the last line counts, of at most LINE_BYTES.
-LOG_BYTES = 1 << 20
-LINE_BYTES = 16 * 1024
 WHY_CHARS = 300  # an "unsupported" reason, as the notes say it
 
 
@@ -75,15 +75,20 @@ class Unsupported:
 
 def read_line(stdout: bytes, metric: str, *, run: str) -> Figures | Unsupported:
     """The last line of a workload's ``stdout``, as a figure or a variant it cannot run;
-    ``EvaluationFailed`` naming ``run`` (which image and variant) for anything else."""
-    text = stdout[-LOG_BYTES:].decode("utf-8", errors="replace").rstrip()
+    ``EvaluationFailed`` naming ``run`` (which image and variant) for anything else. Outside
+    data: read through the guarded layer (its size, its nesting, its numbers bounded) and shown
+    escaped."""
+    text = stdout[-MAX_WORKLOAD_LOG_BYTES:].decode("utf-8", errors="replace").rstrip()
     if not text.strip():
         msg = f"{run}: the workload printed nothing on stdout; it must print its figures as one JSON line"
         raise EvaluationFailed(msg)
     line = text.rsplit("\n", 1)[-1].strip()
-    if len(line.encode()) > LINE_BYTES:
+    if len(line.encode()) > MAX_WORKLOAD_LINE_BYTES:
         size = len(line.encode())
-        msg = f"{run}: the workload's last line is {size} bytes; a line of figures is at most {LINE_BYTES}"
+        msg = (
+            f"{run}: the workload's last line is {size} bytes; a line of figures is at most "
+            f"{MAX_WORKLOAD_LINE_BYTES}"
+        )
         raise EvaluationFailed(msg)
     data = _object(line, run)
     why = data.get("unsupported")
@@ -91,24 +96,31 @@ def read_line(stdout: bytes, metric: str, *, run: str) -> Figures | Unsupported:
         if not isinstance(why, str) or not why.strip():
             msg = f"{run}: the workload's 'unsupported' must say why, as text; got {_shown(why)}"
             raise EvaluationFailed(msg)
-        return Unsupported(why=" ".join(why.split())[:WHY_CHARS])
+        return Unsupported(why=shown(" ".join(why.split()), WHY_CHARS))
     values = {k: float(v) for k, v in data.items() if _number(v)}
     if metric not in data:
         known = ", ".join(sorted(values)) or "none"
-        msg = f"{run}: the workload's line has no {metric!r} (its numbers: {known[:200]})"
+        msg = f"{run}: the workload's line has no {metric!r} (its numbers: {shown(known)})"
         raise EvaluationFailed(msg)
     if not _number(data[metric]) or values[metric] <= 0:
         msg = f"{run}: the workload's {metric!r} must be a positive number; got {_shown(data[metric])}"
         raise EvaluationFailed(msg)
     sha = data.get("sha256")
-    return Figures(values=values, workload_sha256=sha if isinstance(sha, str) and len(sha) <= 64 else None)
+    return Figures(
+        values=values, workload_sha256=sha if isinstance(sha, str) and _SHA256.fullmatch(sha) else None
+    )
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _object(line: str, run: str) -> dict[str, Any]:
+    """The line as a JSON object, parsed bounded (``guard.reading.parse_json``: its nesting, the
+    length of its numbers, no NaN or Infinity)."""
     try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        msg = f"{run}: the workload's last line is not JSON: {_shown(line)}"
+        data = parse_json(line, what=f"{run}: the workload's last line", error=Refused)
+    except Refused as exc:
+        msg = f"{exc}: {_shown(line)}"
         raise EvaluationFailed(msg) from None
     if not isinstance(data, dict):
         msg = f"{run}: the workload's last line is JSON but not an object: {_shown(line)}"
@@ -121,21 +133,6 @@ def _number(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    """A value of the workload's, as a message may echo it: one line, short."""
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value)[:200]
-        if _jsonable(value)
-        else type(value).__name__
-    )
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
+    """A value of the workload's (parsed JSON, or the line), as a message may echo it: quoted,
+    escaped, short."""
+    return f"'{shown(value if isinstance(value, str) else json.dumps(value), 80)}'"
