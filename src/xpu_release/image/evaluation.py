@@ -169,20 +169,27 @@ def _comparison(c: Comparison) -> dict[str, Any]:
             "note": c.note, "accepted": c.accepted}  # fmt: skip
 
 
-# The entry's shape, as the record checks it on every read (release/record.py).
+# The entry's shape, as the record checks it on every read (release/record.py) and as a kept
+# evaluation must have to be taken again (release/evaluate.py): every field the notes, ``diff``
+# and a rerun read has its type.
 _STR, _OPT_STR, _NUMBERS = (
     {"type": "string"},
     {"type": ["string", "null"]},
     {"type": "array", "items": {"type": "number"}},
 )
 _OPT_NUMBER = {"type": ["number", "null"]}
+_COUNT = {"type": "integer", "minimum": 0}
 EVALUATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["status", "reason"],
     "properties": {
         "status": {"enum": ["passed", "failed", "skipped"]}, "reason": _STR, "metric": _STR,
         "better": {"enum": ["higher", "lower"]}, "threshold_percent": {"type": "integer"},
-        "rounds": {"type": "integer", "minimum": 0},
+        "command": {"type": "array", "items": _STR}, "method": {"type": "object", "properties": {
+            "confidence": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+        "rounds": _COUNT, "warmup_rounds": _COUNT, "cpuset": _STR, "memory_mb": _COUNT,
+        "images": {"type": "object", "additionalProperties": {
+            "type": "object", "properties": {"ref": _STR, "id": _OPT_STR, "missing": _OPT_STR}}},
         "arms": {"type": "array", "items": {
             "type": "object", "required": ["image", "ref", "variant", "figures"],
             "properties": {"image": _STR, "ref": _STR, "variant": _STR, "unsupported": _OPT_STR,

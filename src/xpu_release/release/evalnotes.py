@@ -57,7 +57,7 @@ class Section:
 
 
 def _cell(c: dict[str, Any], t: dict[str, str]) -> str:
-    if c.get("ratio") is None:
+    if any(c.get(k) is None for k in ("ratio", "low", "high")):
         return str(c.get("note") or "-")
     verdict = t["accepted"] if c.get("accepted") else t.get(str(c.get("verdict")), str(c.get("verdict")))
     cell = f"{c['ratio']:.2f}x [{c['low']:.2f}, {c['high']:.2f}] {verdict}"

@@ -15,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import NotFoundError, ReleaseError
+from ..guard.limits import MAX_RECORD_BYTES
+from ..guard.reading import Refused, read_json
 from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
@@ -211,20 +214,26 @@ def _key(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> str:
 
 
 def measured_before(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> dict[str, Any] | None:
-    """The entry of a passed evaluation of these very images and evaluation (None: none kept)."""
-    path = cache_dir() / "evaluated" / f"{_key(spec, image_id, refs)}.json"
+    """The entry of a passed evaluation of these very images and evaluation (None: none kept).
+    The cache is a file on a runner's disk: read bounded, and taken only with the shape the
+    record checks (``records.is_evaluation``); anything else is measured again."""
+    path = _cached(spec, image_id, refs)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = read_json(path, what="a kept evaluation", limit=MAX_RECORD_BYTES, error=Refused)
+    except Refused:
         return None  # none, or damaged: measured again
     ok = (
-        isinstance(data, dict)
+        records.is_evaluation(data)
         and data.get("status") == "passed"
-        and data.get("images", {}).get(THIS, {}).get("id") == image_id
+        and (data.get("images") or {}).get(THIS, {}).get("id") == image_id
     )
     return data if ok else None
 
 
 def remember(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...], entry: dict[str, Any]) -> None:
-    path = cache_dir() / "evaluated" / f"{_key(spec, image_id, refs)}.json"
-    write_bytes(path, json.dumps(entry, sort_keys=True).encode(), within=cache_dir(), what="evaluation")
+    write_bytes(_cached(spec, image_id, refs), json.dumps(entry, sort_keys=True).encode(), within=cache_dir(),
+                what="evaluation")  # fmt: skip
+
+
+def _cached(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> Path:
+    return cache_dir() / "evaluated" / f"{_key(spec, image_id, refs)}.json"

@@ -318,6 +318,15 @@ def read(path: Path) -> ReleaseRecord:
     raise DamagedFileError(msg)
 
 
+def is_evaluation(data: Any) -> bool:
+    """``data`` has the shape of the record's ``evaluation`` (a kept one is taken again only
+    then)."""
+    _defer_iri_grammars()
+    from jsonschema import Draft202012Validator
+
+    return bool(Draft202012Validator(EVALUATION_SCHEMA).is_valid(data))
+
+
 def _shape_problem(data: Any) -> str | None:
     """The first way ``data`` differs from ``SCHEMA`` (None: it is a record)."""
     _defer_iri_grammars()

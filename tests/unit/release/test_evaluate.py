@@ -8,6 +8,7 @@ its schema; the notes are rendered from the record alone (the same record, the s
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,41 @@ def test_a_rerun_takes_what_was_measured_for_the_very_same_images(repo: Path, tm
         assert spec.evaluation is not None
         other = replace(spec, evaluation=replace(spec.evaluation, rounds=7))
         assert measured_before(other, IDS["this"], refs("base")) is None
+    finally:
+        use(before)
+
+
+DAMAGED = {
+    "not JSON": b"{not json",
+    "nested too deep": b"[" * 5000 + b"]" * 5000,
+    "a number of 400 digits": b'{"status": "passed", "rounds": ' + b"9" * 400 + b"}",
+    "another shape": b'{"status": "passed", "reason": "x", "images": ["this"]}',
+    # all a rerun looks at is right; the notes would fail on the command
+    "a command that is a number": json.dumps(
+        {"status": "passed", "reason": "x", "command": 5, "images": {"this": {"id": IDS["this"]}}}
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("damage", [*sorted(DAMAGED), "a FIFO"])
+def test_a_damaged_kept_evaluation_is_measured_again(repo: Path, tmp_path: Path, damage: str) -> None:
+    from xpu_release.release.evaluate import _cached, measured_before, remember
+    from xpu_release.settings import current, use
+
+    before = current()
+    use(Settings(cache=tmp_path / "cache"))
+    try:
+        spec = Repo(repo).load_ref(REF)
+        got = evaluated(repo, REF, Fake(speed={IDS["this"]: 1000.0, IDS["base"]: 1000.0}), "base")
+        remember(spec, IDS["this"], refs("base"), got.entry)
+        kept = _cached(spec, IDS["this"], refs("base"))
+        kept.unlink()
+        if damage == "a FIFO":
+            os.mkfifo(kept)  # never opened to wait for a writer
+        else:
+            kept.write_bytes(DAMAGED[damage])
+
+        assert measured_before(spec, IDS["this"], refs("base")) is None
     finally:
         use(before)
 
