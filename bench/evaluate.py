@@ -39,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from xpu_release.guard.writing import write_bytes  # noqa: E402
 from xpu_release.image.bootstrap import Verdict, judge  # noqa: E402
 from xpu_release.image.bounded import Finished, Limits  # noqa: E402
 from xpu_release.image.experiment import Arm, Runner, measure  # noqa: E402
@@ -187,7 +188,7 @@ def main() -> int:
     out = ROOT / "bench" / "results" / f"evaluate-{args.mode}.json"
     result = {"mode": args.mode, "rounds": args.rounds, "trials": trials, "threshold": THRESHOLD,
               "when": time.strftime("%Y-%m-%d"), "rows": rows, "trials_detail": details}  # fmt: skip
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_bytes(out, (json.dumps(result, indent=2) + "\n").encode(), what="the benchmark's figures")
     print(f"wrote {out.relative_to(ROOT)}")
     return 0 if all(r["met"] for r in rows) else 1
 
