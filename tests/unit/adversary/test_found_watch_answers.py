@@ -1,0 +1,53 @@
+"""Found by the adversary (#39): ``watch`` answers 0 when something needs doing, or when it
+could not really check.
+
+- **A release named on the command line that a patch superseded**: docs/using/watching.md says
+  of *superseded* "a later release of its line (a patch) is published; that one is checked
+  instead". Only the release named is answered for: ``watch training-cpu-pytorch:25.03`` says
+  "superseded by …:25.03.1" and exits 0 while 25.03.1, what the line's users pull, has a
+  critical advisory out of its SLA (and ``watch --release`` of the same ref patches nothing).
+- **No advisories at all**: an ``--advisories`` folder that is empty (a scheduled job whose
+  fetch step failed and left the folder) or holds no usable record: every release "up to
+  date", exit 0, and neither the text nor ``--json`` says that 0 advisories were read (the
+  gate's own report counts them: "threshold high; 0 advisories")."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ..helpers import run
+from ..release.published_kit import CPU, TRAINING, World, sbom
+
+
+@pytest.mark.timeout(60)
+def test_a_superseded_release_named_alone_has_its_patch_checked_instead(published: World) -> None:
+    published.patch_manifest(CPU, "25.03.1", "25.03", "components:\n  accelerate: {version: 1.6.0}\n")
+    patched = tuple((n, "1.6.0" if n == "accelerate" else v) for n, v in TRAINING)
+    published.publish(CPU, "25.03.1", sbom(*patched), salt="25.03.1")
+    published.advisory(
+        "CVE-2026-0007", "ray", "2.44.0", severity="CRITICAL", published="2026-11-01T00:00:00Z"
+    )
+
+    result = run(published.root, "--registries", str(published.registries), "watch", f"{CPU}:25.03",
+                 "--advisories", str(published.osv), "--today", "2026-12-03", "--json")  # fmt: skip
+
+    said = json.loads(result.stdout)
+    found = {r["ref"]: r for r in said["releases"]}
+    assert found[f"{CPU}:25.03"]["superseded_by"] == f"{CPU}:25.03.1"
+    # today: exit 0, and 25.03.1 (critical, out of SLA, fixable) is never looked at
+    assert result.exit_code == 15
+    assert f"{CPU}:25.03.1" in said["plan"]
+
+
+@pytest.mark.timeout(60)
+def test_a_watch_that_read_no_advisory_does_not_pass_in_silence(published: World) -> None:
+    # published.osv exists and is empty
+    result = run(published.root, "--registries", str(published.registries), "watch", "--advisories",
+                 str(published.osv), "--today", "2026-12-03")  # fmt: skip
+
+    assert "Traceback" not in result.output
+    # today: exit 0, "2 up to date, 1 not published", and no word that nothing was read
+    assert result.exit_code != 0 or re.search(r"\b0 advisor(y|ies)|no advisor", result.output), result.output
