@@ -9,12 +9,17 @@ could not really check.
 - **No advisories at all**: an ``--advisories`` folder that is empty (a scheduled job whose
   fetch step failed and left the folder) or holds no usable record: every release "up to
   date", exit 0, and neither the text nor ``--json`` says that 0 advisories were read (the
-  gate's own report counts them: "threshold high; 0 advisories")."""
+  gate's own report counts them: "threshold high; 0 advisories"). Worse, that run's entries
+  become the latest re-scan of every release: ``status`` and ``list`` say "up to date", and the
+  SLA clock of each finding whose advisory has no ``published`` starts again the next night
+  (the first time a scan saw it is carried forward only through the latest entry)."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +56,27 @@ def test_a_watch_that_read_no_advisory_does_not_pass_in_silence(published: World
     assert "Traceback" not in result.output
     # today: exit 0, "2 up to date, 1 not published", and no word that nothing was read
     assert result.exit_code != 0 or re.search(r"\b0 advisor(y|ies)|no advisor", result.output), result.output
+
+
+@pytest.mark.timeout(60)
+def test_one_run_that_read_no_advisory_does_not_restart_the_sla_clocks(
+    published: World, tmp_path: Path
+) -> None:
+    # no `published`: the clock runs from the first re-scan that saw the finding
+    published.advisory("CVE-2026-0008", "accelerate", "1.6.0", published=None)
+    empty = tmp_path / "fetch-failed"
+    empty.mkdir()
+
+    def watch(advisories: Path, today: str) -> Any:
+        result = run(published.root, "--registries", str(published.registries), "watch", f"{CPU}:25.03",
+                     "--advisories", str(advisories), "--today", today, "--json")  # fmt: skip
+        return json.loads(result.stdout)["releases"][0]
+
+    assert watch(published.osv, "2026-12-03")["findings"][0]["first_seen"] == "2026-12-03"
+    assert watch(empty, "2026-12-04")["state"] == "up to date"  # the night the advisory fetch failed
+    finding = watch(published.osv, "2027-01-10")["findings"][0]
+
+    # today: first seen 2027-01-10, due 2027-02-07, "within": the empty run's entry, now the
+    # latest, carried no finding forward, and the clock started again
+    assert finding["first_seen"] == "2026-12-03", finding
+    assert finding["sla"]["state"] == "out"
