@@ -10,12 +10,20 @@
   a file not named by a UTC time (``notes.json``, ``latest.json``, a copy) sorts after every
   real entry and is taken as the latest for ever: ``status`` and ``list`` show its answer
   (even a state that is none of watch's, "security: x") while the newest real re-scan says
-  the release needs a patch, and its ``first_seen`` days feed the SLA."""
+  the release needs a patch, and its ``first_seen`` days feed the SLA.
+- **An entry that is not a regular file**: the history is read with a plain ``read_text``, not
+  through the guarded layer every other outside file goes through. A FIFO named like the
+  newest entry hangs ``status``, ``list`` and ``watch`` for ever; a link to ``/dev/zero`` reads
+  until memory runs out (18 GB in 20 s, seen by hand: not reproduced here, for the machine's
+  sake); a 300 MB entry is read whole. A release record in the same state is exit 12, named."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+from typing import Any
 
 import pytest
 
@@ -92,3 +100,28 @@ def test_an_entry_whose_state_is_none_of_watchs_is_not_shown_as_the_security_sta
     assert status.exit_code in (0, 12)
     # today: "security: all good! (watched at an unknown time)"
     assert "all good!" not in status.stdout
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_like_the_newest_entry_does_not_hang_status(published: World) -> None:
+    folder = published.root / "out" / "releases" / CPU / "25.03.watch"
+    folder.mkdir(parents=True)
+    fifo = folder / "20261203T000000.000000Z.json"
+    os.mkfifo(fifo)
+    said: list[Any] = []
+    asking = threading.Thread(
+        target=lambda: said.append(run(published.root, "--registries", str(published.registries), "status",
+                                       f"{CPU}:25.03")),
+        daemon=True,
+    )  # fmt: skip
+
+    asking.start()
+    asking.join(timeout=10)
+    hung = asking.is_alive()
+    if hung:  # give the reader an end, so the thread finishes
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        asking.join(timeout=10)
+
+    # today: status blocks in open() on the FIFO, for ever
+    assert not hung, "status hangs on a FIFO in the re-scan history"
+    assert said[0].exit_code in (0, 12)

@@ -11,6 +11,10 @@
 - **A large SBOM**: reading its packages is quadratic (each package is looked for in a list of
   those read before it), so 8,000 components take ~15 s and 20,000 minutes: a single large or
   hostile SBOM stalls the scheduled ``watch`` of every release after it.
+- **One package named twice** (the same distribution and version, its purl once with a
+  qualifier): two findings of one advisory ("2 high open"), the reason said twice, and
+  ``patch`` writes the same fix twice into ``release.patch`` (and the notes). scan.py's own
+  comment: "Copies of one distribution in several places (a vendored one) are one package".
 - **A deeply nested SBOM** is refused as "not a CycloneDX JSON document", which it is: the
   message should say what is wrong (too deeply nested)."""
 
@@ -125,3 +129,22 @@ def test_a_deeply_nested_sbom_is_named_for_what_it_is(published: World) -> None:
     # today: "the attached SBOM is not a CycloneDX JSON document", of a CycloneDX document
     assert "not a CycloneDX JSON document" not in message, message
     assert "deep" in message or "nest" in message, message
+
+
+@pytest.mark.timeout(60)
+def test_one_package_named_twice_is_one_finding_and_one_fix(published: World) -> None:
+    published.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    listed = [{"type": "library", "name": n, "version": v, "purl": f"pkg:pypi/{n}@{v}"} for n, v in TRAINING]
+    # the same distribution again, its purl with a qualifier (a vendored copy as another tool names it)
+    listed.append({"type": "library", "name": "accelerate", "version": "1.5.2",
+                   "purl": "pkg:pypi/accelerate@1.5.2?vendored=yes"})  # fmt: skip
+    published.publish(
+        CPU, "25.03", json.dumps({"bomFormat": "CycloneDX", "components": listed}).encode(), salt="2x"
+    )
+
+    code, training, _ = watch(published)
+
+    assert code == 15
+    # today: "2 high open" and the reason twice (and patch writes the fix twice in release.patch)
+    assert training["open"]["high"] == 1, training["open"]
+    assert len(training["reasons"]) == 1, [r["text"] for r in training["reasons"]]
