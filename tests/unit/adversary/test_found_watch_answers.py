@@ -6,6 +6,11 @@ could not really check.
   instead". Only the release named is answered for: ``watch training-cpu-pytorch:25.03`` says
   "superseded by …:25.03.1" and exits 0 while 25.03.1, what the line's users pull, has a
   critical advisory out of its SLA (and ``watch --release`` of the same ref patches nothing).
+- **A child whose base release could not be checked**: a child needs a patch *through* its
+  base when the base needs one; when the base cannot be checked (its SBOM missing, its base
+  tag gone), ``watch <child>`` says "up to date", exit 0, and nothing of the base: an
+  incomplete answer read as complete (the docs: "an incomplete answer is never read as 'only
+  patches are due'").
 - **No advisories at all**: an ``--advisories`` folder that is empty (a scheduled job whose
   fetch step failed and left the folder) or holds no usable record: every release "up to
   date", exit 0, and neither the text nor ``--json`` says that 0 advisories were read (the
@@ -24,7 +29,7 @@ from typing import Any
 import pytest
 
 from ..helpers import run
-from ..release.published_kit import CPU, TRAINING, World, sbom
+from ..release.published_kit import CPU, SDK, TRAINING, World, sbom
 
 
 @pytest.mark.timeout(60)
@@ -80,3 +85,18 @@ def test_one_run_that_read_no_advisory_does_not_restart_the_sla_clocks(
     # latest, carried no finding forward, and the clock started again
     assert finding["first_seen"] == "2026-12-03", finding
     assert finding["sla"]["state"] == "out"
+
+
+@pytest.mark.timeout(60)
+def test_a_child_whose_base_release_could_not_be_checked_is_not_up_to_date(published: World) -> None:
+    bare = published.publish(SDK, "2.13.0", None, salt="no sbom")  # the SDK as served: no SBOM attached
+    published.pin(CPU, "25.03", bare)
+    published.state.manifests.pop(("base/debian/bookworm-python", "12"))  # and the SDK's base tag gone
+
+    result = run(published.root, "--registries", str(published.registries), "watch", f"{CPU}:25.03",
+                 "--advisories", str(published.osv), "--today", "2026-12-03", "--json")  # fmt: skip
+
+    training = json.loads(result.stdout)["releases"][0]
+    # today: "up to date", exit 0: whether the SDK needs a patch (its base tag is gone) is unknown
+    assert result.exit_code != 0
+    assert training["state"] != "up to date", training
