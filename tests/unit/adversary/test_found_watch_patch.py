@@ -11,7 +11,10 @@ and ``watch`` left them.
   findings goes to the smallest version that fixes them all **and that the package index
   offers**": 2.0. ``patch`` only ever tries the versions the advisories name, says
   ``not-on-index`` and writes nothing, so ``watch`` says "needs a patch" (15) for ever and
-  ``watch --release`` never patches it."""
+  ``watch --release`` never patches it.
+- **"Nothing was written"**: ``patch`` with nothing to fix says "…; nothing was written" (the
+  docs: "says so and writes nothing"), and it has added an entry to the release's re-scan
+  history (its own ``watch``), with ``--today`` as the day its findings were first seen."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from xpu_release.manifest.registries import load_registries
 from xpu_release.release.patch import prepare, write
 
 from ..helpers import run
-from ..release.published_kit import SDK, World
+from ..release.published_kit import CPU, SDK, World
 from ..release.test_patch import KIT
 
 
@@ -62,3 +65,17 @@ def test_a_fix_the_index_lacks_is_taken_by_the_smallest_later_version_it_offers(
     # today: "nothing to fix in kit:1.0: …; does not fix CVE-2026-1000 in alpha 1.0: not-on-index"
     assert result.stdout == f"{KIT}:1.0.1\n", result.stderr
     assert Repo(kit.root).load(KIT, "1.0.1").component("alpha").version == "2.0"  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(60)
+def test_patch_with_nothing_to_fix_writes_nothing(published: World) -> None:
+    published.advisory("CVE-2026-0004", "ray", None, severity="MODERATE")  # no fix yet
+    before = {p for p in published.root.rglob("*") if p.is_file()}
+
+    result = run(published.root, "--registries", str(published.registries), "patch", f"{CPU}:25.03",
+                 "--advisories", str(published.osv), "--today", "2026-12-03")  # fmt: skip
+
+    assert result.exit_code == 0
+    assert "nothing was written" in result.stderr
+    # today: out/releases/training-cpu-pytorch/25.03.watch/<time>.json
+    assert {p for p in published.root.rglob("*") if p.is_file()} - before == set()
