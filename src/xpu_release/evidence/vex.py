@@ -23,11 +23,12 @@ of that image (its id, or its manifest digest once published) only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..guard.reading import days_after
 from ..manifest.yamlsrc import Source, YamlProblems, load
 
 STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
@@ -208,7 +209,7 @@ def read_vex(
 ) -> tuple[tuple[Statement, ...], list[Problem]]:
     """The statements of one OpenVEX document, and every problem of its shape (file:line); with
     ``today``, an exception to be reviewed later than ``horizon_days`` from it is one."""
-    latest = today + timedelta(days=horizon_days) if today is not None else None
+    latest = days_after(today, horizon_days) if today is not None else None
     try:
         src = load(path, display)
     except YamlProblems as exc:

@@ -46,6 +46,10 @@ MAX_CONFIG_BYTES = 4 << 20
 # leaves room for a gate that found thousands of vulnerabilities.
 MAX_RECORD_BYTES = 16 << 20
 
+# One entry of a release's re-scan history (one ``watch`` answer: a few kilobytes, one object per
+# finding): bounded as a release record is.
+MAX_HISTORY_ENTRY_BYTES = MAX_RECORD_BYTES
+
 # A YAML file the repository holds (a manifest, the registries file, image.yaml, a VEX
 # document): ours are a few kilobytes. The bound the YAML loader had before this module.
 MAX_YAML_BYTES = 256 << 10

@@ -13,20 +13,28 @@ from xpu_release.manifest import Repo
 
 from ..helpers import write_manifest
 from ..image.test_lock_keeps_pins import wheel
-from ..release.published_kit import World, sbom, world
+from ..release.published_kit import Calendar, World, sbom, world
 from ..release.test_patch import KIT, kit_manifest
 
 
 @pytest.fixture
-def published(tmp_path: Path) -> Iterator[World]:
+def calendar(monkeypatch: pytest.MonkeyPatch) -> Calendar:
+    """It is 2026-12-03 for ``watch`` and ``patch`` (the day the reproductions pass as --today):
+    their runs are runs of the day, not what-ifs (a --today of another day adds no history)."""
+    return Calendar(monkeypatch, "2026-12-03")
+
+
+@pytest.fixture
+def published(tmp_path: Path, calendar: Calendar) -> Iterator[World]:
     with world(tmp_path) as made:
         made.released()
         made.osv.mkdir()
+        made.calendar = calendar
         yield made
 
 
 @pytest.fixture
-def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calendar: Calendar) -> Iterator[World]:
     """kit 1.0 (alpha 1.0, gamma 1.0, both needing beta) published with its SBOM, as
     tests/unit/release/test_patch.py makes it; the wheelhouse, the only index pip sees, has
     alpha 2.0 and beta 1.1 and 1.2 since."""

@@ -72,7 +72,9 @@ def test_one_run_that_read_no_advisory_does_not_restart_the_sla_clocks(
     empty = tmp_path / "fetch-failed"
     empty.mkdir()
 
-    def watch(advisories: Path, today: str) -> Any:
+    def watch(advisories: Path, today: str) -> Any:  # a run of that day (it adds to the history)
+        assert published.calendar is not None
+        published.calendar.set(today)
         result = run(published.root, "--registries", str(published.registries), "watch", f"{CPU}:25.03",
                      "--advisories", str(advisories), "--today", today, "--json")  # fmt: skip
         return json.loads(result.stdout)["releases"][0]
