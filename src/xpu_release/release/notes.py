@@ -12,8 +12,8 @@ from ..errors import ConfigError, ReleaseError
 from ..image.templating import render_template
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
-from ..manifest.loader import version_key
 from ..manifest.registries import Registries
+from ..manifest.versions import version_key
 from . import history
 from .record import RecordedFinding, ReleaseRecord, default_path, read_optional
 
