@@ -109,6 +109,8 @@ def _say(w: Any) -> None:
                    f"{o.finding.package.version}: {fix}; {due}")  # fmt: skip
     if w.excepted:
         click.echo(f"  {w.excepted} more excepted by the image's VEX")
+    if w.sboms > 1:
+        click.echo(f"  {w.sboms} SBOMs are attached to it: their packages were scanned together")
     if w.pending:
         click.echo(f"  {w.pending} is prepared and not published: release it")
     for u in w.unchecked:

@@ -14,12 +14,14 @@ the file:line that holds it; an expired one no longer counts, and the gate says 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError, VulnerabilityGateFailed
+from ..guard.reading import loads
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import LEVELS, affects, at_or_above, severity
@@ -104,35 +106,58 @@ class ScanResult:
         }  # fmt: skip
 
 
-def packages_of(sbom: bytes) -> tuple[Package, ...]:
-    """The packages advisories can name, from a CycloneDX SBOM: PyPI distributions, and Debian
-    packages grouped by source (``upstream`` qualifier; ``io.xpu-release:source-version``)."""
-    pypi: list[Package] = []
-    sources: dict[tuple[str, str, str], list[tuple[Purl, str]]] = {}
-    for c in json.loads(sbom).get("components") or ():
-        if not c.get("purl"):
-            continue
-        purl = Purl.parse(c["purl"])
-        if purl.type == "pypi" and purl.version:
-            # Copies of one distribution in several places (a vendored one) are one package.
-            package = Package(ecosystem="PyPI", name=purl.name, version=purl.version, purl=purl)
-            if package not in pypi:
-                pypi.append(package)
-        elif purl.type == "deb" and purl.version:
-            release = purl.qualifier("distro").partition("-")[2]
-            if purl.namespace != "debian" or not release:
-                continue  # a Debian package of unknown release: no advisory set to match
-            props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
-            source = purl.qualifier("upstream") or purl.name
-            version = str(props.get("io.xpu-release:source-version") or purl.version)
-            sources.setdefault((f"Debian:{release}", source, version), []).append((purl, purl.name))
+def components_of(document: Any) -> Iterator[tuple[str, Any]]:
+    """Every component of a CycloneDX document with where it is (``components[2].components[0]``),
+    nested ones too (an assembly's ``components``), in document order; one walk, no recursion
+    (the nesting is bounded by the guarded parse before this)."""
+    top = document.get("components") if isinstance(document, dict) else None
+    listed = top if isinstance(top, list) else []
+    stack = [(f"components[{i}]", c) for i, c in reversed(list(enumerate(listed)))]
+    while stack:
+        where, c = stack.pop()
+        yield where, c
+        inner = c.get("components") if isinstance(c, dict) else None
+        if isinstance(inner, list):
+            stack += [(f"{where}.components[{i}]", x) for i, x in reversed(list(enumerate(inner)))]
+
+
+def packages_in(*documents: Any) -> tuple[Package, ...]:
+    """The packages advisories can name, from CycloneDX documents (several: the SBOMs attached
+    to one image, read as one): PyPI distributions, and Debian packages grouped by source
+    (``upstream`` qualifier; ``io.xpu-release:source-version``). One package is one package
+    however often it is listed: copies of a distribution in several places (a vendored one),
+    a purl with another qualifier, the same package in two SBOMs."""
+    pypi: dict[tuple[str, str], Package] = {}
+    sources: dict[tuple[str, str, str], dict[str, Purl]] = {}
+    for document in documents:
+        for _, c in components_of(document):
+            if not isinstance(c, dict) or not c.get("purl"):
+                continue
+            purl = Purl.parse(c["purl"])
+            if purl.type == "pypi" and purl.version:
+                if (purl.name, purl.version) not in pypi:
+                    pypi[(purl.name, purl.version)] = Package(ecosystem="PyPI", name=purl.name,
+                                                              version=purl.version, purl=purl)  # fmt: skip
+            elif purl.type == "deb" and purl.version:
+                release = purl.qualifier("distro").partition("-")[2]
+                if purl.namespace != "debian" or not release:
+                    continue  # a Debian package of unknown release: no advisory set to match
+                props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
+                source = purl.qualifier("upstream") or purl.name
+                version = str(props.get("io.xpu-release:source-version") or purl.version)
+                sources.setdefault((f"Debian:{release}", source, version), {}).setdefault(purl.name, purl)
     debs = [
-        Package(ecosystem=eco, name=src, version=ver, purl=members[0][0],
-                binaries=tuple(sorted(n for _, n in members)),
-                members=tuple(sorted((p for p, _ in members), key=str)))
+        Package(ecosystem=eco, name=src, version=ver, purl=next(iter(members.values())),
+                binaries=tuple(sorted(members)), members=tuple(sorted(members.values(), key=str)))
         for (eco, src, ver), members in sorted(sources.items())
     ]  # fmt: skip
-    return tuple(pypi + debs)
+    return (*pypi.values(), *debs)
+
+
+def packages_of(sbom: bytes) -> tuple[Package, ...]:
+    """The packages of one CycloneDX SBOM's bytes (``packages_in``), parsed within the guarded
+    layer's bounds (a refusal is a ``ValueError``)."""
+    return packages_in(loads(sbom, "the SBOM"))
 
 
 def named_by(sbom: bytes) -> frozenset[str]:
@@ -181,12 +206,24 @@ def scan(
     """Every finding in ``sbom``, what VEX says of each, and the stale exceptions. ``digests``:
     what names this image besides its version (its id; its manifest digest once published), for
     the statements whose product names a digest."""
+    return scan_packages(spec, packages_of(sbom), advisories, statements, today=today, digests=digests)
+
+
+def scan_packages(
+    spec: ImageSpec,
+    packages: tuple[Package, ...],
+    advisories: Advisories,
+    statements: tuple[Statement, ...],
+    *,
+    today: date,
+    digests: frozenset[str] = frozenset(),
+) -> ScanResult:
+    """``scan`` of packages already read (``watch`` reads a published SBOM's once, checked)."""
     image = Subject(name=spec.image, version=spec.version, digests=digests)
     mine = tuple(s for s in statements if s.about(image))
     used: set[int] = set()
     findings: list[Finding] = []
     conflicts: list[str] = []
-    packages = packages_of(sbom)
     for pkg in packages:
         hits = []
         for adv in advisories.lookup(pkg.ecosystem, pkg.name):

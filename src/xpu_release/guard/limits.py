@@ -105,6 +105,11 @@ MAX_DESCRIPTORS = 100_000
 # holds it): 100,000 is far past any image and bounds the manifests fetched for them.
 MAX_REFERRERS = 100_000
 
+# SBOMs attached to one release that ``watch`` reads (and scans as one): a release has one; a rerun
+# after the SBOM generator changed, or one attached again by hand, makes two or three. More is
+# no release of ours: refused, named, rather than fetched by the thousand.
+MAX_SBOMS = 16
+
 # Tags of one repository read by the tag list, over every page.
 MAX_TAGS = 100_000
 

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError
 from ..evidence.osv import Advisories
 from ..evidence.remedy import fixes, published, records_for
-from ..evidence.scan import Finding, scan
+from ..evidence.scan import Finding, scan_packages
 from ..evidence.vex import Statement, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import line_of, newer_in_line
@@ -38,7 +38,7 @@ from ..manifest.support import state as support_state
 from . import history
 from .basewatch import BaseUnchecked, Reason, Unchecked, base_reasons, unchecked
 from .history import Seen, State
-from .published import Reader, check_sbom
+from .published import Reader, read_sboms
 from .record import default_path, read_optional
 from .sla import Clock, clock, overall
 
@@ -74,6 +74,7 @@ class Watched:
     pending: str | None = None  # a later release of its line with a manifest, not published
     unchecked: tuple[Unchecked, ...] = ()
     scanned: bool = False  # its SBOM as published was read and scanned
+    sboms: int = 0  # the SBOMs attached to it, scanned as one (one, unless attached again)
     history: str | None = None  # the re-scan history entry written
     history_error: str | None = None  # why no entry could be written (the answer stands)
     seen: tuple[tuple[tuple[str, str], date], ...] = ()  # every finding any re-scan saw, first day
@@ -101,8 +102,8 @@ class Watched:
             "superseded_by": self.superseded_by, "pending": self.pending,
             "unchecked": [{"what": u.what, "message": u.message, "exit_code": u.exit_code}
                           for u in self.unchecked],
-            "scanned": self.scanned, "history": self.history, "history_error": self.history_error,
-            "end_of_life": self.end_of_life,
+            "scanned": self.scanned, "sboms": self.sboms, "history": self.history,
+            "history_error": self.history_error, "end_of_life": self.end_of_life,
         }  # fmt: skip
 
 
@@ -188,16 +189,18 @@ class Watcher:
         seen = self._first_seen(spec)
         ep = self.reader.public()
         statements, problem = self._statements(spec)
+        sboms = 0
         try:
-            sbom = self.reader.sbom(ep, spec.image, digest)
-            check_sbom(sbom, f"{ep.name}: {spec.ref}")
+            payloads = self.reader.sboms(ep, spec.image, digest)
+            packages = read_sboms(payloads, f"{ep.name}: {spec.ref}")
+            sboms = len(payloads)
         except ReleaseError as exc:
             problems.append(unchecked("sbom", exc))
         else:
             if problem is not None:
                 problems.append(problem)
-            result = scan(
-                spec, sbom, self.advisories, statements, today=self.today, digests=frozenset({digest})
+            result = scan_packages(
+                spec, packages, self.advisories, statements, today=self.today, digests=frozenset({digest})
             )
             excepted = sum(1 for f in result.findings if f.exception is not None)
             for f in result.findings:  # excepted ones too: an exception that expires keeps the day
@@ -218,7 +221,7 @@ class Watcher:
             state = "out of SLA"
         scanned = not any(u.what == "sbom" for u in problems)
         return _with(head, state=state, reasons=tuple(reasons), open=tuple(opened), excepted=excepted,
-                     unchecked=tuple(problems), scanned=scanned,
+                     unchecked=tuple(problems), scanned=scanned, sboms=sboms,
                      seen=tuple(sorted(seen.items())))  # fmt: skip
 
     def _first_day(self, f: Finding, seen: Seen) -> date:

@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 
 from xpu_release.evidence.attachment import Attachment
-from xpu_release.evidence.referrers import attach
-from xpu_release.oci.registry import Manifest
+from xpu_release.evidence.referrers import attach, list_referrers, referrers_tag
+from xpu_release.oci.model import Descriptor
+from xpu_release.oci.registry import OCI_INDEX, Manifest, sha256_digest
 
 from ..helpers import run
 from ..release.published_kit import CPU, NS, TRAINING, World, sbom, world
@@ -41,6 +42,19 @@ def watch(w: World) -> tuple[int, dict[str, Any], str]:
                  str(w.osv), "--today", "2026-12-03", "--json")  # fmt: skip
     assert "Traceback" not in result.output
     return result.exit_code, json.loads(result.stdout)["releases"][0], result.stderr
+
+
+def keep_listed(w: World, repo: str, subject: str, earlier: tuple[Descriptor, ...]) -> None:
+    """The referrers tag's index lists ``earlier`` again beside what is there now. (Our own
+    ``attach`` replaces a stale SBOM of ours in that index, so it alone never lists two; a tool
+    that appends, as ``oras attach`` does, leaves both listed, as the referrers API does.)"""
+    tag = referrers_tag(subject)
+    now = w.client.get_manifest(repo, tag)
+    assert now is not None
+    listed = json.loads(now.body)
+    listed["manifests"] += [d.to_json() for d in earlier]
+    body = json.dumps(listed).encode()
+    w.client.put_manifest(repo, tag, Manifest(digest=sha256_digest(body), media_type=OCI_INDEX, body=body))
 
 
 @pytest.mark.timeout(120)
@@ -61,8 +75,11 @@ def test_two_sboms_attached_to_one_release_are_never_read_as_whichever_comes_fir
         served = w.client.get_manifest(repo, "25.03")
         assert served is not None
         subject = Manifest(digest=served.digest, media_type=served.media_type, body=served.body)
+        before = list_referrers(w.client, repo, served.digest).descriptors
         attach(w.client, repo, subject, [Attachment(kind="sbom", payload=second)],
                created="2025-04-01T00:00:00Z", spool=w.spool)  # fmt: skip
+        if not referrers_api:  # attached by hand, as another tool does: beside the first in the index
+            keep_listed(w, repo, served.digest, before)
 
         code, training, _ = watch(w)
 
