@@ -232,7 +232,8 @@ class _Steps:
         )
         if not prepared.changes:
             return None, (*prepared.blocked, *open_)
-        _write(self.state, prepared)
+        if not _write(self.state, prepared):
+            return None, (MOVED_BACK, *prepared.blocked, *open_)
         return prepared.ref, (*prepared.blocked, *open_)
 
     def release(self, ref: str) -> str:
@@ -255,14 +256,17 @@ class _Steps:
         return str((summary.record or {}).get("digest") or "")
 
 
+MOVED_BACK = "its base tag moved back to the digest its lock pins before the patch's lock was made"
+
+
 def _prepare(state: State, watcher: Any, ref: str, watched: Any) -> Any:
-    from ..image.index import offers
+    from ..image.index import offers, versions
     from ..image.lock import load_lock
     from ..release.patch import prepare
 
     spec = state.repo.load_ref(ref)
     lock = load_lock(state.root, spec, current=False)
-    return prepare(state.repo, spec, watched, watcher.advisories, lock, offers)
+    return prepare(state.repo, spec, watched, watcher.advisories, lock, offers, versions)
 
 
 def _write(state: State, prepared: Any) -> tuple[Path, ...]:
@@ -325,6 +329,9 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
             _patched(as_json, prepared, watched, f"nothing to fix in {ref}: {why}; nothing was written")
             return
         written = _write(state, prepared)
+        if not written:
+            _patched(as_json, None, watched, f"nothing to fix in {ref}: {MOVED_BACK}; nothing was written")
+            return
     for path in written:
         info(f"wrote {state.repo.rel(path)}")
     _patched(as_json, prepared, watched, "", ref=prepared.ref)
