@@ -189,6 +189,21 @@ class ReleaseWithdrawn(ReleaseError):
     exit_code = 16
 
 
+class PerformanceRegression(ReleaseError):
+    """The evaluation gate found a regression beyond the manifest's threshold over its whole
+    confidence interval, not accepted by the manifest. Nothing is published."""
+
+    exit_code = 17
+
+
+class EvaluationFailed(ReleaseError):
+    """The evaluation could not be made: the workload printed nothing or no figures, exited
+    non-zero, ran past the stage's time budget, or the budget allowed too few rounds. Nothing is
+    published (a release may skip the stage with ``--no-evaluate REASON``)."""
+
+    exit_code = 18
+
+
 class PreflightFailed(ReleaseError):
     """A dry run's checks found what would stop the real run; it exits as that run would."""
 
@@ -310,6 +325,20 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         meaning="the release is withdrawn and the command refuses it (`promote`): nothing was copied",
         example="training-cpu-pytorch:25.04 is withdrawn 2026-12-05T10:00:00Z by ci: ray crashes; "
         "nothing was promoted (`xpu-release reinstate` undoes the withdrawal)",
+    ),
+    ExitCode(
+        code=17,
+        meaning="the evaluation gate stops the release: a regression beyond the manifest's threshold "
+        "over its whole confidence interval, not accepted: nothing is published",
+        example="the evaluation gate stops training-cpu-pytorch:25.04: plain against 25.03: "
+        "0.52x [0.49, 0.55] (threshold 10 %)",
+    ),
+    ExitCode(
+        code=18,
+        meaning="the evaluation could not be made: the workload printed nothing or no figures, exited "
+        "non-zero, or ran past the stage's time budget: nothing is published",
+        example="training-cpu-pytorch:25.04 plain: the workload printed nothing on stdout; it must print "
+        "its figures as one JSON line",
     ),
     ExitCode(
         code=INTERNAL_ERROR,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Cli, Family
+from .conftest import NO_EVALUATE, Cli, Family
 from .test_publish import REF as FIXTURE_REF
 from .test_publish import publish, registries_file, skopeo_digest, stored_blob
 
@@ -119,7 +119,7 @@ def test_a_rerun_adds_no_duplicate_attachment_and_verify_checks_them(
     cli, regs, repo, digest = released
     before = {host: referrers_index(host, repo, digest) for host in ENDPOINTS}
 
-    again = cli.run("--registries", str(regs), "release", CPU, "--json", timeout=1800)
+    again = cli.run("--registries", str(regs), "release", CPU, "--json", *NO_EVALUATE, timeout=1800)
     deep = cli.run("--registries", str(regs), "verify", CPU, "--deep", "--json", timeout=900)
     status = cli.run("--registries", str(regs), "status", CPU, "--json")
 

@@ -31,7 +31,7 @@ import pytest
 
 from xpu_release.image.engine import Engine
 
-from .conftest import Cli, Family
+from .conftest import NO_EVALUATE, Cli, Family
 from .test_publish import endpoint_client, served
 from .test_reproducible import fresh_runner
 
@@ -92,7 +92,8 @@ def month(family: Family, engine: Engine, tmp_path_factory: pytest.TempPathFacto
                 cli.run(
                     "--registries", str(regs), "build", ref, "--no-cache", env=env, check=True, timeout=1800
                 )
-            release = cli.run("--registries", str(regs), "release", ref, "--json", env=env, timeout=1800)
+            release = cli.run("--registries", str(regs), "release", ref, "--json", *NO_EVALUATE, env=env,
+                              timeout=1800)  # fmt: skip
             records[ref] = _record(release)
         yield Month(
             cli=cli,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import SDK, Cli
+from .conftest import NO_EVALUATE, SDK, Cli
 from .test_publish import endpoint_client, registries_file, served
 
 pytestmark = pytest.mark.integration
@@ -66,9 +66,9 @@ def test_an_advisory_is_watched_patched_released_and_watch_is_quiet_after(
     osv = tmp_path / "osv"
     osv.mkdir()
     at = ("--registries", str(regs))
-    cli.run(*at, "release", SDK, "--no-scan", "the watch test gates the training image", check=True,
-            timeout=1800)  # fmt: skip
-    cli.run(*at, "release", CPU, "--advisories", str(osv), check=True, timeout=1800)
+    cli.run(*at, "release", SDK, "--no-scan", "the watch test gates the training image", *NO_EVALUATE,
+            check=True, timeout=1800)  # fmt: skip
+    cli.run(*at, "release", CPU, "--advisories", str(osv), *NO_EVALUATE, check=True, timeout=1800)
     before = served(cli, regs, "25.03", "training-cpu-pytorch")
     quiet = cli.run(*at, "watch", CPU, "--advisories", str(osv))
 
@@ -78,7 +78,7 @@ def test_an_advisory_is_watched_patched_released_and_watch_is_quiet_after(
     watched = cli.run(*at, "watch", "--advisories", str(osv), "--json")
     patched = cli.run(*at, "patch", CPU, "--advisories", str(osv), "--json", timeout=1800)
     ref = json.loads(patched.stdout)["ref"] if patched.returncode == 0 else ""
-    released = cli.run(*at, "release", ref, "--advisories", str(osv), "--json", timeout=1800)
+    released = cli.run(*at, "release", ref, "--advisories", str(osv), "--json", *NO_EVALUATE, timeout=1800)
     after = cli.run(*at, "watch", "--advisories", str(osv), "--json")
 
     assert quiet.returncode == 0, quiet.stderr[-3000:]

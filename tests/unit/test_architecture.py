@@ -74,6 +74,8 @@ def test_only_the_cli_reads_the_environment() -> None:
     for path in modules():
         if wing_of(path) == "cli" or path.name == "smoke_plugin.py":  # the plugin's hand-off from its parent
             continue
+        if path.parent.name == "workloads":  # run inside images, switched by their users' environment
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if (
                 isinstance(node, ast.Attribute)

@@ -9,6 +9,7 @@ May import: every wing. Nothing imports it.
 
 from . import (
     ci,
+    evaluating,
     housekeeping,
     images,
     lifecycle,
@@ -24,6 +25,7 @@ from .app import cli, main
 __all__ = [
     "ci",
     "cli",
+    "evaluating",
     "housekeeping",
     "images",
     "lifecycle",

@@ -76,7 +76,7 @@ def cache_prune(state: State, keep_storage: str | None, older_than: str | None, 
     """Remove compressed layers, fetched artifacts and build contexts, least recently used first.
 
     Leftovers of killed runs always go. Small facts (digest maps, smoke-test markers, build
-    observations) stay. A prune waits until no running command uses the cache.
+    observations, kept evaluations) stay. A prune waits until no running command uses the cache.
 
     \b
     Examples:

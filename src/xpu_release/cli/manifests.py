@@ -251,12 +251,15 @@ def diff(state: State, old: str, new: str, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ..manifest.diff import diff as compute
+    from ..release.evalnotes import evaluation_changes
     from ..release.notes import security_changes
 
     repo = state.repo
     old_spec, new_spec = repo.load_ref(old), repo.load_ref(new)
-    # With both releases' records: the vulnerabilities fixed and newly found (section security).
-    changes = [*compute(old_spec, new_spec), *security_changes(repo, old_spec, new_spec)]
+    # With both releases' records: the vulnerabilities fixed and newly found (section security);
+    # with NEW's, how it measured against OLD (section evaluation).
+    changes = [*compute(old_spec, new_spec), *security_changes(repo, old_spec, new_spec),
+               *evaluation_changes(repo, old_spec, new_spec)]  # fmt: skip
     if as_json:
         _emit_json([asdict(c) for c in changes])
         return

@@ -85,14 +85,21 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     metavar="REASON",
     help="Skip the vulnerability gate; the reason is written into the release record.",
 )
+@click.option(
+    "--no-evaluate",
+    "no_evaluate",
+    metavar="REASON",
+    help="Skip the performance evaluation; the reason is written into the release record.",
+)
 @compression_options
 @with_login
 @pass_state
 def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_bases: bool, as_json: bool,
             signing_key: str | None, advisories: tuple[str, ...], no_scan: str | None,
-            compression: str | None, accept_zstd: bool, username: str | None,
+            no_evaluate: str | None, compression: str | None, accept_zstd: bool, username: str | None,
             password_stdin: bool) -> None:  # fmt: skip
-    """Validate, render check, lock check, build, smoke test, scan, publish, verify, notes and record.
+    """Validate, render check, lock check, build, smoke test, evaluate, scan, publish, verify, notes and
+    record.
 
     \b
     Examples:
@@ -101,7 +108,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
       xpu-release release training-cpu-pytorch:25.03 --json > summary.json
       xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
-    from ..errors import ReleaseError
+    from ..errors import ConfigError, ReleaseError
     from ..manifest import parse_ref
     from ..release.pipeline import Release, Reporter
     from ..release.publish import Options
@@ -112,6 +119,9 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     codec = layer_codec(state, compression, accept_zstd)
     limit = cache_limit(state)
     gate = gate_policy(state, advisories, no_scan, None)
+    if no_evaluate is not None and not no_evaluate.strip():
+        msg = "--no-evaluate needs a reason (it is written into the release record)"
+        raise ConfigError(msg)
     chain = [ref]
     if with_bases:
         state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
@@ -125,7 +135,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
                           signer=signer, codec=codec)  # fmt: skip
         reporter = Reporter(live := line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
-                      dry_run=dry_run, builder=state.builder, gate=gate)  # fmt: skip
+                      dry_run=dry_run, builder=state.builder, gate=gate, no_evaluate=no_evaluate)  # fmt: skip
         try:
             summary = run.run()
         except ReleaseError:

@@ -113,6 +113,16 @@ MAX_SBOMS = 16
 # Tags of one repository read by the tag list, over every page.
 MAX_TAGS = 100_000
 
+# --- reading: a workload's figures (image/workload.py) -------------------------------------------
+
+# What the engine keeps of an evaluation container's log (its json-file driver's max-size) and
+# what is read of it: a workload prints one line of figures, a few hundred bytes; a chatty one a
+# progress line per step before it. 1 MiB keeps the last line of any of them.
+MAX_WORKLOAD_LOG_BYTES = 1 << 20
+
+# The line of figures itself: xpu-bench's is about 400 bytes (a dozen numbers and its sha256).
+MAX_WORKLOAD_LINE_BYTES = 16 << 10
+
 # --- reading: archives ---------------------------------------------------------------------------
 
 # Members of one advisory archive: osv.dev's largest per-ecosystem export (Debian) has under

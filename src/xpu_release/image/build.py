@@ -29,6 +29,7 @@ from .engine import Engine, LineSink
 from .inputs import BuildInputs, require_pinned
 from .lock import Lock
 from .normalize import Normalized, iso, normalize
+from .workload import carried
 
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
 
@@ -91,7 +92,8 @@ def _utc(seconds: float) -> str:
 
 
 def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
-    """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact."""
+    """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact, and the
+    workload the image carries."""
     ctx = cache_dir() / "contexts" / f"{spec.image}-{spec.version}"
     if ctx.exists():
         shutil.rmtree(ctx)
@@ -105,6 +107,11 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) 
         for p in layer.packages:
             wheel = fetch.fetch(p.url, p.sha256, p.filename, pip_fallback=f"{p.name}=={p.version}")
             fetch.link_or_copy(wheel, folder / p.filename)
+    workload = carried(spec)
+    if workload is not None:  # executable, as COPY keeps a file's mode
+        (ctx / workload.context_path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(workload.source, ctx / workload.context_path)
+        (ctx / workload.context_path).chmod(0o755)
     token = current().artifact_token  # XPU_RELEASE_ARTIFACT_TOKEN, as the settings read it
     for c in spec.of_kind("artifact"):
         assert c.url is not None

@@ -17,8 +17,7 @@ from typing import Any
 from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
 from ..progress import Sink
 from ..secrets import redact
-
-CONTAINER_LABEL = "io.xpu-release.container"
+from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
 
 LineSink = Sink  # the one progress type (progress.py)
 

@@ -11,6 +11,7 @@ from ..guard.writing import write_bytes
 from ..manifest import ImageSpec, schema
 from ..manifest.registries import Registries
 from .templating import render_template
+from .workload import carried
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +94,7 @@ def render(root: Path, spec: ImageSpec, registries: Registries, template: str | 
         base_component=base_component,
         artifacts=spec.of_kind("artifact"),
         pip_groups=groups,
+        workload=carried(spec),
     )
     return Rendered(spec=spec, path=dockerfile_path(root, spec), text=text)
 

@@ -14,7 +14,8 @@ named rule of ``RULES`` (tested one by one in tests/unit/manifest/test_inherit_r
 - prose marked ``only_in: <version>`` holds for that release only and is not inherited;
   a known issue with ``applies:`` leaves the notes of releases outside its range;
 - inherited prose that names a version this release no longer has is reported (a notice,
-  not an error: ``validate`` prints it)."""
+  not an error: ``validate`` prints it);
+- a regression a release accepts (``evaluation.accepted``) is its own, never inherited."""
 
 from __future__ import annotations
 
@@ -312,6 +313,23 @@ def prose_that_names_the_parent_release(case: Case, prose: Prose) -> list[Findin
     return [Finding(path=prose.path, message=message)]
 
 
+def an_accepted_regression_holds_for_its_release_only(case: Case) -> list[Finding]:
+    """The regressions a release accepts (``evaluation.accepted``) are its own: a release that
+    extends it accepts only what it says itself."""
+    inherited, own = case.data.get("evaluation"), case.child.get("evaluation")
+    if not isinstance(inherited, dict) or not inherited.get("accepted"):
+        return []
+    if isinstance(own, dict) and "accepted" in own:
+        return []
+    # A new mapping: the merge may hold the parent's own one, which its other children read.
+    case.data["evaluation"] = {k: v for k, v in inherited.items() if k != "accepted"}
+    message = (
+        f"the regressions {case.old_version} accepts (evaluation.accepted) are its own; "
+        f"{case.new_version} does not inherit them"
+    )
+    return [Finding(path=("evaluation",), message=message)]
+
+
 ITEM_RULES: tuple[ItemRule, ...] = (prose_that_names_a_replaced_pin, prose_that_names_the_parent_release)
 
 
@@ -341,6 +359,7 @@ RULES: tuple[Rule, ...] = (
     a_moved_artifact_brings_its_own_url_and_sha256,
     support_dates_belong_to_their_release,
     a_release_that_changes_nothing_says_so,
+    an_accepted_regression_holds_for_its_release_only,
     inherited_prose,
 )
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .evaluation import EvaluationSpec
 from .inherit import applies
 from .patchformat import Patch
 from .support import Support
@@ -191,6 +192,7 @@ class ImageSpec:
     known_issues: tuple[KnownIssue, ...]
     release: ReleaseInfo
     content_hash: str  # sha256 of the resolved manifest but its ``support:``, canonical JSON
+    evaluation: EvaluationSpec | None = None  # the performance evaluation after the smoke test
 
     @property
     def base_provides(self) -> frozenset[str]:
@@ -289,5 +291,6 @@ class ImageSpec:
                 highlights=tuple(Localized.from_dict(h) for h in release.get("highlights") or ()),
                 patch=Patch.from_dict(release["patch"]) if release.get("patch") else None,
             ),
+            evaluation=EvaluationSpec.from_dict(data["evaluation"]) if data.get("evaluation") else None,
             content_hash=content_hash(data),
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from . import evaluation
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
 from .patchformat import LINE_TAG_SUFFIX
@@ -219,6 +220,13 @@ def a_patch_makes_the_fixes_it_claims(m: Resolved, c: Checker) -> None:
                "claim: the notes say what this section says")  # fmt: skip
 
 
+def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
+    """``evaluation:`` names each variant once, has a command, and accepts only a regression it
+    can find (``evaluation.RULES``, beside its format)."""
+    for rule in evaluation.RULES:
+        rule(m.data, c)
+
+
 RULES: tuple[Rule, ...] = (
     a_family_base_names_its_release,
     a_base_image_names_where_it_is,
@@ -234,6 +242,7 @@ RULES: tuple[Rule, ...] = (
     support_months_count_from_a_date,
     a_version_is_never_a_floating_tag,
     a_patch_makes_the_fixes_it_claims,
+    the_evaluation_holds_together,
 )
 
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ManifestError
+from .evaluation import EVALUATION
 from .model import DEFAULT_BASE_REGISTRY
 from .patchformat import PATCH
 from .tokens import (
@@ -318,6 +319,7 @@ MANIFEST = Obj(
             description="The SBOMs attached to the image: CycloneDX always; spdx adds SPDX 2.3 JSON, made "
             "from the same facts (default [cyclonedx]).",
         ),
+        "evaluation": EVALUATION,
         "features": List(item=FEATURE, description="The notes' features."),
         "quick_start": List(item=COMMAND, description="The notes' Quick Start; {image} is the public ref."),
         "quick_start_intro": List(item=PROSE_ITEM, description="Paragraphs that open the Quick Start."),

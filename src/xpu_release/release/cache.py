@@ -13,8 +13,9 @@ entry's mtime):
   guarded way out (``.<name>.<pid>-<token>.tmp``), wherever in the cache they are. While a prune
   holds the cache exclusively no command runs, so every one of them is a dead run's.
 
-The rest are small facts (digest maps, configs, smoke-test markers, build observations) whose
-loss would change what a later run does (test again, or know no build run), so they stay.
+The rest are small facts (digest maps, configs, smoke-test markers, build observations, kept
+evaluations) whose loss would change what a later run does (test or measure again, or know no
+build run), so they stay.
 
 Every command that uses the cache holds ``in_use`` (a shared ``flock`` on ``.in-use.lock``) for
 its whole run; a prune takes it exclusively, so it never removes what a running release holds:
@@ -51,7 +52,7 @@ BULKY = {
     "contexts": "build contexts",
     "leftovers": "what a killed run left (temporary folders, mirror spools, partial downloads)",
 }
-FACTS = "facts kept (digest maps, configs, smoke-test markers, build observations)"
+FACTS = "facts kept (digest maps, configs, smoke-test markers, build observations, kept evaluations)"
 LEFTOVER = re.compile(r"^(xpu-(push|normalize|repro|config|mirror)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*)$")
 LEGACY_SPOOLS = {"mirror"}  # earlier versions' shared mirror spool: only ever temporary files
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

@@ -71,6 +71,7 @@ class ReleaseContext:
     gate: GatePolicy
     builder: str  # who builds (or publishes a pulled image): the command read it once
     on_line: Sink
+    no_evaluate: str | None = None  # `--no-evaluate REASON`: the evaluation is skipped, and why
 
     @property
     def spec(self) -> ImageSpec:

@@ -15,6 +15,8 @@ from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.registries import Registries
 from ..manifest.versions import version_key
 from . import history
+from .evalnotes import LABELS as EVALUATION_LABELS
+from .evalnotes import section as evaluation_section
 from .record import RecordedFinding, ReleaseRecord, default_path, read_optional
 
 LABELS: dict[str, dict[str, str]] = {
@@ -323,6 +325,8 @@ def render_notes(repo: Repo, spec: ImageSpec, registries: Registries, lang: str,
         security=security_section(repo, spec, record),
         end_of_life=spec.support.end(spec.version) if spec.support is not None else None,
         withdrawn=withdrawn_before(repo, spec),
+        evaluation=evaluation_section(record, lang),
+        te=EVALUATION_LABELS[lang],
         features=feature_sentences(changes_for_notes(repo, spec), spec, lang),
         patch=patch_lines(spec, lang),
         p=lambda text: typeset(text, lang),

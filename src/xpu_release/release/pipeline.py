@@ -1,8 +1,9 @@
 """``release`` (alias ``build-release``): every stage in order, stopping at the first failure.
 
-validate → render check → lock check → build → smoke test → scan → publish → verify → notes → record.
-A smoke-test failure publishes nothing. A rerun resumes: the build is skipped by its inputs
-hash, a passed smoke test by its marker, publish per endpoint.
+validate → render check → lock check → build → smoke test → evaluate → scan → publish → verify → notes
+→ record. A smoke-test failure, a regression the evaluation finds and a stopping scan publish nothing.
+A rerun resumes: the build is skipped by its inputs hash, a passed smoke test by its marker, publish
+per endpoint.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from .pool import EndpointPool
 from .publish import Options
 
 T = TypeVar("T")
-STAGES = ("validate", "render", "lock", "preflight", "build", "test", "scan", "publish", "verify", "notes",
-          "record")  # fmt: skip
+STAGES = ("validate", "render", "lock", "preflight", "build", "test", "evaluate", "scan", "publish", "verify",
+          "notes", "record")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,9 +89,10 @@ class Release:
 
     def __init__(self, repo: Repo, ref: str, registries: Registries, credentials: CredentialStore,
                  options: Options, reporter: Reporter, *, dry_run: bool, builder: str,
-                 gate: GatePolicy | None = None) -> None:  # fmt: skip
+                 gate: GatePolicy | None = None, no_evaluate: str | None = None) -> None:  # fmt: skip
         self.repo = repo
         self.gate = gate or GatePolicy()
+        self.no_evaluate = no_evaluate
         self.builder = builder
         self.ref = ref
         self.registries = registries
@@ -151,7 +153,7 @@ class Release:
         inputs = BuildInputs.of(spec, rendered, lock)
         return ReleaseContext(repo=self.repo, inputs=inputs, registries=self.registries, pool=pool,
                               options=self.options, gate=self.gate, builder=self.builder,
-                              on_line=self.reporter.write)  # fmt: skip
+                              on_line=self.reporter.write, no_evaluate=self.no_evaluate)  # fmt: skip
 
     def run(self) -> Summary:
         ctx = self.context()
@@ -163,10 +165,11 @@ class Release:
         engine = self.engine
         image_id = self.stage("build", lambda: stages.build(ctx, engine))
         self.stage("test", lambda: stages.test(ctx, engine, image_id))
+        evaluation = self.stage("evaluate", lambda: stages.evaluate(ctx, engine, image_id))
         evidence = self.stage("scan", lambda: stages.scan(ctx, engine, image_id))
         docs = stages.documents(ctx, image_id, evidence)
         record = self.stage("publish", lambda: stages.publish(ctx, engine, docs))
-        record = replace(record, scan=evidence.gated.entry)
+        record = replace(record, scan=evidence.gated.entry, evaluation=evaluation)
         self.stage("verify", lambda: stages.verify(ctx, record))
         written: list[Path] = self.stage("notes", lambda: stages.notes(ctx, record))
         self.stage("record", lambda: stages.record(ctx, record))

@@ -18,6 +18,7 @@ from ..evidence.attachment import ALL_KINDS
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
 from ..guard.writing import write_bytes
+from ..image.evaluation import EVALUATION_SCHEMA
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -76,6 +77,9 @@ class ReleaseRecord:
     withdrawn: dict[str, Any] | None = None
     # Each set of endpoints the release reached after its publish (``promote``), and when.
     promotions: tuple[Promotion, ...] = ()
+    # The performance evaluation (image/evaluation.py ``entry``): every round's figures of every
+    # arm, the comparisons and what they concluded, or skipped and why; None when none ran.
+    evaluation: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +252,7 @@ SCHEMA: dict[str, Any] = {
                 }},
             },
         }]},
+        "evaluation": {"anyOf": [{"type": "null"}, EVALUATION_SCHEMA]},
     },
 }  # fmt: skip
 
@@ -311,6 +316,15 @@ def read(path: Path) -> ReleaseRecord:
         why = str(exc)
     msg = f"{path}: {why}; publish again to rewrite it, or pass --record with an intact copy"
     raise DamagedFileError(msg)
+
+
+def is_evaluation(data: Any) -> bool:
+    """``data`` has the shape of the record's ``evaluation`` (a kept one is taken again only
+    then)."""
+    _defer_iri_grammars()
+    from jsonschema import Draft202012Validator
+
+    return bool(Draft202012Validator(EVALUATION_SCHEMA).is_valid(data))
 
 
 def _shape_problem(data: Any) -> str | None:

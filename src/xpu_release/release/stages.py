@@ -8,19 +8,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import PublishError, ReleaseError, VerifyFailed
+from ..errors import PerformanceRegression, PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
 from ..evidence.scan import Gated, plan_of_gate, run_gate
 from ..guard.writing import write_bytes
 from ..image.build import build_image
 from ..image.engine import Engine
+from ..image.evaluation import skipped
 from ..image.smoke import already_tested, smoke_test
 from ..labels import INPUTS_LABEL
 from ..settings import cache_dir
 from . import record as records
 from .context import Outcome, ReleaseContext, Status, done
 from .documents import gate_vex
+from .evaluate import evaluate_image, gate_failure, measured_before, references, remember
 from .notes import notes_path, render_notes
 from .plan import floating_tags, moving
 from .preflight import preflight as preflight_checks
@@ -55,6 +58,34 @@ def test(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[None]:
         )
     result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line)
     return done(f"{result.passed} checks passed", None)
+
+
+def evaluate(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[dict[str, Any] | None]:
+    """The performance evaluation: the record's entry (None: the manifest declares none); a
+    regression the manifest does not accept stops the release."""
+    if ctx.no_evaluate is not None:
+        return Outcome(status=Status.SKIPPED, detail=f"--no-evaluate: {ctx.no_evaluate}",
+                       value=skipped(ctx.no_evaluate))  # fmt: skip
+    spec = ctx.spec
+    if spec.evaluation is None:
+        return Outcome(status=Status.SKIPPED, detail="the manifest declares no evaluation", value=None)
+    lock, creds = ctx.inputs.lock, ctx.pool.credentials
+    refs = references(ctx.repo, spec, ctx.registries, lock, engine, creds, image_id)
+    before = measured_before(spec, image_id, refs)
+    if before is not None:
+        kept = f"measured before for these very images ({before.get('rounds')} rounds): kept"
+        return Outcome(status=Status.SKIPPED, detail=kept, value=before)
+    evaluated = evaluate_image(spec, engine, image_id, refs, on_line=ctx.on_line)
+    if evaluated is None:
+        against = ", ".join(spec.evaluation.against)
+        missing = "; ".join(f"{r.ref}: {r.missing}" for r in refs)
+        none = f"against {against}, and {spec.version} extends no release"
+        why = f"nothing to compare with: {missing or none}"
+        return Outcome(status=Status.SKIPPED, detail=why, value=skipped(why))
+    if evaluated.stops:
+        raise PerformanceRegression(gate_failure(spec, evaluated))
+    remember(spec, image_id, refs, evaluated.entry)
+    return done(evaluated.detail, evaluated.entry)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,9 +201,21 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     return [
         ("build", build_plan),
         ("test", "would run the smoke checks in a throwaway container"),
+        ("evaluate", _plan_of_evaluation(ctx)),
         ("scan", plan_of_gate(ctx.gate)),
         ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
         ("verify", f"would check {len(plan.targets) * (1 + len(moved))} refs"),
         ("notes", ", ".join(repo.rel(notes_path(repo.root, spec, lang)) for lang in LANGUAGES)),
         ("record", repo.rel(records.default_path(repo.root, spec.image, spec.version))),
     ]
+
+
+def _plan_of_evaluation(ctx: ReleaseContext) -> str:
+    ev = ctx.spec.evaluation
+    if ctx.no_evaluate is not None:
+        return f"would skip: --no-evaluate: {ctx.no_evaluate}"
+    if ev is None:
+        return "the manifest declares no evaluation"
+    rounds = f"{ev.warmup_rounds}+{ev.rounds} rounds within {ev.budget_seconds} s"
+    against = ", ".join(ev.against)
+    return f"would run `{' '.join(ev.command)}`, {1 + len(ev.variants)} variants, against {against}: {rounds}"

@@ -209,6 +209,24 @@ def without_an_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("xpu_release.evidence.attest.image_sbom", lambda *a, **k: SBOM)
 
 
+def evaluation_value(arm: dict[str, Any], comparison: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """A record's ``evaluation`` of REF (image/evaluation.py ``entry``) against REF itself (``diff
+    REF REF`` reads it as measured against OLD), one arm's, one comparison's and the entry's own
+    fields replaced by ``arm``, ``comparison`` and ``top``."""
+    this = "sha256:" + "c" * 64
+    plain = {"image": "this", "ref": REF, "variant": "plain", "env": {}, "unsupported": None,
+             "median": 1000.0, "warmup": [990.0], "figures": [1000.0, 1010.0, 995.0], **arm}  # fmt: skip
+    against = {"variant": "plain", "against": "previous", "against_ref": REF, "ratio": 1.01, "low": 0.98,
+               "high": 1.04, "verdict": "within", "rounds": 3, "rounds_needed": None, "note": None,
+               "accepted": None, **comparison}  # fmt: skip
+    return {
+        "status": "passed", "reason": "no regression stops it", "metric": "tokens_per_second",
+        "better": "higher", "threshold_percent": 10, "command": ["xpu-bench", "--steps", "30"],
+        "method": {"confidence": 0.95}, "rounds": 3, "warmup_rounds": 1, "cpuset": "0-1", "memory_mb": 4096,
+        "images": {"this": {"ref": REF, "id": this}}, "arms": [plain], "comparisons": [against], **top,
+    }  # fmt: skip
+
+
 def record_value(**scan: Any) -> dict[str, Any]:
     """A release record of REF whose gate ran and found one vulnerability, its finding with
     ``scan`` instead (an integer ``aliases``: a record that passed the old schema)."""

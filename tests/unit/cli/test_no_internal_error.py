@@ -43,6 +43,8 @@ CLOSED = (  # every endpoint a closed port on loopback: `lock --check` asks and 
     "  vpc: {hosts: {cn-beijing: '127.0.0.1:1', cn-wulanchabu: '127.0.0.1:1'}, insecure: true}\n"
 )
 
+NO_ENGINE = {"DOCKER_HOST": "tcp://127.0.0.1:1"}  # an engine that never answers: nothing is run
+
 # --- what a user might type ---------------------------------------------------------------------
 
 odd_chars = st.characters(categories=["Cc", "Zs", "Zl", "Zp", "Cf"]) | st.sampled_from("-=:/.\\@~^{}*?'\"")
@@ -113,6 +115,11 @@ def commands() -> st.SearchStrategy[list[str]]:
         st.tuples(
             REF, st.sampled_from(["closed.yaml", "nope.yaml", "manifests", "registries.yaml "]) | OUT | TEXT
         ).map(lambda t: ["promote", t[0], "--from", t[1]]),
+        # The evaluation: the engine (a closed port, NO_ENGINE) is asked only once the manifest,
+        # its evaluation and --against are known good.
+        REF.map(lambda r: ["evaluate", r]),
+        st.tuples(REF, REF | TEXT).map(lambda t: ["evaluate", t[0], "--against", t[1], "--json"]),
+        st.tuples(REF, TEXT).map(lambda t: ["release", t[0], "--dry-run", "--no-evaluate", t[1]]),
     )
 
 
@@ -250,6 +257,7 @@ def test_no_input_ends_in_an_internal_error(template: Path, argv: list[str], dam
             cli,
             ["--root", str(repo), "--registries", str(repo / "closed.yaml"), *argv],
             catch_exceptions=False,
+            env=NO_ENGINE if argv[0] in ("evaluate", "release") else None,
         )
 
         errors = result.stderr.splitlines()

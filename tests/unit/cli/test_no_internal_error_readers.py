@@ -50,6 +50,7 @@ from .hostile import (
     REF,
     REPO,
     TAG,
+    evaluation_value,
     invoke,
     publish_to,
     record_value,
@@ -228,6 +229,46 @@ def test_any_release_record_is_read_or_refused_never_a_crash(
 
         a_users_error(result)
         nothing_else(outer, "fake-registries.yaml")
+
+
+ARM_FIELDS = ["image", "variant", "unsupported", "median", "warmup", "figures"]
+COMPARISON_FIELDS = ["variant", "against", "against_ref", "ratio", "low", "high", "verdict", "rounds_needed",
+                     "note", "accepted"]  # fmt: skip
+EVALUATION_FIELDS = ["status", "reason", "metric", "better", "threshold_percent", "command", "method",
+                     "rounds", "warmup_rounds", "cpuset", "memory_mb", "images", "arms",
+                     "comparisons"]  # fmt: skip
+ANY_VALUE = (
+    TEXT
+    | st.sampled_from(hostile.SIZES)
+    | st.lists(TEXT | st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=8), TEXT | st.floats(allow_nan=False) | st.none(), max_size=2)
+)
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=_FIXTURES)
+@given(
+    arm=st.dictionaries(st.sampled_from(ARM_FIELDS), ANY_VALUE, max_size=2),
+    comparison=st.dictionaries(st.sampled_from(COMPARISON_FIELDS), ANY_VALUE, max_size=2),
+    top=st.dictionaries(st.sampled_from(EVALUATION_FIELDS), ANY_VALUE, max_size=2),
+    command=st.sampled_from(["notes", "diff"]),
+)
+def test_any_evaluation_in_a_record_is_read_or_refused_never_a_crash(
+    template: Path, arm: dict[str, Any], comparison: dict[str, Any], top: dict[str, Any], command: str
+) -> None:
+    # The notes' section and diff's are rendered from the record alone: every field they read has
+    # its type in the record's schema, or the record is refused (exit 12).
+    with example(template) as (outer, repo):
+        value = {**record_value(), "evaluation": evaluation_value(arm, comparison, top)}
+        path = repo / "out" / "releases" / "training-cpu-pytorch" / f"{TAG}.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(dumps(value))
+        argv = {"notes": ["notes", REF], "diff": ["diff", REF, REF]}[command]
+
+        result = invoke(repo, argv)
+
+        a_users_error(result)
+        assert result.exit_code in (0, 12), result.output
+        nothing_else(outer)
 
 
 # --- YAML and JSON nesting, sizes ------------------------------------------------------------------

@@ -1,0 +1,197 @@
+"""Benchmark of the evaluation's method itself (a script, not a timed test): does it keep quiet
+when nothing changed, and does it find a real slowdown?
+
+    python bench/evaluate.py --mode synthetic                      # no engine, no PyTorch: seconds
+    python bench/evaluate.py --mode local --python /path/to/python  # the workload as local processes
+    python bench/evaluate.py --mode engine [--image training-cpu-pytorch:25.03] [--trials 20]
+
+Two cases, each repeated ``--trials`` times with the very method the ``evaluate`` stage uses
+(interleaved rounds, warm-up discarded, ratio of medians, seeded paired bootstrap, threshold 10 %):
+
+- **A/A**: the image against itself. Goal: no difference reported (neither a regression nor an
+  improvement) in at least 95 % of the trials.
+- **a known slowdown**: the same image with fewer threads (``XPU_BENCH_THREADS=1`` against the
+  two CPUs of the CPU set), or in ``synthetic`` mode exactly 1.5x slower. Goal: a regression
+  found in every trial.
+
+Modes: ``synthetic`` draws figures from a shared machine's noise (a per-round load factor both
+arms share, and each run's own noise, at three levels); ``local`` runs xpu-bench
+(``image/workloads/xpu_bench.py``) as local processes pinned to the CPU set with ``taskset``, with
+a Python that has PyTorch; ``engine`` runs it in throwaway containers of ``--image`` through the
+Docker engine (the stack's), exactly as the stage does. Prints a table and writes
+bench/results/evaluate-<mode>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from xpu_release.guard.writing import write_bytes  # noqa: E402
+from xpu_release.image.bootstrap import Verdict, judge  # noqa: E402
+from xpu_release.image.bounded import Finished, Limits  # noqa: E402
+from xpu_release.image.experiment import Arm, Runner, measure  # noqa: E402
+from xpu_release.manifest.evaluation import EvaluationSpec  # noqa: E402
+
+THRESHOLD = 0.10
+GOAL_AA = 0.95  # share of A/A trials that report no difference
+LIMITS = Limits(cpuset="0-1", memory_mb=2048)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    slow_env: tuple[tuple[str, str], ...]  # the B arm's environment (() for A/A)
+    factor: float  # the B arm's true slowdown (synthetic mode)
+
+
+def verdicts_synthetic(trials: int, rounds: int, noise: float, factor: float, seed: int) -> list[Verdict]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(trials):
+        a, b = [], []
+        for _ in range(rounds):
+            load = rng.lognormvariate(0, 0.3)  # the machine's load in this round, both arms alike
+            a.append(1000 / load * rng.lognormvariate(0, noise))
+            b.append(1000 / factor / load * rng.lognormvariate(0, noise))
+        out.append(judge(b, a, better="higher", threshold=THRESHOLD).verdict)
+    return out
+
+
+class LocalRunner:
+    """xpu-bench as local processes, pinned to the CPU set with taskset when there is one."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self.taskset = shutil.which("taskset")
+
+    def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
+                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+        script = ROOT / "src" / "xpu_release" / "image" / "workloads" / "xpu_bench.py"
+        cmd = [self.python, str(script), *argv[1:]]
+        if self.taskset:
+            cmd = [self.taskset, "-c", limits.cpuset, *cmd]
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_BENCH_", "OMP_"))}
+        try:
+            done = subprocess.run(
+                cmd, capture_output=True, timeout=timeout, env={**clean, **env}, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Finished(exit_code=None, stdout=b"", stderr="")
+        return Finished(
+            exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr.decode(errors="replace")
+        )
+
+    def cpu_count(self) -> int:
+        return os.cpu_count() or 1
+
+
+def verdicts_measured(
+    runner: Runner, image: str, case: Case, trials: int, spec: EvaluationSpec
+) -> list[dict[str, Any]]:
+    out = []
+    for i in range(trials):
+        # The arm under test is "this" (B), the reference "base" (A): B's env is the slowdown.
+        arms = [Arm(image="this", ref=image, image_id=image, variant="plain", env=case.slow_env),
+                Arm(image="base", ref=image, image_id=image, variant="plain")]  # fmt: skip
+        started = time.monotonic()
+        got = measure(runner, arms, spec, LIMITS, on_line=lambda _: None)
+        b, a = (got.of(r, "plain") for r in ("this", "base"))
+        assert a is not None
+        assert b is not None
+        j = judge(b.figures(spec.metric, got.warmup_rounds), a.figures(spec.metric, got.warmup_rounds),
+                  better="higher", threshold=THRESHOLD)  # fmt: skip
+        figures = {
+            "a": a.figures(spec.metric, got.warmup_rounds),
+            "b": b.figures(spec.metric, got.warmup_rounds),
+        }
+        took = round(time.monotonic() - started, 1)
+        out.append({"trial": i, "verdict": str(j.verdict), "ratio": round(j.ratio, 4), "low": round(j.low, 4),
+                    "high": round(j.high, 4), "seconds": took, **figures})  # fmt: skip
+        print(f"  {case.name} trial {i + 1}/{trials}: {j.ratio:.2f}x [{j.low:.2f}, {j.high:.2f}] {j.verdict}",
+              file=sys.stderr)  # fmt: skip
+    return out
+
+
+def summary(name: str, verdicts: list[str], slowdown: bool) -> dict[str, Any]:
+    n = len(verdicts)
+    differs = sum(v in ("regression", "improvement") for v in verdicts)
+    found = sum(v == "regression" for v in verdicts)
+    undecided = sum(v == "undecided" for v in verdicts)
+    if slowdown:
+        goal, met = "a regression in every trial", found == n
+    else:
+        goal, met = f"no difference in at least {GOAL_AA:.0%}", (n - differs) / n >= GOAL_AA
+    return {"case": name, "trials": n, "no_difference": n - differs, "regression": found,
+            "undecided": undecided, "goal": goal, "met": met}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--mode", choices=("synthetic", "local", "engine"), default="synthetic")
+    parser.add_argument("--trials", type=int, default=0, help="default: 200 synthetic, 8 local, 20 engine")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=15, help="xpu-bench --steps (local, engine)")
+    parser.add_argument("--python", default=sys.executable, help="a Python with PyTorch (local mode)")
+    parser.add_argument("--image", default="training-cpu-pytorch:25.03", help="the image (engine mode)")
+    args = parser.parse_args()
+    trials = args.trials or {"synthetic": 200, "local": 8, "engine": 20}[args.mode]
+    rows, details = [], {}
+    if args.mode == "synthetic":
+        for noise in (0.05, 0.10, 0.20):
+            for name, factor in (("A/A", 1.0), ("1.5x slower", 1.5)):
+                got = [
+                    str(v)
+                    for v in verdicts_synthetic(trials, args.rounds, noise, factor, seed=int(noise * 100))
+                ]
+                rows.append(
+                    {**summary(f"{name}, {noise:.0%} noise per run", got, factor > 1), "noise": noise}
+                )
+    else:
+        command = ["xpu-bench", "--steps", str(args.steps)]
+        declared = {"command": command, "metric": "tokens_per_second", "better": "higher",
+                    "rounds": args.rounds, "budget_seconds": 3600}  # fmt: skip
+        spec = EvaluationSpec.from_dict(declared)
+        if args.mode == "local":
+            runner: Runner = LocalRunner(args.python)
+            image = "xpu-bench (local process)"
+        else:
+            from xpu_release.image.bounded import Containers
+            from xpu_release.image.engine import Engine
+
+            engine = Engine.connect()
+            runner, image = Containers(engine.client), engine.require_image(args.image).id
+        for case in (Case("A/A", (), 1.0), Case("fewer threads (1 of 2)", (("XPU_BENCH_THREADS", "1"),), 0)):
+            trial_rows = verdicts_measured(runner, image, case, trials, spec)
+            details[case.name] = trial_rows
+            rows.append(summary(case.name, [g["verdict"] for g in trial_rows], bool(case.slow_env)))
+            ratios = sorted(g["ratio"] for g in trial_rows)
+            rows[-1]["median_ratio"] = ratios[len(ratios) // 2]
+    print(f"\nThe evaluation's method, {args.mode} mode: {args.rounds} rounds (+1 warm-up), threshold "
+          f"{THRESHOLD:.0%}, {trials} trials per case")  # fmt: skip
+    print(f"{'case':<34} {'no difference':>14} {'regression':>11} {'undecided':>10}  goal")
+    for r in rows:
+        print(f"{r['case']:<34} {r['no_difference']:>14} {r['regression']:>11} {r['undecided']:>10}  "
+              f"{r['goal']}: {'met' if r['met'] else 'NOT MET'}")  # fmt: skip
+    out = ROOT / "bench" / "results" / f"evaluate-{args.mode}.json"
+    result = {"mode": args.mode, "rounds": args.rounds, "trials": trials, "threshold": THRESHOLD,
+              "when": time.strftime("%Y-%m-%d"), "rows": rows, "trials_detail": details}  # fmt: skip
+    write_bytes(out, (json.dumps(result, indent=2) + "\n").encode(), what="the benchmark's figures")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0 if all(r["met"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

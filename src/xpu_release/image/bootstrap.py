@@ -1,0 +1,148 @@
+"""The statistics of the ``evaluate`` stage, pure: a ratio of medians with a bootstrap confidence
+interval, and what it says against a regression threshold.
+
+Each arm of an evaluation (an image running one variant of the workload) gives one figure per
+round, and the rounds run the arms interleaved, so figure ``i`` of two arms were measured side by
+side. The bootstrap resamples *rounds* (pairs), not figures: a burst of load on a shared machine
+hits both arms of a round and cancels out of their ratio. The resampling is seeded: the same
+figures always give the same interval, so notes rendered again from a record never change.
+
+A noisy machine must not decide a release: a comparison is a regression only when its whole
+interval lies beyond the threshold; an interval that straddles the threshold is undecided and
+says how many rounds would likely decide it (the interval narrows as one over the square root
+of the rounds).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+Better = Literal["higher", "lower"]
+
+SEED = 41  # the bootstrap's seed: fixed, so the same figures give the same interval
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+MAX_ROUNDS_SAID = 1000  # "undecided: about N rounds would decide it" is said up to this many
+
+
+class Verdict(StrEnum):
+    REGRESSION = "regression"  # the whole interval is worse than the threshold allows
+    UNDECIDED = "undecided"  # the interval straddles the threshold: more rounds could tell
+    WITHIN = "within"  # the whole interval is on the good side of the threshold
+    IMPROVEMENT = "improvement"  # the whole interval is better by more than the threshold
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """One comparison: the ratio of the subject's median to the reference's, its interval, and
+    what they say against the threshold."""
+
+    ratio: float
+    low: float
+    high: float
+    verdict: Verdict
+    rounds: int
+    rounds_needed: int | None = None  # for an undecided one: about how many rounds would decide
+
+    @property
+    def differs(self) -> bool:
+        """The comparison reports a difference (either way) beyond the threshold."""
+        return self.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def ratio_of_medians(subject: Sequence[float], reference: Sequence[float]) -> float:
+    return median(subject) / median(reference)
+
+
+def interval(
+    subject: Sequence[float],
+    reference: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``ratio_of_medians``: rounds resampled as pairs when
+    both arms have one figure per round, else each arm on its own."""
+    _check(subject, reference)
+    rng = random.Random(seed)
+    n, m = len(subject), len(reference)
+    paired = n == m
+    ratios = []
+    for _ in range(resamples):
+        picks = [rng.randrange(n) for _ in range(n)]
+        others = picks if paired else [rng.randrange(m) for _ in range(m)]
+        ratios.append(median([subject[i] for i in picks]) / median([reference[i] for i in others]))
+    ratios.sort()
+    tail = (1 - confidence) / 2
+    low = ratios[math.floor(tail * (resamples - 1))]
+    high = ratios[math.ceil((1 - tail) * (resamples - 1))]
+    return low, high
+
+
+def judge(
+    subject: Sequence[float],
+    reference: Sequence[float],
+    *,
+    better: Better,
+    threshold: float,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> Judgement:
+    """The subject against the reference: a regression is worse by more than ``threshold`` (a
+    fraction: 0.1 is 10 %), over the whole interval."""
+    ratio = ratio_of_medians(subject, reference)
+    low, high = interval(subject, reference, confidence=confidence, seed=seed)
+    worse, good = (1 - threshold, 1 + threshold) if better == "higher" else (1 + threshold, 1 - threshold)
+    rounds = min(len(subject), len(reference))
+
+    def beyond(value: float, edge: float, *, bad: bool) -> bool:
+        """``value`` is past ``edge`` on the bad (or good) side, for this direction."""
+        lower_is_bad = (better == "higher") == bad
+        return value < edge if lower_is_bad else value > edge
+
+    # The interval's end nearest the bad side, and the one nearest the good side.
+    bad_end, good_end = (low, high) if better == "higher" else (high, low)
+    if beyond(good_end, worse, bad=True):
+        verdict = Verdict.REGRESSION
+    elif beyond(bad_end, worse, bad=True):
+        verdict = Verdict.UNDECIDED
+    elif beyond(bad_end, good, bad=False):
+        verdict = Verdict.IMPROVEMENT
+    else:
+        verdict = Verdict.WITHIN
+    needed = _rounds_needed(ratio, low, high, worse, rounds) if verdict == Verdict.UNDECIDED else None
+    return Judgement(ratio=ratio, low=low, high=high, verdict=verdict, rounds=rounds, rounds_needed=needed)
+
+
+def _rounds_needed(ratio: float, low: float, high: float, edge: float, rounds: int) -> int | None:
+    """About how many rounds would put the interval on one side of ``edge``: the half-width
+    that crosses the edge must shrink to the distance from the ratio to the edge, and a
+    half-width shrinks as one over the square root of the rounds. None: the ratio sits on the
+    edge, or more than ``MAX_ROUNDS_SAID`` would be needed."""
+    distance = abs(ratio - edge)
+    half = (ratio - low) if edge < ratio else (high - ratio)
+    if distance <= 0 or half <= 0:
+        return None
+    needed = math.ceil(rounds * (half / distance) ** 2)
+    return needed if needed <= MAX_ROUNDS_SAID else None
+
+
+def _check(subject: Sequence[float], reference: Sequence[float]) -> None:
+    for name, values in (("subject", subject), ("reference", reference)):
+        if len(values) < 2:
+            msg = f"the {name} has {len(values)} figures; a comparison needs at least 2 rounds"
+            raise ValueError(msg)
+        if any(not math.isfinite(v) or v <= 0 for v in values):
+            msg = f"the {name}'s figures must be positive numbers: {list(values)[:6]}"
+            raise ValueError(msg)

@@ -1,0 +1,85 @@
+"""A bounded run in a throwaway container: what the evaluation's workload runs in, through the
+engine's client (``Containers``). Every run gets the same limits (a CPU set and memory, no swap, no network),
+a timeout, and a log the engine keeps small (its output is outside data); the container is
+removed afterwards, also on Ctrl-C, unless XPU_RELEASE_KEEP_CONTAINERS=1."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from ..guard.limits import MAX_WORKLOAD_LOG_BYTES
+from ..secrets import redact
+
+CONTAINER_LABEL = "io.xpu-release.container"  # every throwaway container carries it (engine.py)
+
+LOG_LIMIT = f"{MAX_WORKLOAD_LOG_BYTES >> 10}k"  # what the engine keeps of a bounded run's log
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """What every container of an evaluation gets alike: a CPU set (``0-1``) and memory."""
+
+    cpuset: str
+    memory_mb: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """How a bounded run ended: its exit status (None: still running at its timeout, then
+    killed), the last lines of its stdout (bytes, as the workload wrote them) and of its stderr
+    (redacted)."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: str
+
+
+def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str], name: str,
+        limits: Limits, timeout: float) -> Finished:  # fmt: skip
+    """Run ``argv`` in a container ``name`` of ``image`` for at most ``timeout`` seconds."""
+    import requests
+    from docker.errors import NotFound
+    from docker.types import LogConfig
+
+    from ..settings import current
+
+    try:
+        container = client.containers.run(
+            image, command=argv, name=name, detach=True, entrypoint=[], environment=env, labels=labels,
+            network_mode="none", cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
+        )  # fmt: skip
+        exit_code: int | None
+        try:
+            exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])
+        except requests.exceptions.RequestException:  # the read timed out: still running
+            exit_code = None
+        stdout = container.logs(stdout=True, stderr=False, tail=50)
+        stderr = container.logs(stdout=False, stderr=True, tail=20)
+        return Finished(exit_code=exit_code, stdout=stdout, stderr=redact(stderr.decode(errors="replace")))
+    finally:
+        if not current().keep_containers:
+            with suppress(NotFound):
+                client.api.remove_container(name, force=True)
+
+
+class Containers:
+    """The engine as the evaluation asks it (``experiment.Runner``): bounded runs, and how many
+    CPUs a CPU set may name."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
+                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+        import uuid
+
+        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
+        return run(self.client, image, argv, env=env, labels={CONTAINER_LABEL: purpose}, name=name,
+                   limits=limits, timeout=timeout)  # fmt: skip
+
+    def cpu_count(self) -> int:
+        return int(self.client.info().get("NCPU") or 1)

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""xpu-bench: the CPU family's stand-in for the PPU image's ``ljperf --action train``, carried by
+the images whose manifest says ``evaluation.carry: xpu-bench`` (as ``/usr/local/bin/xpu-bench``)
+and run by the ``evaluate`` stage in throwaway containers.
+
+It trains a tiny decoder-only transformer on synthetic tokens for a fixed number of steps, with
+fixed seeds and nothing downloaded, on the CPU, and prints its figures as one JSON line on stdout
+(everything else goes to stderr): tokens per second and seconds per step of the median step
+after the warm-up steps (a step the machine's other work interrupted does not move them; the
+wall-clock tokens per second over every step is there too), and the process's peak resident
+memory. The core needs only PyTorch, so it
+runs in an SDK image as in the images built on it.
+
+The optimisations are switched on by the environment, as in the seed's image:
+
+- ``CHECKPOINT_OPTIMIZATION=true``: selective activation checkpointing (every other block is
+  recomputed in the backward pass instead of keeping its activations);
+- ``XPU_BENCH_COMPILE=1``: ``torch.compile`` (the inductor backend needs a C++ compiler);
+- ``XPU_BENCH_ACCELERATE=1``: the model and optimizer prepared by Hugging Face ``accelerate``;
+- ``XPU_BENCH_THREADS=N``: N intra-op threads (``OMP_NUM_THREADS`` works as for any PyTorch).
+
+A switch this image cannot honour (no compiler, no ``accelerate``) is not an error: the line
+says ``{"unsupported": "<why>"}`` and the exit status is 0. Any other failure exits non-zero.
+
+This file runs inside images, never in xpu-release's own process: it imports nothing of
+xpu-release, and reads its switches from the environment as the image's users would set them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+NAME = "xpu-bench"
+FORMAT = 1  # the version of the JSON line's fields
+TRUE = ("1", "true", "yes", "on")
+
+
+def _switch(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in TRUE
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=NAME, description=__doc__.splitlines()[0] if __doc__ else None)
+    for flag, default, text in (
+        ("--steps", 30, "training steps measured, after the warm-up steps"),
+        ("--warmup-steps", 5, "steps run first and not measured"),
+        ("--batch", 8, "sequences per step"),
+        ("--seq", 64, "tokens per sequence"),
+        ("--dim", 128, "model width"),
+        ("--layers", 2, "transformer blocks"),
+        ("--heads", 4, "attention heads"),
+        ("--vocab", 512, "vocabulary size"),
+        ("--seed", 0, "the seed of the weights and of the tokens"),
+    ):
+        parser.add_argument(flag, type=int, default=default, help=text)
+    args = parser.parse_args(argv)
+    if min(args.steps, args.batch, args.seq, args.dim, args.layers, args.heads, args.vocab) < 1:
+        parser.error("sizes and --steps must be at least 1")
+    if args.dim % args.heads or args.warmup_steps < 0:
+        parser.error("--dim must be a multiple of --heads, and --warmup-steps at least 0")
+    return args
+
+
+def _unsupported() -> str | None:
+    """Why this image cannot run the variant the environment asks for (None: it can)."""
+    if _switch("XPU_BENCH_COMPILE"):
+        compiler = os.environ.get("CXX") or "c++"
+        if shutil.which(compiler) is None and shutil.which("g++") is None:
+            return f"torch.compile needs a C++ compiler; this image has none ({compiler}, g++)"
+    if _switch("XPU_BENCH_ACCELERATE"):
+        try:
+            import accelerate  # noqa: F401
+        except ImportError:
+            return "the accelerate library is not installed in this image"
+    return None
+
+
+def _model(torch: Any, args: argparse.Namespace, checkpointed: bool) -> Any:
+    nn, functional = torch.nn, torch.nn.functional
+    module: Any = nn.Module
+
+    class Block(module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(args.dim), nn.LayerNorm(args.dim)
+            self.qkv = nn.Linear(args.dim, 3 * args.dim)
+            self.out = nn.Linear(args.dim, args.dim)
+            wide = 4 * args.dim
+            self.mlp = nn.Sequential(nn.Linear(args.dim, wide), nn.GELU(), nn.Linear(wide, args.dim))
+
+        def forward(self, x: Any) -> Any:
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, args.heads, d // args.heads).unbind(2)
+            att = functional.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+            )
+            x = x + self.out(att.transpose(1, 2).reshape(b, t, d))
+            return x + self.mlp(self.ln2(x))
+
+    class Decoder(module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.tokens = nn.Embedding(args.vocab, args.dim)
+            self.positions = nn.Embedding(args.seq, args.dim)
+            self.blocks = nn.ModuleList(Block() for _ in range(args.layers))
+            self.ln = nn.LayerNorm(args.dim)
+            self.head = nn.Linear(args.dim, args.vocab, bias=False)
+
+        def forward(self, ids: Any) -> Any:
+            x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
+            for i, block in enumerate(self.blocks):
+                if checkpointed and i % 2 == 0:  # selective: every other block is recomputed
+                    x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+                else:
+                    x = block(x)
+            return self.head(self.ln(x))
+
+    return Decoder()
+
+
+def _tokens(torch: Any, args: argparse.Namespace) -> Any:
+    """Synthetic sequences with structure to learn (each token follows from the one before),
+    the same for every run of the same seed."""
+    gen = torch.Generator().manual_seed(args.seed)
+    start = torch.randint(0, args.vocab, (args.batch, 1), generator=gen)
+    steps = torch.arange(args.seq + 1).unsqueeze(0)
+    return (start * 7 + steps * 13) % args.vocab
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    torch.manual_seed(args.seed)
+    threads = os.environ.get("XPU_BENCH_THREADS", "").strip()
+    if threads:
+        torch.set_num_threads(max(1, int(threads)))
+    checkpointed, compiled, accelerated = (
+        _switch("CHECKPOINT_OPTIMIZATION"),
+        _switch("XPU_BENCH_COMPILE"),
+        _switch("XPU_BENCH_ACCELERATE"),
+    )
+    model = _model(torch, args, checkpointed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    backward = None
+    if accelerated:
+        from accelerate import Accelerator
+
+        accelerator = Accelerator(cpu=True)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        backward = accelerator.backward
+    if compiled:
+        model = torch.compile(model)
+    data = _tokens(torch, args)
+    inputs, targets = data[:, :-1], data[:, 1:]
+    losses: list[float] = []
+    times: list[float] = []
+    for step in range(args.warmup_steps + args.steps):
+        started = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(inputs)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), targets.reshape(-1))
+        (backward or (lambda value: value.backward()))(loss)
+        optimizer.step()
+        losses.append(float(loss.item()))
+        if step >= args.warmup_steps:
+            times.append(time.perf_counter() - started)
+    # Per the median step: a step the machine's other work interrupted does not move it (the
+    # wall-clock figure over every step is there too).
+    median = statistics.median(times)
+    tokens = args.batch * args.seq
+    return {
+        "tokens_per_second": round(tokens / median, 3),
+        "step_seconds": round(median, 6),
+        "wall_tokens_per_second": round(tokens * len(times) / sum(times), 3),
+        "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "threads": torch.get_num_threads(),
+        "torch": str(torch.__version__),
+        "loss_first": round(losses[0], 4),
+        "loss_last": round(losses[-1], 4),
+        "variant": {"checkpoint": checkpointed, "compile": compiled, "accelerate": accelerated},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    line: dict[str, Any] = {"workload": NAME, "format": FORMAT, "steps": args.steps,
+                            "sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}  # fmt: skip
+    why = _unsupported()
+    if why is not None:
+        line["unsupported"] = why
+    else:
+        line.update(run(args))
+    sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
