@@ -11,6 +11,7 @@ docs/reference/exit-codes.md: 70 is only ever a bug of ours."""
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from xpu_release.guard.bodies import Pace
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 
-from ..cli.hostile import REF, REPO, a_users_error, invoke, registries_for
+from ..cli.hostile import REF, REPO, a_users_error, invoke, layout, registries_for
 from .evil_registry import Handler, evil_registry
+from .proc import a_users_error_of, run_cli
 
 USER, PASSWORD = "u", "the-password"
 QUICK = Pace(min_rate=1000, window=0.3, deadline=2.0)
@@ -188,3 +190,42 @@ def test_headers_that_trickle_are_stopped_like_a_body_that_trickles() -> None:
 
     assert not hung, "a registry sending a header byte every 0.1 s holds the client past 15 s"
     assert isinstance(box.get("error"), WireError), box
+
+
+# --- the registries file's ca_file, and a --to that names no host ------------------------------
+
+
+def test_a_ca_file_that_is_a_fifo_is_never_waited_on(repo: Path, tmp_path: Path) -> None:
+    # outside-data.md: "A FIFO, socket or device is never opened for reading (it would hang the
+    # run)". requests opens ca_file (ssl's load_verify_locations) once the TCP connection is up.
+    fifo = tmp_path / "ca.crt"
+    os.mkfifo(fifo)
+    registries = tmp_path / "registries.yaml"
+    with evil_registry(lambda h: h.send(200)) as (host, _):
+        registries.write_text(
+            "registries:\n"
+            f"  public: {{host: '{host}', ca_file: '{fifo}'}}\n"
+            "  hub: {host: '127.0.0.1:1', insecure: true}\n"
+            "  vpc: {hosts: {cn-beijing: '127.0.0.1:1', cn-wulanchabu: '127.0.0.1:1'}, insecure: true}\n"
+        )
+        ran = run_cli(
+            repo, ["--registries", str(registries), "mirror", REF, "--to", f"oci:{tmp_path / 'out'}"]
+        )
+
+    a_users_error_of(ran)  # today: still running at the deadline, blocked opening the FIFO
+
+
+@pytest.mark.parametrize("to", ["127.0.0.1:99999/x", "host with space/x"], ids=["port 99999", "a space"])
+def test_a_target_host_that_is_no_host_is_a_usage_error_not_a_ca_file(
+    repo: Path, tmp_path: Path, to: str
+) -> None:
+    source = tmp_path / "source"
+    layout(source)
+
+    result = invoke(repo, ["mirror", REF, "--from", f"oci:{source}", "--to", to],
+                    env={"XPU_RELEASE_CACHE": str(tmp_path / "cache")})  # fmt: skip
+
+    a_users_error(result)
+    # today: exit 7, "mirror (127.0.0.1:99999): the ca_file True cannot be read as a CA bundle"
+    assert "ca_file" not in result.stderr, result.stderr
+    assert result.exit_code in (2, 3), result.stderr
