@@ -47,20 +47,21 @@ class Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, answer: Answer) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, answer: Answer, address: str) -> None:
+        super().__init__((address, 0), Handler)
         self.answer = answer
         self.stopped = threading.Event()
 
 
 @contextmanager
-def evil_registry(answer: Answer) -> Iterator[tuple[str, threading.Event]]:
-    """``host:port`` of a server answering every request with ``answer``, and its stop event."""
-    server = _Server(answer)
+def evil_registry(answer: Answer, address: str = "127.0.0.1") -> Iterator[tuple[str, threading.Event]]:
+    """``host:port`` of a server (on ``address``, a loopback one) answering every request with
+    ``answer``, and its stop event."""
+    server = _Server(answer, address)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
-        yield f"127.0.0.1:{server.server_address[1]}", server.stopped
+        yield f"{address}:{server.server_address[1]}", server.stopped
     finally:
         server.stopped.set()
         server.shutdown()

@@ -229,3 +229,41 @@ def test_a_target_host_that_is_no_host_is_a_usage_error_not_a_ca_file(
     # today: exit 7, "mirror (127.0.0.1:99999): the ca_file True cannot be read as a CA bundle"
     assert "ca_file" not in result.stderr, result.stderr
     assert result.exit_code in (2, 3), result.stderr
+
+
+# --- an upload's Location on another host ------------------------------------------------------
+
+
+def test_an_upload_location_on_another_host_never_gets_our_login(repo: Path, tmp_path: Path) -> None:
+    # registries.md: "A login given this way goes only to the release's public and VPC hosts";
+    # "Credentials never travel over plain HTTP beyond loopback". requests' session.auth (basic)
+    # and with_token (bearer) go with every request of the session, to whatever URL the
+    # registry's Location names.
+    seen: list[str] = []
+
+    def elsewhere(h: Handler) -> None:
+        seen.append(h.headers.get("Authorization") or "")
+        h.send(500)
+
+    source = tmp_path / "source"
+    layout(source)
+    with evil_registry(elsewhere, "127.0.0.2") as (other, _):
+
+        def registry(h: Handler) -> None:
+            if not h.headers.get("Authorization"):
+                h.send(401, headers={"WWW-Authenticate": 'Basic realm="registry"'})
+            elif h.command == "POST" and "/blobs/uploads/" in h.path:
+                h.send(202, headers={"Location": f"http://{other}/upload/1"})
+            else:
+                h.send(404)
+
+        with evil_registry(registry) as (host, stopped):
+            argv = ["--registries", str(registries_for(tmp_path, host)), "mirror", REF,
+                    "--from", f"oci:{source}", "--to", f"{host}/{REPO}"]  # fmt: skip
+            result = invoke(repo, argv, env={"XPU_RELEASE_CACHE": str(tmp_path / "cache"),
+                                             "XPU_RELEASE_USERNAME": USER, "XPU_RELEASE_PASSWORD": PASSWORD},
+                            unstick=stopped.set)  # fmt: skip
+
+    a_users_error(result, 7)
+    basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    assert not [a for a in seen if basic in a], f"{other} (not the registry) got our login: {seen[:1]}"

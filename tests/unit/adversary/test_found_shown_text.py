@@ -60,3 +60,17 @@ def test_a_records_finding_cannot_forge_a_line_in_diff(repo: Path) -> None:
     a_users_error(result, 0)
     assert not _forged_lines(result.stdout), result.stdout  # today: two forged lines
     assert "\u202e" not in result.stdout
+
+
+def test_a_records_finding_cannot_forge_a_line_in_the_notes(repo: Path, tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    value = record_value(id=f"CVE-1\n{FORGED} id", package=f"demo\n{FORGED} package", vex="not_affected",
+                         justification=f"reviewed\n{FORGED} justification\u202e")  # fmt: skip
+    record.write_text(json.dumps(value))
+
+    result = invoke(repo, ["notes", "training-cpu-pytorch:25.03", "--lang", "en", "--record", str(record)])
+
+    a_users_error(result, 0)
+    assert "## Security" in result.stdout
+    assert not _forged_lines(result.stdout), result.stdout  # today: three forged lines in the notes
+    assert "\u202e" not in result.stdout
