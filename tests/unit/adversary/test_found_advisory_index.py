@@ -100,3 +100,22 @@ def test_the_index_is_readable_by_the_runners_other_jobs(
 
     (index,) = (tmp_path / "cache" / "advisories").glob("*.sqlite")
     assert stat.S_IMODE(index.stat().st_mode) == 0o644  # today: 0o600
+
+
+def test_the_index_is_never_written_through_a_link_in_the_cache(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # getting-started.md: "Inside a layout (oci:DIR) and the cache, no folder is followed if it is
+    # a symbolic link (exit 13, nothing written there)". build_index makes <cache>/advisories with
+    # mkdir(parents=True) and NamedTemporaryFile(dir=...): both follow a link.
+    without_an_engine(monkeypatch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "advisories").symlink_to(elsewhere)
+
+    result = scan(repo, _archive(tmp_path / "all.zip", packages=3, size=2_000))
+
+    a_users_error(result)
+    assert list(elsewhere.iterdir()) == [], "the advisory index was written through the cache's link"
