@@ -30,16 +30,23 @@ class Ran:
         return self.code is None
 
 
-def run_cli(root: Path, argv: list[str], *, env: dict[str, str] | None = None, deadline: float = 20.0) -> Ran:
+def run_cli(
+    root: Path, argv: list[str], *, env: dict[str, str] | None = None, deadline: float = 20.0,
+    stdin: Path | None = None,
+) -> Ran:  # fmt: skip
     """``xpu-release --root ROOT ARGV`` in a child process, killed at ``deadline``; its cache is
-    ``ROOT/../cache`` unless ``env`` names another."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    ``ROOT/../cache`` unless ``env`` names another; its standard input ``stdin`` (else none)."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        (stdin or Path(os.devnull)).open("rb") as given,
+    ):
         start = time.monotonic()
         proc = subprocess.Popen(
             [sys.executable, "-m", "xpu_release", "--root", str(root), *argv],
             stdout=out,
             stderr=err,
-            stdin=subprocess.DEVNULL,
+            stdin=given,
             env={
                 **os.environ,
                 "NO_COLOR": "1",
