@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOCUMENTED = set(range(16)) | {129, 130, 143}  # docs/reference/exit-codes.md, 70 excluded
+ROOT = Path(__file__).resolve().parents[3]
+
+# ``scan`` without Docker in the child, as ``cli.hostile.without_an_engine`` does in-process.
+_NO_ENGINE = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import pytest
+from tests.unit.cli.hostile import without_an_engine
+without_an_engine(pytest.MonkeyPatch())
+from xpu_release.cli import main
+sys.argv = ["xpu-release", *sys.argv[1:]]
+main()
+"""
 
 
 @dataclass(frozen=True)
@@ -32,18 +45,20 @@ class Ran:
 
 def run_cli(
     root: Path, argv: list[str], *, env: dict[str, str] | None = None, deadline: float = 20.0,
-    stdin: Path | None = None,
+    stdin: Path | None = None, no_engine: bool = False,
 ) -> Ran:  # fmt: skip
     """``xpu-release --root ROOT ARGV`` in a child process, killed at ``deadline``; its cache is
-    ``ROOT/../cache`` unless ``env`` names another; its standard input ``stdin`` (else none)."""
+    ``ROOT/../cache`` unless ``env`` names another; its standard input ``stdin`` (else none);
+    with ``no_engine``, the engine and the SBOM stand in (``cli.hostile.without_an_engine``)."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         (stdin or Path(os.devnull)).open("rb") as given,
     ):
         start = time.monotonic()
+        command = ["-c", _NO_ENGINE] if no_engine else ["-m", "xpu_release"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "xpu_release", "--root", str(root), *argv],
+            [sys.executable, *command, "--root", str(root), *argv],
             stdout=out,
             stderr=err,
             stdin=given,
