@@ -262,3 +262,23 @@ def test_an_upload_location_on_another_host_never_gets_our_login(repo: Path, tmp
 
     a_users_error(result, 7)
     assert not [a for a in seen if BASIC in a], f"{other} (not the registry) got our login: {seen[:1]}"
+
+
+# --- a Content-Length that is no number --------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [b"\xb2", b"2, 3"], ids=["a superscript two", "two lengths"])
+def test_a_content_length_that_is_no_number_is_exit_7(repo: Path, tmp_path: Path, length: bytes) -> None:
+    # guard.bodies.declared_length takes str.isdigit() for a number: "²" (0xB2, read as
+    # latin-1) is a digit to isdigit and no number to int(): ValueError, exit 70. "2, 3" is
+    # urllib3's InvalidHeader, a RequestException, told as an unreadable ca_file.
+    def answer(h: Handler) -> None:
+        h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n"
+                      b"Content-Length: " + length + b"\r\nConnection: close\r\n\r\n{}")  # fmt: skip
+        h.close_connection = True
+
+    with evil_registry(answer) as (host, stopped):
+        result = _mirror(repo, tmp_path, host, stopped)
+
+    a_users_error(result, 7)  # today: exit 70 (ValueError: invalid literal for int(): '²'); 7 naming ca_file
+    assert "ca_file" not in result.stderr, result.stderr
