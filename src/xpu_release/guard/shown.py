@@ -10,6 +10,7 @@ cuts the text to a length that names it without filling a screen.
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
 from .limits import MAX_SHOWN_CHARS
@@ -39,3 +40,11 @@ def shown_lines(text: str) -> str:
     does: its own line breaks stay, every other hidden character (an escape sequence, a carriage
     return that would overwrite the line) is made visible. Nothing is cut."""
     return "\n".join(shown(line, len(line)) for line in text.split("\n"))
+
+
+def path_text(path: object) -> str:
+    """A file's name as text that is valid UTF-8 whatever its bytes (a name is any bytes but
+    ``/`` and NUL): a byte that is not UTF-8 is written ``\\xNN``, so a JSON document or a log
+    that quotes it stays valid; nothing else is changed (JSON escapes the rest)."""
+    raw = os.fsencode(str(path))
+    return raw.decode("utf-8", "backslashreplace")

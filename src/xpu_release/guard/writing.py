@@ -151,6 +151,14 @@ class Out:
             raise
         return self
 
+    @property
+    def by_name(self) -> Path:
+        """The temporary as a path through this write's open folder (``/proc/self/fd/N/<name>``),
+        for a writer that opens the file by name itself (SQLite): the kernel reaches the folder
+        from its descriptor, not by walking a path again, so no link on the way is followed."""
+        assert self._file is not None, "Out.by_name outside its with block"
+        return Path(f"/proc/self/fd/{self._folder}") / self._tmp
+
     def write(self, data: bytes) -> None:
         assert self._file is not None, "Out.write outside its with block"
         try:
