@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from ..cli.hostile import a_users_error, advisory, invoke, without_an_engine
 from ..cli.test_hostile_inputs import scan
+from ..guard.hostile import chain
 
 DEPTH = 1100
 
@@ -34,17 +34,8 @@ def deep() -> Iterator[list[Path]]:
 
 
 def _tree(top: Path, made: list[Path]) -> None:
-    top.mkdir(parents=True, exist_ok=True)
     made.append(top)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(DEPTH):
-            os.mkdir("a", dir_fd=fd)
-            inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-    finally:
-        os.close(fd)
+    chain(top, DEPTH)
 
 
 def test_an_advisories_folder_nested_1100_deep_is_no_internal_error(

@@ -12,23 +12,9 @@ import pytest
 from xpu_release.guard.limits import MAX_FOLDER_DEPTH
 from xpu_release.guard.trees import Walk, remove_tree
 
+from .hostile import chain
+
 PAST_RECURSION = 1100  # deeper than Python's recursion limit: rglob, os.walk and rmtree crash
-
-
-def chain(top: Path, depth: int) -> Path:
-    """``top/a/a/…`` ``depth`` folders deep (made from descriptors: no path grows long); the
-    deepest folder."""
-    top.mkdir(parents=True, exist_ok=True)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(depth):
-            os.mkdir("a", dir_fd=fd)
-            inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-    finally:
-        os.close(fd)
-    return top.joinpath(*["a"] * depth)
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from xpu_release.cli import cli
 from xpu_release.guard.limits import MAX_FOLDER_DEPTH
 
+from ..guard.hostile import chain
+
 
 def run(repo: Path, cache: Path, *args: str) -> object:
     return CliRunner().invoke(
@@ -32,17 +34,6 @@ def test_prune_json_writes_a_name_that_is_not_utf8_as_escapes(repo: Path, tmp_pa
     out.decode("utf-8")  # valid UTF-8: a strict decoder reads it
     (removed,) = json.loads(out)["removed"]
     assert removed.endswith("sha256-\\xff\\xfe.partial")
-
-
-def chain(top: Path, depth: int) -> None:
-    top.mkdir(parents=True)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("a", dir_fd=fd)
-        inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-        os.close(fd)
-        fd = inner
-    os.close(fd)
 
 
 def test_an_entry_deeper_than_a_prune_walks_is_removed_as_far_as_it_goes_and_named(
