@@ -154,19 +154,28 @@ def _ordered_ids(ids: set[str]) -> tuple[str, ...]:
     return tuple(sorted(ids, key=rank))
 
 
-def _groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Records of one package that name the same vulnerability (by id or alias), together."""
-    groups: list[tuple[set[str], list[dict[str, Any]]]] = []
-    for r in records:
-        ids = {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}
-        joined = [g for g in groups if g[0] & ids]
-        merged_ids, merged = ids, [r]
-        for g in joined:
-            merged_ids |= g[0]
-            merged += g[1]
-            groups.remove(g)
-        groups.append((merged_ids, merged))
-    return [g[1] for g in groups]
+def _groups(records: list[dict[str, Any]]) -> list[list[int]]:
+    """Which of ``records`` (of one package) name the same vulnerability, by id or alias: their
+    indexes, together, each group in the order its records were met. Near-linear in the records
+    (a union-find joined through the ids they share): one package may have thousands."""
+    parent = list(range(len(records)))
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]  # halving: the trees stay flat
+            n = parent[n]
+        return n
+
+    first: dict[str, int] = {}  # an id → the first record that names it
+    for n, r in enumerate(records):
+        for i in {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}:
+            a, b = root(first.setdefault(i, n)), root(n)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for n in range(len(records)):
+        groups.setdefault(root(n), []).append(n)
+    return list(groups.values())
 
 
 def scan(
@@ -193,12 +202,13 @@ def scan(
             match = affects(adv.data, pkg.ecosystem, pkg.name, pkg.version)
             if match is not None:
                 hits.append((adv.data, match))
-        for group in _groups([h[0] for h in hits]):
+        for members in _groups([h[0] for h in hits]):
+            group = [hits[n][0] for n in members]
             ids = {str(i) for r in group for i in (r["id"], *as_list(r.get("aliases")))}
             rated = [severity(r) for r in group]
             known = [r for r in rated if r[0] in LEVELS]
             level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]
-            fixed = sorted({f for r, m in hits if any(r is g for g in group) for f in m.fixed})
+            fixed = sorted({f for n in members for f in hits[n][1].fixed})
             covering = [(n, s) for n, s in enumerate(mine)
                         if s.covers(image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
             used.update(n for n, s in covering if s.is_exception)
