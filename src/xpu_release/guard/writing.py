@@ -285,10 +285,12 @@ def settle(folder: Path) -> None:
 # --- proving what landed ------------------------------------------------------------------------
 
 
-def landed(path: Path, *, within: Path) -> tuple[str, Identity] | None:
-    """The ``sha256:<hex>`` and identity of the regular file at ``path`` inside ``within``
-    (reached without following a link, the file itself not followed either), or None when
-    nothing trustworthy is there: missing, a link, a FIFO, a folder, unreadable."""
+def landed(path: Path, *, within: Path, size: int) -> tuple[str, Identity] | None:
+    """The ``sha256:<hex>`` and identity of the regular file of ``size`` bytes at ``path`` inside
+    ``within`` (reached without following a link, the file itself not followed either), or None
+    when nothing trustworthy is there: missing, a link, a FIFO, a folder, unreadable, or of
+    another size. The size is compared before a byte is read, and at most ``size`` + 1 bytes are
+    (a sparse file of a terabyte under an 11-byte blob's name is no blob, found at once)."""
     try:
         folder = open_folder(path.parent, within=within, make=False)
     except (OSError, OutputError):
@@ -301,13 +303,14 @@ def landed(path: Path, *, within: Path) -> tuple[str, Identity] | None:
         os.close(folder)
     try:
         before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
+        if not stat.S_ISREG(before.st_mode) or before.st_size != size:
             return None
-        h = hashlib.sha256()
-        while block := os.read(fd, COPY_BLOCK):
+        h, read = hashlib.sha256(), 0
+        while read <= size and (block := os.read(fd, min(COPY_BLOCK, size + 1 - read))):
             h.update(block)
+            read += len(block)
         after = Identity.of(os.fstat(fd))
-        return ("sha256:" + h.hexdigest(), after) if after == Identity.of(before) else None
+        return ("sha256:" + h.hexdigest(), after) if read == size and after == Identity.of(before) else None
     except OSError:
         return None
     finally:

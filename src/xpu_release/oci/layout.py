@@ -86,8 +86,8 @@ class Layout:
     def proven(self, digest: str, size: int) -> Identity | None:
         """The blob's file, if it is there as a regular file (no link followed) holding the
         ``size`` bytes that hash to ``digest``; None if it is missing or damaged."""
-        found = landed(self.blob_path(digest), within=self.root)
-        return found[1] if found is not None and found[0] == digest and found[1].size == size else None
+        found = landed(self.blob_path(digest), within=self.root, size=size)
+        return found[1] if found is not None and found[0] == digest else None
 
     def put_bytes(self, data: bytes) -> str:
         digest = sha256_digest(data)

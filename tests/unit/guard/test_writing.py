@@ -190,7 +190,7 @@ def test_landed_never_opens_a_fifo_for_long_nor_follows_a_link(tmp_path: Path) -
     (tmp_path / "file").write_bytes(b"x")
 
     with deadline(5):
-        found = {n: landed(tmp_path / n, within=tmp_path) for n in ("fifo", "link", "file", "gone")}
+        found = {n: landed(tmp_path / n, within=tmp_path, size=1) for n in ("fifo", "link", "file", "gone")}
 
     assert found["fifo"] is None
     assert found["link"] is None
@@ -232,3 +232,17 @@ def test_a_sweep_leaves_a_temporary_younger_than_the_grace(tmp_path: Path) -> No
 
     assert sweep(tmp_path) == []
     assert fresh.exists()
+
+
+def test_landed_compares_the_size_before_it_reads_and_reads_no_further(tmp_path: Path) -> None:
+    with (tmp_path / "sparse").open("wb") as f:
+        f.truncate(1 << 40)  # a terabyte of nothing under an 11-byte blob's name
+    (tmp_path / "blob").write_bytes(b"layer bytes")
+
+    with deadline(5):  # hashed to its end: some 40 minutes
+        assert landed(tmp_path / "sparse", within=tmp_path, size=11) is None
+    found = landed(tmp_path / "blob", within=tmp_path, size=11)
+
+    assert found is not None
+    assert found[0] == digest(b"layer bytes")
+    assert landed(tmp_path / "blob", within=tmp_path, size=10) is None  # one byte more than listed
