@@ -30,6 +30,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import stat
 import time
@@ -328,9 +329,13 @@ def unchanged(path: Path, identity: Identity) -> bool:
 # --- killed runs' temporaries ---------------------------------------------------------------
 
 
+_TEMPORARY = re.compile(rf"\..+\.[0-9]+-[0-9a-f]{{8}}{re.escape(TEMPORARY_SUFFIX)}", re.DOTALL)
+
+
 def is_temporary(name: str) -> bool:
-    """A name ``Out`` gives its temporaries (``.<name>.<pid>-<token>.tmp``)."""
-    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
+    """A name ``Out`` gives its temporaries (``.<name>.<pid>-<8 hex>.tmp``), and no other: a
+    hidden ``.tmp`` file of another tool or a person (``.notes.tmp``) is theirs, never swept."""
+    return _TEMPORARY.fullmatch(name) is not None
 
 
 def sweep(folder: Path, *, within: Path | None = None, now: float | None = None) -> list[str]:

@@ -146,14 +146,19 @@ class Layout:
         return found.digest if found is not None else None
 
     def get_manifest(self, reference: str) -> Manifest | None:
-        """The manifest a tag or digest names; a blob there that is no manifest is damage."""
+        """The manifest a tag or digest names (None: nothing names it). A blob there that is no
+        manifest is damage, and so is one ``index.json`` lists that the layout lacks (missing, a
+        FIFO): the name is right, the layout is not."""
         found = self._find(reference)
-        digest = (
-            found.digest if found is not None else (reference if reference.startswith("sha256:") else None)
-        )
-        if digest is None or not self.has_blob(digest):
-            return None
-        return self._manifest(digest, found.media_type if found is not None else "")
+        if found is None:
+            if not reference.startswith("sha256:") or not self.has_blob(reference):
+                return None
+            return self._manifest(reference, "")
+        if not self.has_blob(found.digest):
+            msg = (f"{self.root}: index.json lists {shown(reference, 100)} as {found.digest}, but its blob "
+                   "is missing or is not a regular file (damaged); copy the layout again")  # fmt: skip
+            raise DamagedFileError(msg)
+        return self._manifest(found.digest, found.media_type)
 
     def _manifest(self, digest: str, media_type: str) -> Manifest:
         """The manifest blob ``digest`` (bounded, checked against its digest and parsed)."""

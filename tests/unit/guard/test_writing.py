@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,7 +215,7 @@ def test_a_sweep_removes_a_dead_runs_temporary_but_not_one_being_written(tmp_pat
     dead = tmp_path / ".blob.999999-0000abcd.tmp"  # its writer was killed: nobody holds it
     dead.write_bytes(b"half")
     (tmp_path / "young.tmp").write_bytes(b"not a temporary's name")
-    os.mkfifo(tmp_path / ".fifo.1-2.tmp")  # a temporary's name, but not ours: left alone
+    os.mkfifo(tmp_path / ".fifo.1-0000abcd.tmp")  # a temporary's name, but no file of ours: left alone
     later = dead.stat().st_mtime + TEMPORARY_GRACE_SECONDS + 1
 
     with Out(tmp_path / "blob") as live:
@@ -223,15 +224,28 @@ def test_a_sweep_removes_a_dead_runs_temporary_but_not_one_being_written(tmp_pat
         live.commit()
 
     assert removed == [dead.name]
-    assert names(tmp_path) == [".fifo.1-2.tmp", "blob", "young.tmp"]
+    assert names(tmp_path) == [".fifo.1-0000abcd.tmp", "blob", "young.tmp"]
 
 
 def test_a_sweep_leaves_a_temporary_younger_than_the_grace(tmp_path: Path) -> None:
-    fresh = tmp_path / ".blob.1-2.tmp"
+    fresh = tmp_path / ".blob.1-0000abcd.tmp"
     fresh.write_bytes(b"just made, perhaps not locked yet")
 
+    assert is_temporary(fresh.name)
     assert sweep(tmp_path) == []
     assert fresh.exists()
+
+
+@pytest.mark.parametrize(
+    "theirs", [".notes.tmp", ".other-client-upload.tmp", ".blob.123.tmp", ".blob.1-XYZXYZXY.tmp", ".tmp"]
+)
+def test_a_sweep_removes_only_names_of_our_own_pattern(tmp_path: Path, theirs: str) -> None:
+    (tmp_path / theirs).write_bytes(b"another tool's")
+    old = time.time() + TEMPORARY_GRACE_SECONDS + 1
+
+    assert not is_temporary(theirs)
+    assert sweep(tmp_path, now=old) == []
+    assert names(tmp_path) == [theirs]
 
 
 def test_landed_compares_the_size_before_it_reads_and_reads_no_further(tmp_path: Path) -> None:
