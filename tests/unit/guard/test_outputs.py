@@ -164,3 +164,44 @@ def test_a_folder_as_output_is_refused(tmp_path: Path) -> None:
         write_named(tmp_path, b"x", what="notes")
 
     assert "is a directory" in refused.value.message
+
+
+def test_the_systems_own_stream_links_are_written_through(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with deadline(5):
+            write_named(Path(f"/dev/fd/{write_end}"), b"one ", what="SARIF")
+            write_named(Path(f"/proc/self/fd/{write_end}"), b"two", what="SARIF")
+        os.close(write_end)
+        write_end = -1
+        assert os.read(read_end, 100) == b"one two"
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        lambda link: Path(f"/dev/..{link}"),  # /dev/../tmp/…: spelled under /dev, is not
+        lambda link: Path(f"/proc/self/cwd/{link.name}"),  # the current folder, through /proc
+        lambda link: Path(f"/dev/fd/../../..{link}"),  # out of the fd folder again
+        lambda link: link,
+    ],
+    ids=["/dev/..", "/proc/self/cwd", "/dev/fd/../../..", "as it is"],
+)
+def test_a_link_of_anyones_is_refused_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelled: object
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    link = tmp_path / "out.sarif"
+    link.symlink_to(victim)
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(OutputError) as refused:
+        write_named(spelled(link), b"{}", what="SARIF")  # type: ignore[operator]
+
+    assert "is a symbolic link" in refused.value.message
+    assert victim.read_text() == "keep me"
