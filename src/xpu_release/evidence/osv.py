@@ -102,15 +102,40 @@ def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def _safe(data: dict[str, Any]) -> dict[str, Any]:
-    """The record with the text a person is shown (its id, aliases, summary, details) made safe
-    to show (``guard.shown``); everything else as it was."""
+    """The record with the text a person is shown (its id, aliases, summary, details, and the
+    versions of what it affects: a ``fixed`` version is printed by ``scan`` and kept in the
+    record) made safe to show (``guard.shown``); everything else as it was. A version that needs
+    an escape is no version any ecosystem parses: it matches nothing, as before."""
     out = {**data, "id": shown(data["id"], 100)}
     if isinstance(data.get("aliases"), list):
         out["aliases"] = [shown(a, 100) if isinstance(a, str) else a for a in data["aliases"]]
     for key in ("summary", "details"):
         if isinstance(data.get(key), str):
             out[key] = shown(data[key], 200)
+    if isinstance(data.get("affected"), list):
+        out["affected"] = [_safe_affected(a) for a in data["affected"]]
     return out
+
+
+def _safe_affected(affected: Any) -> Any:
+    """One ``affected`` entry with its versions and its ranges' events made safe to show."""
+    if not isinstance(affected, dict):
+        return affected
+    out = dict(affected)
+    if isinstance(affected.get("versions"), list):
+        out["versions"] = [_shown_version(v) for v in affected["versions"]]
+    if isinstance(affected.get("ranges"), list):
+        out["ranges"] = [
+            {**r, "events": [{k: _shown_version(v) for k, v in e.items()} if isinstance(e, dict) else e
+                             for e in r["events"]]}
+            if isinstance(r, dict) and isinstance(r.get("events"), list) else r
+            for r in affected["ranges"]
+        ]  # fmt: skip
+    return out
+
+
+def _shown_version(value: Any) -> Any:
+    return shown(value, 100) if isinstance(value, str) else value
 
 
 def _advisory(data: dict[str, Any]) -> Advisory:

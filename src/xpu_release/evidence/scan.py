@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError, VulnerabilityGateFailed
+from ..guard.shown import shown
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import LEVELS, affects, at_or_above, severity
@@ -271,18 +272,27 @@ def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> di
     }  # fmt: skip
 
 
+def shown_finding(f: Finding) -> tuple[str, str, str, str]:
+    """A finding's id, package, version and fixed versions as they may be shown: the image's
+    packages, the advisories' and VEX's texts are outside data (``guard.shown``)."""
+    fixed = ", ".join(shown(v) for v in f.fixed)
+    return shown(f.ids[0]), shown(f.package.name), shown(f.package.version), fixed
+
+
 def gate_failure(result: ScanResult) -> str:
-    """Why the gate stops the release, one line per reason, each saying what to do."""
+    """Why the gate stops the release, one line per reason, each saying what to do; every outside
+    text in it made safe to show."""
     lines = [f"the vulnerability gate stops {result.ref}: nothing is published"]
     for f in result.blocking:
-        fix = f"fixed in {', '.join(f.fixed)}" if f.fixed else "no fixed version yet"
-        note = f" ({f.note})" if f.note else ""
-        lines.append(f"  {f.level:<8} {f.ids[0]} in {f.package.name} {f.package.version}: {fix}{note}")
+        vid, name, version, fixed = shown_finding(f)
+        fix = f"fixed in {fixed}" if fixed else "no fixed version yet"
+        note = f" ({shown(f.note, len(f.note))})" if f.note else ""
+        lines.append(f"  {f.level:<8} {vid} in {name} {version}: {fix}{note}")
     for s in result.stale:
-        lines.append(f"  stale exception {s.vulnerability} at {s.where}: it matches nothing in this "
-                     "release; remove it")  # fmt: skip
+        lines.append(f"  stale exception {shown(s.vulnerability)} at {s.where}: it matches nothing in "
+                     "this release; remove it")  # fmt: skip
     for c in result.conflicts:
-        lines.append(f"  conflicting statements for {c}: keep the one that holds")
+        lines.append(f"  conflicting statements for {shown(c, len(c))}: keep the one that holds")
     lines.append("upgrade the package, or add a reviewed statement to the image's vex.openvex.json")
     return "\n".join(lines)
 
