@@ -305,6 +305,7 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     from ..evidence.attest import image_sbom
     from ..evidence.sarif import to_sarif
     from ..evidence.scan import gate_failure, scan_image, shown_finding
+    from ..evidence.vex import published_at
     from ..image.engine import Engine
     from ..image.lock import load_lock
 
@@ -316,7 +317,8 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     engine = Engine.connect()
     image_id = engine.require_image(spec.ref).id
     sbom = image_sbom(state.repo, spec, load_lock(state.root, spec), engine, image_id)
-    result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache)
+    where = published_at(spec.image, state.registries().publish_endpoints())
+    result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache, repositories=where)
     if sarif_file is not None:
         sarif = to_sarif(result, manifest=spec.manifest_path, version=__version__)
         if write_output(sarif_file, sarif, what="SARIF"):

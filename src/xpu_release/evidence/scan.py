@@ -187,11 +187,13 @@ def scan(
     *,
     today: date,
     digests: frozenset[str] = frozenset(),
+    repositories: frozenset[str] = frozenset(),
 ) -> ScanResult:
     """Every finding in ``sbom``, what VEX says of each, and the stale exceptions. ``digests``:
     what names this image besides its version (its id; its manifest digest once published), for
-    the statements whose product names a digest."""
-    image = Subject(name=spec.image, version=spec.version, digests=digests)
+    the statements whose product names a digest; ``repositories``: where it is published
+    (``vex.published_at``), for those whose product names a ``repository_url``."""
+    image = Subject(name=spec.image, version=spec.version, digests=digests, repositories=repositories)
     mine = tuple(s for s in statements if s.about(image))
     used: set[int] = set()
     findings: list[Finding] = []
@@ -297,9 +299,12 @@ def gate_failure(result: ScanResult) -> str:
     return "\n".join(lines)
 
 
-def scan_image(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> ScanResult:
+def scan_image(
+    repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path, repositories: frozenset[str]
+) -> ScanResult:
     """Scan ``sbom`` (the image's, as ``attest.image_sbom`` made it: the bytes publish attaches)
-    with the image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named)."""
+    with the image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named);
+    ``repositories``: where the release is published (``vex.published_at``)."""
     statements: tuple[Statement, ...] = ()
     path = vex_path(repo.root, spec.image)
     if path.exists():
@@ -312,7 +317,7 @@ def scan_image(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, ca
     advisories = Advisories([Path(p) for p in gate.advisories], cache)
     try:
         return scan(spec, sbom, advisories, statements, today=gate.today or date.today(),
-                    digests=named_by(sbom))  # fmt: skip
+                    digests=named_by(sbom), repositories=repositories)  # fmt: skip
     finally:
         advisories.close()
 
@@ -327,7 +332,9 @@ class Gated:
     result: ScanResult | None = None
 
 
-def run_gate(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> Gated:
+def run_gate(
+    repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path, repositories: frozenset[str]
+) -> Gated:
     """A release's scan stage, between the smoke test and the publish. A finding it stops on
     raises, and nothing is published. Skipped only when said (``--no-scan REASON``); with no
     advisories it says that nothing was checked."""
@@ -337,7 +344,7 @@ def run_gate(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cach
     if not gate.advisories:
         why = f"{NO_ADVISORIES}: nothing was checked"
         return Gated(record_entry(None, skipped=why), why)
-    result = scan_image(repo, spec, sbom, gate, cache=cache)
+    result = scan_image(repo, spec, sbom, gate, cache=cache, repositories=repositories)
     if not result.passed:
         raise VulnerabilityGateFailed(gate_failure(result))
     excepted = sum(1 for f in result.findings if f.exception is not None)

@@ -10,6 +10,8 @@ and the bound.
   numbers bounded in length and finite (``1e400`` is no size), ``NaN`` and ``Infinity``
   refused.
 - ``typed``: checks of one value's type where booleans are not integers (``True`` is no size).
+- ``days_after``: a day and some days more, saturating at the calendar's end (a date read from
+  outside near year 9999 is data, never an ``OverflowError``).
 
 Errors are raised through ``error`` (a callable making the exception, ``DamagedFileError`` by
 default): a damaged layout is exit 12, a registry's answer 7, an option the user typed 3; the
@@ -24,6 +26,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
+from datetime import date, timedelta
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -235,3 +238,16 @@ def str_list(value: Any) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         return None
     return list(value)
+
+
+# --- days ----------------------------------------------------------------------------------------
+
+
+def days_after(day: date, days: int) -> date:
+    """``day`` and ``days`` more (or fewer), or the calendar's last (first) day when that is past
+    it: an advisory published on 9999-12-25, or ``--today 9999-12-31``, has an SLA due "never
+    within the calendar", not an internal error."""
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        return date.max if days >= 0 else date.min

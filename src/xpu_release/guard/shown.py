@@ -19,6 +19,13 @@ from .limits import MAX_SHOWN_CHARS
 # joiners), line and paragraph separators, and surrogates and unassigned code points.
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
+# What a reader sees nothing of besides those: spaces of every width (Zs), combining marks with
+# nothing to combine with (Mn, Me), and the letters and symbols fonts draw blank (the Braille
+# pattern blank, the Hangul fillers, the Mongolian vowel separator), none of which ``str.strip``
+# removes.
+_UNSEEN = _HIDDEN | {"Zs", "Mn", "Me"}
+_DRAWN_BLANK = frozenset("\u2800\u3164\u115f\u1160\uffa0\u180e")
+
 
 def _escaped(ch: str) -> str:
     if unicodedata.category(ch) not in _HIDDEN:
@@ -33,6 +40,13 @@ def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
     cut = raw if len(raw) <= limit else raw[:limit]
     out = "".join(_escaped(ch) for ch in cut)
     return out if cut is raw else f"{out}... ({len(raw)} characters)"
+
+
+def says_nothing(text: str) -> bool:
+    """``text`` shows a reader nothing: it is empty, or every character of it is a blank, an
+    invisible one (zero-width, a direction mark, a control) or one drawn blank. A reason, a name
+    or a statement made of them reads as missing in a review, so it counts as missing."""
+    return all(ch.isspace() or ch in _DRAWN_BLANK or unicodedata.category(ch) in _UNSEEN for ch in text)
 
 
 def shown_lines(text: str) -> str:
