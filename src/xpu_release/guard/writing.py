@@ -168,16 +168,20 @@ class Out:
             raise self._fail(exc) from None
         self.size += len(data)
 
-    def commit(self) -> Identity:
-        """Make the file durable and put it in place; returns what it is now."""
+    def commit(self, name: str | None = None) -> Identity:
+        """Make the file durable and put it in place (under ``name`` in the same folder, for a
+        file named by what it holds: a blob known by its digest once written); returns what it
+        is now."""
         assert self._file is not None, "Out.commit outside its with block"
+        final = name or self.path.name
         try:
             self._file.flush()
             if self.durable:
                 os.fsync(self._file.fileno())
-            os.replace(self._tmp, self.path.name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
+            os.replace(self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder)
             self._tmp = ""
             self.identity = Identity.of(os.fstat(self._file.fileno()))
+            self.path = self.path.with_name(final)
         except OSError as exc:
             raise self._fail(exc) from None
         if self.durable:

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError, SmokeTestFailed
 from ..guard.limits import MAX_DOCUMENT_BYTES, MAX_RECORD_BYTES
 from ..guard.reading import Refused, read_file, read_json
+from ..guard.writing import write_bytes
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 from ..settings import cache_dir
@@ -205,7 +206,7 @@ def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
 
 
 def _marker(image_id: str) -> Path:
-    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
+    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"  # written within the cache
 
 
 def _read_marker(image_id: str) -> dict[str, Any]:
@@ -220,7 +221,6 @@ def _read_marker(image_id: str) -> dict[str, Any]:
 
 def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:
     path = _marker(image_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "ref": spec.ref,
         "image_id": image_id,
@@ -229,7 +229,7 @@ def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> Non
         "passed": passed,
         "at": time.time(),
     }
-    path.write_text(json.dumps(data), encoding="utf-8")
+    write_bytes(path, json.dumps(data).encode(), within=cache_dir(), what="smoke test marker")
 
 
 def require_tested(spec: ImageSpec, image_id: str) -> None:

@@ -4,10 +4,12 @@ records and notes are readable by others."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,16 @@ import pytest
 from xpu_release import settings
 from xpu_release.errors import OutputError
 from xpu_release.guard.named import write_named
+from xpu_release.image import smoke
+from xpu_release.image.fetch import fetch
+from xpu_release.manifest import Repo
+from xpu_release.oci.members import compress, spool_dir
 from xpu_release.oci.store import DigestMap, known_config, remember_config
 
 from ..helpers import run
 from .hostile import deadline, snapshot
+
+CPU = "training-cpu-pytorch"
 
 
 @pytest.fixture
@@ -64,9 +72,45 @@ def test_an_output_file_is_written_whole_readable_by_others_and_keeps_a_mode_it_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "private.json", "repo"]
 
 
-@pytest.mark.parametrize("link", ["configs", "compressed"])
+LAYER = b"layer bytes" * 100
+
+
+def _layer(tmp_path: Path) -> Path:
+    layer = tmp_path / "layer.tar"
+    layer.write_bytes(LAYER)
+    return layer
+
+
+def _compressed(repo: Path, tmp_path: Path) -> None:
+    DigestMap("compressed/zlib-6").put("sha256:" + "a" * 64, "sha256:" + "b" * 64)
+
+
+def _spooled(repo: Path, tmp_path: Path) -> None:  # the publish spool
+    with ThreadPoolExecutor(1) as pool:
+        compress(_layer(tmp_path), spool_dir(), pool)
+
+
+def _tested(repo: Path, tmp_path: Path) -> None:
+    smoke._mark_tested(Repo(repo).load(CPU, "25.03"), "sha256:" + "c" * 64, "t", 1)
+
+
+def _fetched(repo: Path, tmp_path: Path) -> None:  # an artifact a build downloads
+    fetch(_layer(tmp_path).as_uri(), hashlib.sha256(LAYER).hexdigest(), "f")
+
+
+# Each folder of the cache a writer puts files under, and that writer.
+CACHE_WRITERS: dict[str, Callable[[Path, Path], object]] = {
+    "configs": lambda repo, tmp: remember_config(b'{"config":1}'),
+    "compressed": _compressed,
+    "oci-blobs": _spooled,
+    "tested": _tested,
+    "blobs": _fetched,
+}
+
+
+@pytest.mark.parametrize("link", sorted(CACHE_WRITERS))
 def test_a_cache_folder_that_is_a_link_is_refused_and_nothing_lands_outside(
-    cache: Path, tmp_path: Path, link: str
+    cache: Path, repo: Path, tmp_path: Path, link: str
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -74,17 +118,23 @@ def test_a_cache_folder_that_is_a_link_is_refused_and_nothing_lands_outside(
     (cache / link).symlink_to(outside)
     before = snapshot(outside)
 
-    def write() -> None:
-        if link == "configs":
-            remember_config(b'{"config":1}')
-        else:
-            DigestMap("compressed/zlib-6").put("sha256:" + "a" * 64, "sha256:" + "b" * 64)
-
     with pytest.raises(OutputError) as refused:
-        write()
+        CACHE_WRITERS[link](repo, tmp_path)
 
     assert snapshot(outside) == before
     assert f"{cache / link}: is a symbolic link" in refused.value.message
+    assert refused.value.exit_code == 13
+
+
+@pytest.mark.parametrize("link", sorted(CACHE_WRITERS))
+def test_each_cache_writer_writes_inside_the_cache(
+    cache: Path, repo: Path, tmp_path: Path, link: str
+) -> None:
+    CACHE_WRITERS[link](repo, tmp_path)
+
+    made = [p for p in (cache / link).rglob("*") if p.is_file()]
+    assert made, f"nothing written under {cache / link}: the case above proves nothing"
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in made if not p.name.startswith(".")), made
 
 
 def test_cache_facts_are_written_and_read_back(cache: Path) -> None:
