@@ -168,21 +168,31 @@ class Out:
             raise self._fail(exc) from None
         self.size += len(data)
 
-    def commit(self, name: str | None = None) -> Identity:
+    def commit(self, name: str | None = None, *, keep_existing: bool = False) -> Identity:
         """Make the file durable and put it in place (under ``name`` in the same folder, for a
         file named by what it holds: a blob known by its digest once written); returns what it
-        is now."""
+        is now. With ``keep_existing``, whatever is at that name (a file, a link, made meanwhile
+        by anyone) stays as it is and ``FileExistsError`` is raised: the file is hard-linked
+        into place, which never replaces and never follows a link."""
         assert self._file is not None, "Out.commit outside its with block"
         final = name or self.path.name
         try:
             self._file.flush()
             if self.durable:
                 os.fsync(self._file.fileno())
-            os.replace(self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder)
+            if keep_existing:
+                os.link(
+                    self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder, follow_symlinks=False
+                )
+                os.unlink(self._tmp, dir_fd=self._folder)
+            else:
+                os.replace(self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder)
             self._tmp = ""
             self.identity = Identity.of(os.fstat(self._file.fileno()))
             self.path = self.path.with_name(final)
         except OSError as exc:
+            if keep_existing and isinstance(exc, FileExistsError):
+                raise  # the caller's to say: "already exists", in its own words
             raise self._fail(exc) from None
         if self.durable:
             with contextlib.suppress(OSError):  # the rename's own durability; not every fs can
@@ -226,12 +236,19 @@ def _kept_mode(folder: int, path: Path) -> int | None:
 
 
 def write_bytes(
-    path: Path, data: bytes, *, within: Path | None = None, what: str = "file", durable: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    within: Path | None = None,
+    what: str = "file",
+    durable: bool = True,
+    keep_existing: bool = False,
 ) -> Identity:
-    """``data`` at ``path``, whole or not at all (see ``Out``)."""
+    """``data`` at ``path``, whole or not at all (see ``Out``); with ``keep_existing``, only if
+    nothing is at ``path`` (else ``FileExistsError``, and nothing changed)."""
     with Out(path, within=within, what=what, durable=durable) as out:
         out.write(data)
-        return out.commit()
+        return out.commit(keep_existing=keep_existing)
 
 
 class NotAsNamed(Exception):

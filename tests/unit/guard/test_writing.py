@@ -260,3 +260,41 @@ def test_landed_compares_the_size_before_it_reads_and_reads_no_further(tmp_path:
     assert found is not None
     assert found[0] == digest(b"layer bytes")
     assert landed(tmp_path / "blob", within=tmp_path, size=10) is None  # one byte more than listed
+
+
+# --- a file put in place only where nothing is -------------------------------------------------
+
+
+@pytest.mark.parametrize("there", ["a file", "a link to a file", "a dangling link"])
+def test_keep_existing_leaves_whatever_is_at_the_name_and_no_temporary(tmp_path: Path, there: str) -> None:
+    folder, victim = tmp_path / "manifests", tmp_path / "victim"
+    folder.mkdir()
+    if there == "a file":
+        (folder / "25.04.yaml").write_bytes(b"theirs")
+    else:
+        if there == "a link to a file":
+            victim.write_bytes(b"precious")
+        (folder / "25.04.yaml").symlink_to(victim)
+    before = snapshot(tmp_path)
+
+    with pytest.raises(FileExistsError):
+        write_bytes(folder / "25.04.yaml", b"ours", within=folder, keep_existing=True)
+
+    assert snapshot(tmp_path) == before  # nothing changed, nothing created where a link leads
+
+
+def test_keep_existing_puts_a_new_file_in_place_whole(tmp_path: Path) -> None:
+    write_bytes(tmp_path / "25.04.yaml", b"ours", within=tmp_path, keep_existing=True)
+
+    assert (tmp_path / "25.04.yaml").read_bytes() == b"ours"
+    assert mode(tmp_path / "25.04.yaml") == 0o644
+    assert os.listdir(tmp_path) == ["25.04.yaml"]  # noqa: PTH208
+
+
+def test_a_file_named_by_what_it_holds_is_committed_under_that_name(tmp_path: Path) -> None:
+    with Out(tmp_path / "layer", within=tmp_path) as out:
+        out.write(b"blob")
+        out.commit("sha256-" + hashlib.sha256(b"blob").hexdigest())
+
+    assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"blob"]
+    assert out.path.name == "sha256-" + hashlib.sha256(b"blob").hexdigest()
