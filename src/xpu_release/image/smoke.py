@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError, SmokeTestFailed
 from ..guard.limits import MAX_DOCUMENT_BYTES, MAX_RECORD_BYTES
 from ..guard.reading import Refused, read_file, read_json
+from ..guard.trees import Walk
 from ..guard.writing import write_bytes
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
@@ -190,7 +191,13 @@ def tests_sha256(root: Path, spec: ImageSpec) -> str:
     """The checks themselves: a changed check means the image must be tested again."""
     h = hashlib.sha256()
     for name, folder in suites(root, spec):
-        for path in sorted(folder.rglob("*.py")):
+        walk = Walk(folder)  # without recursion: a tree of any depth is no RecursionError
+        checks = sorted(f.path for f in walk if not f.is_dir and f.path.name.endswith(".py"))
+        if walk.skipped:
+            msg = (f"{name}: {walk.skipped} folder(s) of the checks could not be read, or are deeper "
+                   f"than {walk.max_depth} levels; fix or remove them")  # fmt: skip
+            raise ConfigError(msg)
+        for path in checks:
             rel = f"{name}/{path.relative_to(folder)}"  # a check that is no file (a FIFO) is named
             check = read_file(path, what=rel, limit=MAX_DOCUMENT_BYTES, error=ConfigError)
             h.update(rel.encode() + b"\0" + check)
