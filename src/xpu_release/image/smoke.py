@@ -145,6 +145,9 @@ def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_li
     says what its base provides."""
     started = time.monotonic()
     image = engine.require_image(spec.ref)
+    # The checks as they are staged (a deep or unreadable folder of them refused before a copy
+    # recurses into it), hashed once: the marker names the checks that ran.
+    tests = tests_sha256(root, spec)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         run = stage_run(root, spec, image.id, lock.provided, Path(tmp))
         junit = run.folder / "junit.xml"
@@ -172,7 +175,7 @@ def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_li
     result = SmokeResult(
         ref=spec.ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
     )
-    _mark_tested(spec, image.id, tests_sha256(root, spec), passed)
+    _mark_tested(spec, image.id, tests, passed)
     return result
 
 
