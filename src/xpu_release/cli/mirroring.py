@@ -21,7 +21,7 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
     from ..oci.endpoint import Endpoint
     from ..oci.layout import Layout
     from ..oci.registry import RegistryClient, RetryPolicy
-    from ..release.mirror import LayoutSide, RegistrySide
+    from ..release.sides import LayoutSide, RegistrySide
 
     if text.startswith("oci:"):
         folder = text.removeprefix("oci:")
@@ -88,9 +88,10 @@ def mirror(
           --to registry.region.example/ai/training-cpu-pytorch
     """
     from ..errors import NotFoundError, VerifyFailed
-    from ..release.mirror import NothingAtTag, RegistrySide
+    from ..release.mirror import NothingAtTag
     from ..release.mirror import mirror as run_mirror
     from ..release.pool import EndpointPool
+    from ..release.sides import RegistrySide
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()

@@ -113,6 +113,15 @@ MAX_SBOMS = 16
 # Tags of one repository read by the tag list, over every page.
 MAX_TAGS = 100_000
 
+# --- reading: folder trees (guard/trees.py) --------------------------------------------------
+
+# Folders walked below a folder from outside (an advisories folder, the cache a runner shares):
+# osv.dev's exports are 2 deep, a build context (a source tree) rarely 30. A walk keeps one open
+# folder per level while it removes a tree, far under a process's 1,024 descriptors, and never
+# meets Python's recursion limit (1,000 frames), which its own walks (rglob, os.walk, rmtree) hit
+# at a tree 1,000 deep. A folder deeper is not entered: counted as skipped, named.
+MAX_FOLDER_DEPTH = 256
+
 # --- reading: a workload's figures (image/workload.py) -------------------------------------------
 
 # What the engine keeps of an evaluation container's log (its json-file driver's max-size) and
@@ -138,6 +147,14 @@ MAX_INFLATE_RATIO = 200
 # Everything an archive inflates to, over all members: osv.dev's all-ecosystems export inflates
 # to about 5 GB; twice that bounds the time an index build may take.
 MAX_ARCHIVE_INFLATED = 10 << 30
+
+# What an advisory archive's index (``evidence/osvindex.py``: each record once, a row per package
+# it names) may be made of, against the archive's size: OSV JSON deflates 5 to 15 times, so an
+# index is about that much larger than its archive. Past 40 times (or MIN_INDEX_ALLOWANCE, for a
+# small archive) it is refused: a record naming thousands of packages, or members built to inflate,
+# cannot fill the runner's disk with an index.
+MAX_INDEX_GROWTH = 40
+MIN_INDEX_ALLOWANCE = 64 << 20
 
 # --- reading: the network ------------------------------------------------------------------------
 

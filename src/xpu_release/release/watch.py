@@ -31,7 +31,7 @@ from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError
 from ..evidence.osv import Advisories
 from ..evidence.remedy import fixes, published, records_for
 from ..evidence.scan import Finding, scan_packages
-from ..evidence.vex import Statement, read_vex, vex_path
+from ..evidence.vex import Statement, published_at, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import line_of, newer_in_line
 from ..manifest.support import state as support_state
@@ -199,9 +199,9 @@ class Watcher:
         else:
             if problem is not None:
                 problems.append(problem)
-            result = scan_packages(
-                spec, packages, self.advisories, statements, today=self.today, digests=frozenset({digest})
-            )
+            where = published_at(spec.image, self.reader.registries.publish_endpoints())
+            result = scan_packages(spec, packages, self.advisories, statements, today=self.today,
+                                   digests=frozenset({digest}), repositories=where)  # fmt: skip
             excepted = sum(1 for f in result.findings if f.exception is not None)
             for f in result.findings:  # excepted ones too: an exception that expires keeps the day
                 seen[(f.ids[0], f.package.name)] = self._first_day(f, seen)
