@@ -9,7 +9,8 @@ and the bound.
   every walk over the value recurse: a document nested 5,000 deep would crash them), its
   numbers bounded in length and finite (``1e400`` is no size), ``NaN`` and ``Infinity``
   refused.
-- ``typed``: checks of one value's type where booleans are not integers (``True`` is no size).
+- ``typed``: checks of one value's type where booleans are not integers (``True`` is no size);
+  ``ascii_int``: a number in outside text, in ASCII digits only (never ``int()`` on it alone).
 
 Errors are raised through ``error`` (a callable making the exception, ``DamagedFileError`` by
 default): a damaged layout is exit 12, a registry's answer 7, an option the user typed 3; the
@@ -219,6 +220,15 @@ def read_json(path: Path, *, what: str, limit: int, error: Fail = DamagedFileErr
 
 
 # --- typed values --------------------------------------------------------------------------------
+
+
+def ascii_int(text: str, *, most: int = 19) -> int | None:
+    """``text`` as a whole number written in ASCII digits only (at most ``most`` of them), else
+    None. Outside text never goes to ``int()`` or ``str.isdigit()`` alone: ``"²".isdigit()`` is
+    true and ``int("²")`` raises; ``int("٣")`` is 3 and ``int("1_0")`` 10."""
+    if not 0 < len(text) <= most or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
 
 
 def is_int(value: Any, *, low: int = 0, high: int = limits.MAX_INT64) -> TypeGuard[int]:

@@ -24,7 +24,7 @@ from requests.adapters import HTTPAdapter
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
 from ..guard import limits
 from ..guard.bodies import Pace, chunks, read_body
-from ..guard.reading import parse_json
+from ..guard.reading import ascii_int, parse_json
 from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
@@ -66,11 +66,11 @@ class RetryPolicy:
     pace: Pace | None = None  # how fast a body must arrive (None: ``bodies.DEFAULT_PACE``)
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_delay * 4.0)
-            except ValueError:
-                pass
+        """Seconds to wait before attempt ``attempt + 1``: what ``Retry-After`` says, in whole
+        seconds (capped; a date, a negative or a ``nan`` is not read), else capped backoff."""
+        seconds = ascii_int(retry_after.strip(), most=6) if retry_after else None
+        if seconds is not None:
+            return min(float(seconds), self.max_delay * 4.0)
         capped = min(self.max_delay, self.base_delay * float(2**attempt))
         return capped / 2 + random.uniform(0, capped / 2)  # jitter, not crypto
 
