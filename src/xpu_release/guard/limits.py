@@ -143,6 +143,10 @@ RATE_WINDOW = 30.0
 # many seconds: 4 MiB at MIN_RATE, with room to spare.
 BODY_DEADLINE = 300.0
 
+# A password or token given on standard input (``--password-stdin``): a registry token (a JWT,
+# an Aliyun STS token) is a few kilobytes; a file given by mistake is not read to its end.
+MAX_PASSWORD_BYTES = 64 << 10
+
 # --- showing outside text ------------------------------------------------------------------------
 
 # Outside text echoed in a message (an id, a tag, a registry's error text) is cut to this many
