@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from ..errors import (
     DamagedFileError,
@@ -52,9 +52,9 @@ from ..oci.blobcheck import Source, check_copies
 from ..oci.downloads import read_blob
 from ..oci.layout import REF_NAME, Layout
 from ..oci.members import blob_file
-from ..oci.model import is_sha256
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink, Tally
+from .attached import blobs_of, is_index, members
 
 Counted = Tally | None
 Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
@@ -73,7 +73,10 @@ STILL_DAMAGED = (
 
 
 class Side(Protocol):
-    """One end of a mirror: a registry repository, or a layout."""
+    """One end of a mirror: a registry repository, or a layout. ``wrong``: the error of an
+    answer of it that cannot be used (a registry's: exit 7; a layout's damage: exit 12)."""
+
+    wrong: ClassVar[type[ReleaseError]]
 
     @property
     def name(self) -> str: ...
@@ -89,6 +92,7 @@ class Side(Protocol):
     # as the target
     def holds(self, digest: str, size: int) -> bool: ...
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
+    def put_members(self, manifests: list[Manifest]) -> None: ...  # by digest, not listed
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
     def listed(self, subject: str) -> set[str]: ...
@@ -99,6 +103,7 @@ class Side(Protocol):
 class RegistrySide:
     client: RegistryClient
     repo: str
+    wrong: ClassVar[type[ReleaseError]] = WireError
 
     @property
     def name(self) -> str:
@@ -118,7 +123,8 @@ class RegistrySide:
             if m is None:
                 msg = f"{self.name}: the referrer {d.digest} is listed but not served"
                 raise NotFoundError(msg)
-            out.append(m)
+            if m.subject == subject:  # one of another subject is not ours to copy (a layout's too)
+                out.append(m)
         return out
 
     def blocks(self, digest: str, size: int) -> Iterator[bytes]:
@@ -137,6 +143,9 @@ class RegistrySide:
             self.client.upload_blob(self.repo, digest, path)
         finally:
             path.unlink(missing_ok=True)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self.put_manifests([(m, None) for m in manifests], None)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         for m, tag in manifests:
@@ -168,6 +177,7 @@ class LayoutSide:
     layout: Layout
     proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
     made: bool = False  # created (and swept) by this run's first write
+    wrong: ClassVar[type[ReleaseError]] = DamagedFileError
 
     @property
     def name(self) -> str:
@@ -211,6 +221,11 @@ class LayoutSide:
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
         self._begin()
         self.proven[digest] = self.layout.write_blob(digest, size, blocks)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self._begin()
+        for m in manifests:  # blobs only: index.json lists what the index is listed by, not them
+            self.layout.put_bytes(m.body)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         self._begin()
@@ -256,16 +271,6 @@ class MirrorReport:
         return not self.problems
 
 
-def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
-    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
-    out = manifest.blobs()
-    if not all(is_sha256(d) for d, _ in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
-        raise DamagedFileError(msg)
-    return out
-
-
 @dataclass
 class _Copier:
     """The blobs of a mirror, each copied (or proven present) once however many manifests list it."""
@@ -281,7 +286,7 @@ class _Copier:
         self.tally = Tally(f"copying to {self.target.name}")
 
     def blobs_of(self, manifest: Manifest) -> None:
-        for digest, size in _blobs(self.source, manifest):
+        for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
             self.blobs[digest] = size
@@ -353,6 +358,9 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
     report.digest = image.digest
+    if is_index(image):  # exit 7 from either side, as ``Manifest.image`` says it elsewhere
+        msg = f"{source.name}: {tag} is an image index; multi-platform copies are not supported yet"
+        raise WireError(msg)
     held = target.resolve(tag)
     if held is not None and held != image.digest:
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
@@ -361,9 +369,10 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     # Everything the copy is made of is read (and checked) before the first write: a damaged
     # source leaves the target as it was.
     referrers = source.referrers(image.digest)
+    parts = members(source, referrers)  # of the attached indexes among them
     att = source.get_manifest(att_tag(image.digest))
-    for m in [image, *referrers, *([att] if att else [])]:
-        _blobs(source, m)
+    for m in [image, *referrers, *parts, *([att] if att else [])]:
+        blobs_of(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
     copier.blobs_of(image)
@@ -372,12 +381,15 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         copier.blobs_of(m)
         if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
             on_line(f"referrers: {i:,} of {len(referrers):,} copied")
+    for m in parts:
+        copier.blobs_of(m)
     report.referrers = [m.digest for m in referrers]
     report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
     if att is not None:
         copier.blobs_of(att)
         report.att = True
     tagged_att = [(att, att_tag(image.digest))] if att is not None else []
+    target.put_members(parts)  # before the indexes that list them
     target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
     if referrers:
         target.list_referrers(image, referrers)
