@@ -169,6 +169,27 @@ RATE_WINDOW = 30.0
 # many seconds: 4 MiB at MIN_RATE, with room to spare.
 BODY_DEADLINE = 300.0
 
+# (An answer's status line and headers must arrive within the request's socket timeout once the
+# request is sent, 60 s by default: ``oci.transport.RetryPolicy.timeout``, a deadline there.)
+
+# Redirects followed for one request: a registry sends a blob's GET to its storage once
+# (requests' default of 30 lets a server that redirects for ever hold a run 30 round trips).
+MAX_REDIRECTS = 10
+
+# Pages of one tag list: registries page at 100 tags or more (Docker Hub, Harbor, ACR), so
+# MAX_TAGS fits in 1,000 pages. A page that brings no new tag and names another ends the list
+# as an error (empty pages, a new ``Link`` each time: ``status --catalog`` asked for ever); this
+# bound stops one that sends a tag a page.
+MAX_TAG_PAGES = 1_000
+
+# A CA bundle named by the registries file (``ca_file``): the system's, with every public root,
+# is about 220 KB; a private CA is a few kilobytes.
+MAX_CA_BYTES = 4 << 20
+
+# A password or token given on standard input (``--password-stdin``): a registry token (a JWT,
+# an Aliyun STS token) is a few kilobytes; a file given by mistake is not read to its end.
+MAX_PASSWORD_BYTES = 64 << 10
+
 # --- showing outside text ------------------------------------------------------------------------
 
 # Outside text echoed in a message (an id, a tag, a registry's error text) is cut to this many

@@ -104,7 +104,7 @@ class PruneReport:
 def parse_size(text: str, *, what: str) -> int:
     """``20G``, ``500MB``, ``1.5g``, ``1048576``: bytes (binary units), at most an int64 (a
     400-digit size is a mistake, named, never an overflow)."""
-    m = re.fullmatch(r"\s*(\d{1,20}(?:\.\d{1,9})?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    m = re.fullmatch(r"\s*([0-9]{1,20}(?:\.[0-9]{1,9})?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
     if not m:
         msg = f"{what}: {shown(repr(text), 60)} is not a size; write it like 20G, 500M or 1048576"
         raise ConfigError(msg)
@@ -117,7 +117,7 @@ def parse_size(text: str, *, what: str) -> int:
 
 def parse_age(text: str, *, what: str) -> float:
     """``7d``, ``12h``, ``30m``, ``2w``: seconds (at most 12 digits: some 30,000 years)."""
-    m = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*([smhdw])\s*", text.lower())
+    m = re.fullmatch(r"\s*([0-9]{1,12}(?:\.[0-9]{1,9})?)\s*([smhdw])\s*", text.lower())
     if not m:
         msg = f"{what}: {shown(repr(text), 60)} is not an age; write it like 7d, 12h, 30m or 2w"
         raise ConfigError(msg)

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import (
-    DamagedFileError,
     NotFoundError,
     RegistryAuthError,
     StackError,
@@ -44,9 +43,9 @@ from ..errors import (
 from ..evidence.cosign import att_tag
 from ..evidence.referrers import kind_of
 from ..guard.writing import NotAsNamed
-from ..oci.model import is_sha256
 from ..oci.registry import Manifest
 from ..progress import Sink, Tally
+from .attached import blobs_of, is_index, members
 from .sides import Side
 
 
@@ -81,16 +80,6 @@ class MirrorReport:
         return not self.problems
 
 
-def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
-    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
-    out = manifest.blobs()
-    if not all(is_sha256(d) for d, _ in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
-        raise DamagedFileError(msg)
-    return out
-
-
 @dataclass
 class _Copier:
     """The blobs of a mirror, each copied (or proven present) once however many manifests list
@@ -109,7 +98,7 @@ class _Copier:
         self.tally = Tally(f"copying to {self.target.name}")
 
     def plan(self, manifest: Manifest) -> None:
-        for digest, size in _blobs(self.source, manifest):
+        for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
             self.blobs[digest] = size
@@ -192,6 +181,9 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
     report.digest = image.digest
+    if is_index(image):  # exit 7 from either side, as ``Manifest.image`` says it elsewhere
+        msg = f"{source.name}: {tag} is an image index; multi-platform copies are not supported yet"
+        raise WireError(msg)
     held = target.resolve(tag)
     if held is not None and held != image.digest:
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
@@ -201,9 +193,10 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     # blobs hashed; a registry's each proven before it is put): a damaged layout leaves the
     # target as it was.
     referrers = source.referrers(image.digest)
+    parts = members(source, referrers)  # of the attached indexes among them
     att = source.get_manifest(att_tag(image.digest))
-    for m in [image, *referrers, *([att] if att else [])]:
-        _blobs(source, m)
+    for m in [image, *referrers, *parts, *([att] if att else [])]:
+        blobs_of(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
     copier.plan(image)
@@ -212,6 +205,8 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         copier.plan(m)
         if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
             on_line(f"referrers: {i:,} of {len(referrers):,} checked")
+    for m in parts:
+        copier.plan(m)
     if att is not None:
         copier.plan(att)
     copier.copy_missing()
@@ -219,6 +214,7 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
     report.att = att is not None
     tagged_att = [(att, att_tag(image.digest))] if att is not None else []
+    target.put_members(parts)  # before the indexes that list them
     target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
     if referrers:
         target.list_referrers(image, referrers)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from ..errors import DamagedFileError, NotFoundError, ReleaseError, WireError
 from ..evidence.referrers import findable, list_referrers
@@ -36,7 +36,10 @@ PROVING_THREADS = 4  # blobs read back at once from a registry target
 
 
 class Side(Protocol):
-    """One end of a mirror: a registry repository, or a layout."""
+    """One end of a mirror: a registry repository, or a layout. ``wrong``: the error of an
+    answer of it that cannot be used (a registry's: exit 7; a layout's damage: exit 12)."""
+
+    wrong: ClassVar[type[ReleaseError]]
 
     @property
     def name(self) -> str: ...
@@ -53,6 +56,7 @@ class Side(Protocol):
     # as the target
     def holds(self, digest: str, size: int) -> bool: ...
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
+    def put_members(self, manifests: list[Manifest]) -> None: ...  # by digest, not listed
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
     def listed(self, subject: str) -> set[str]: ...
@@ -63,6 +67,7 @@ class Side(Protocol):
 class RegistrySide:
     client: RegistryClient
     repo: str
+    wrong: ClassVar[type[ReleaseError]] = WireError
 
     @property
     def name(self) -> str:
@@ -82,7 +87,8 @@ class RegistrySide:
             if m is None:
                 msg = f"{self.name}: the referrer {d.digest} is listed but not served"
                 raise NotFoundError(msg)
-            out.append(m)
+            if m.subject == subject:  # one of another subject is not ours to copy (a layout's too)
+                out.append(m)
         return out
 
     def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None:
@@ -105,6 +111,9 @@ class RegistrySide:
             self.client.upload_blob(self.repo, digest, path)
         finally:
             path.unlink(missing_ok=True)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self.put_manifests([(m, None) for m in manifests], None)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         for m, tag in manifests:
@@ -136,6 +145,7 @@ class LayoutSide:
     layout: Layout
     proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
     made: bool = False  # created (and swept) by this run's first write
+    wrong: ClassVar[type[ReleaseError]] = DamagedFileError
 
     @property
     def name(self) -> str:
@@ -190,6 +200,11 @@ class LayoutSide:
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
         self._begin()
         self.proven[digest] = self.layout.write_blob(digest, size, blocks)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self._begin()
+        for m in manifests:  # blobs only: index.json lists what the index is listed by, not them
+            self.layout.put_bytes(m.body)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         self._begin()
