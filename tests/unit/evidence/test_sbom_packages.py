@@ -92,6 +92,7 @@ def test_reading_many_packages_takes_time_linear_in_their_number() -> None:
         return time.perf_counter() - started
 
     took(1000)  # warm
-    small, large = took(2_000), took(16_000)
+    # The fastest of three of each: on a loaded machine one run may be descheduled mid-way.
+    small, large = min(took(2_000) for _ in range(3)), min(took(16_000) for _ in range(3))
 
     assert large < small * 8 * 3  # 8 times the packages: about 8 times the time, never 64
