@@ -12,6 +12,7 @@ tags move only after every endpoint is verified. Every run writes a release reco
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -185,6 +186,16 @@ class Publisher:
         attach(client, repo, source, self.attachments, created=self.created,
                spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
 
+    def _documents_first(self, source: Manifest) -> None:
+        """The documents at the source endpoint before the others are staged, when one of them is
+        in the same registry: it mounts them from there (staged at once, it found them there or
+        not, by chance, and sent them again). A failure here is the source's stage's to say."""
+        first = self.plan.targets[0]
+        if not any(t.endpoint.host == first.endpoint.host for t in self.plan.targets[1:]):
+            return
+        with contextlib.suppress(ReleaseError):
+            self._attach(first, self.client(first.endpoint), self.repo(first.endpoint), source)
+
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
         """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
         holds the release but serves no new tag yet. Tags are written only once every endpoint
@@ -302,6 +313,7 @@ class Publisher:
             a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
         }
         base = replace(base, attachments=attached)
+        self._documents_first(source)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
