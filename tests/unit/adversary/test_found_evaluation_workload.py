@@ -4,6 +4,7 @@ tests/unit/release/test_evaluate.py)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,15 @@ from docker.errors import APIError
 from xpu_release.errors import EvaluationFailed
 from xpu_release.image import bounded
 from xpu_release.image.bounded import Finished, Limits
+from xpu_release.image.engine import Engine
 from xpu_release.image.experiment import MIN_ROUNDS, measure
 from xpu_release.manifest import Repo
 from xpu_release.release.evaluate import evaluate_image
 
+from ..helpers import run
 from ..image.test_experiment import ARMS, LIMITS, FakeClient, FakeRunner, line, spec
 from ..release.test_evaluate import IDS, REF, Fake, refs
+from .test_found_evaluation_against_workload import OTHER, ROOT, FakeEngine
 
 
 class PlainUnsupportedHere(Fake):
@@ -83,8 +87,9 @@ class NoSuchCommand(FakeClient):
 
 def test_a_command_the_image_does_not_have_is_the_workload_failing() -> None:
     # The issue: a workload that cannot run is a clear stage failure (exit 18), naming the arm.
-    # The engine's refusal escaped as a docker APIError, which the CLI says as "the Docker engine
-    # cannot be used ...; check DOCKER_HOST" (exit 10): the wrong cause and the wrong code.
+    # The engine's refusal escapes as docker's APIError, a requests HTTPError and so an OSError
+    # without a file name: the CLI says "internal error: APIError ..." (exit 70, our bug), after
+    # a misspelt `evaluation.command` (or a CPU set the engine cannot give).
     client = NoSuchCommand(lambda: {"StatusCode": 0})
     with pytest.raises(EvaluationFailed) as failed:
         measure(bounded.Containers(client), ARMS, spec(command=["xpu-bnech"]), LIMITS, on_line=lambda _: None)
@@ -117,3 +122,17 @@ def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> N
     assert got.rounds == 4 >= MIN_ROUNDS
     assert got.stopped_early is not None
     assert runner.clock[0] <= 130
+
+
+def test_the_command_line_says_a_missing_command_as_the_workload_failing_not_exit_70(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock = "images/training-cpu-pytorch/25.03/requirements.lock"
+    shutil.copy(ROOT / lock, repo / lock)
+    engine = FakeEngine()
+    engine.client = NoSuchCommand(lambda: {"StatusCode": 0})
+    monkeypatch.setattr(Engine, "connect", classmethod(lambda cls, *a, **k: engine))
+    got = run(repo, "evaluate", REF, "--against", OTHER)
+    assert got.exit_code == 18, got.stderr
+    assert "internal error" not in got.stderr
+    assert len(engine.client.removed) == len(engine.client.created) == 1  # nothing left behind
