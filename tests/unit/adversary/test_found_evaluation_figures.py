@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,9 +16,9 @@ from xpu_release.errors import EvaluationFailed
 from xpu_release.image.bootstrap import Verdict, judge
 from xpu_release.image.bounded import Finished, Limits
 from xpu_release.manifest import Repo
-from xpu_release.release.evaluate import evaluate_image
 
 from ..release.test_evaluate import IDS, REF, Fake, refs
+from .evaluation_kit import entry_or_failure
 
 
 class Figures(Fake):
@@ -60,18 +59,9 @@ def test_figures_whose_ratio_is_not_finite_never_crash_nor_reach_the_record(
     (repo / "manifests/training-cpu-pytorch/25.03.yaml").write_text(text, encoding="utf-8")
     spec = Repo(repo).load_ref(REF)
     fake = Figures({IDS["this"]: this, IDS["base"]: base})
-    got = _entry_or_failure(spec, fake)
+    got = entry_or_failure(spec, fake, refs("base"))
     if isinstance(got, EvaluationFailed):  # the workload's fault, said as such (exit 18): fine
         assert got.exit_code == 18
         return
     # Otherwise the entry is what the record and `evaluate --json` write: strict JSON, finite.
     json.dumps(got, allow_nan=False)
-
-
-def _entry_or_failure(spec: Any, fake: Figures) -> dict[str, Any] | EvaluationFailed:
-    try:
-        got = evaluate_image(spec, fake, IDS["this"], refs("base"), on_line=lambda _: None, runner=fake)
-    except EvaluationFailed as exc:
-        return exc
-    assert got is not None
-    return got.entry

@@ -4,7 +4,6 @@ tests/unit/release/test_evaluate.py)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,15 +14,13 @@ from docker.errors import APIError
 from xpu_release.errors import EvaluationFailed
 from xpu_release.image import bounded
 from xpu_release.image.bounded import Finished, Limits
-from xpu_release.image.engine import Engine
 from xpu_release.image.experiment import MIN_ROUNDS, measure
 from xpu_release.manifest import Repo
-from xpu_release.release.evaluate import evaluate_image
 
 from ..helpers import run
 from ..image.test_experiment import ARMS, LIMITS, FakeClient, FakeRunner, line, spec
 from ..release.test_evaluate import IDS, REF, Fake, refs
-from .test_found_evaluation_against_workload import OTHER, ROOT, FakeEngine
+from .evaluation_kit import OTHER, FakeEngine, entry_or_failure, use_engine
 
 
 class PlainUnsupportedHere(Fake):
@@ -42,21 +39,12 @@ def test_an_image_whose_plain_workload_cannot_run_is_not_passed(repo: Path) -> N
     # (exit 18), it is not "passed" with "no regression stops it".
     spec_ = Repo(repo).load_ref(REF)
     fake = PlainUnsupportedHere(speed={IDS["this"]: 1000.0, IDS["base"]: 1000.0})
-    got = _entry_or_failure(spec_, fake)
+    got = entry_or_failure(spec_, fake, refs("base"))
     if isinstance(got, EvaluationFailed):
         assert got.exit_code == 18
         assert "plain" in got.message
         return
     assert got["status"] != "passed", got["reason"]
-
-
-def _entry_or_failure(spec_: Any, fake: Fake) -> dict[str, Any] | EvaluationFailed:
-    try:
-        got = evaluate_image(spec_, fake, IDS["this"], refs("base"), on_line=lambda _: None, runner=fake)
-    except EvaluationFailed as exc:
-        return exc
-    assert got is not None
-    return got.entry
 
 
 def test_a_non_zero_exit_quotes_the_workloads_stderr_escaped() -> None:
@@ -127,11 +115,9 @@ def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> N
 def test_the_command_line_says_a_missing_command_as_the_workload_failing_not_exit_70(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lock = "images/training-cpu-pytorch/25.03/requirements.lock"
-    shutil.copy(ROOT / lock, repo / lock)
     engine = FakeEngine()
     engine.client = NoSuchCommand(lambda: {"StatusCode": 0})
-    monkeypatch.setattr(Engine, "connect", classmethod(lambda cls, *a, **k: engine))
+    use_engine(repo, monkeypatch, engine)
     got = run(repo, "evaluate", REF, "--against", OTHER)
     assert got.exit_code == 18, got.stderr
     assert "internal error" not in got.stderr
