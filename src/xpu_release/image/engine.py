@@ -14,10 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
+from ..errors import (
+    BuildFailed,
+    ConfigError,
+    NotFoundError,
+    PublishError,
+    RegistryAuthError,
+    SmokeTestFailed,
+    StackError,
+)
+from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
+from .bounded import engine_said
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -224,17 +234,26 @@ class Engine:
     def container(self, image: str, *, purpose: str) -> Iterator[str]:
         """A running container of ``image`` that stays up until the block ends, then is removed
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
+        from docker.errors import APIError
+
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
         try:
-            self.client.containers.run(
-                image,
-                command=["sleep", "infinity"],
-                name=name,
-                detach=True,
-                labels={CONTAINER_LABEL: purpose},
-                network_mode="none",
-                entrypoint=[],
-            )
+            try:
+                self.client.containers.run(
+                    image,
+                    command=["sleep", "infinity"],
+                    name=name,
+                    detach=True,
+                    labels={CONTAINER_LABEL: purpose},
+                    network_mode="none",
+                    entrypoint=[],
+                )
+            except APIError as exc:  # an OSError with no file name: left alone, exit 70
+                msg = (
+                    f"the engine would not start a {purpose} container of {image[:19]}: "
+                    f"{shown(engine_said(exc), 300)} (the checks run in it: does the image have `sleep`?)"
+                )
+                raise SmokeTestFailed(msg) from None
             yield name
         finally:
             from ..settings import current
@@ -244,7 +263,7 @@ class Engine:
 
     def output(self, image: str, argv: list[str], *, purpose: str) -> str:
         """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
-        from docker.errors import ContainerError
+        from docker.errors import APIError, ContainerError
 
         try:
             out = self.client.containers.run(
@@ -260,6 +279,9 @@ class Engine:
         except ContainerError as exc:
             err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
             msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
+            raise BuildFailed(msg) from None
+        except APIError as exc:  # the engine would not run it at all: an OSError, else exit 70
+            msg = f"the engine would not run {' '.join(argv[:2])} in {image}: {shown(engine_said(exc), 300)}"
             raise BuildFailed(msg) from None
         return out.decode() if isinstance(out, bytes) else str(out)
 

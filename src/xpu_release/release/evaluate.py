@@ -162,7 +162,7 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     limits = limits_for(ev, runner)
     on_line(f"evaluating {spec.ref}: {len(arms)} arms, {ev.warmup_rounds}+{ev.rounds} rounds, CPU set "
             f"{limits.cpuset}, {limits.memory_mb} MB, budget {ev.budget_seconds} s")  # fmt: skip
-    measured = measure(runner, arms, ev, limits, on_line=on_line)
+    measured = measure(runner, arms, ev, limits, on_line=on_line, required=arms[0])
     comparisons = compare(measured, ev, refs)
     for c in comparisons:
         on_line(f"    {c.said(ev.metric, ev.threshold_percent)}")

@@ -88,11 +88,14 @@ def test_a_command_the_image_does_not_have_is_the_workload_failing() -> None:
 
 
 def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> None:
-    # Runs take 10 s; the budget leaves room for 1 warm-up + 5 rounds and 10 s to spare. On a
-    # noisy machine the last round is a little slower (16 s a run): its second run is killed at
-    # the deadline. Four rounds were measured (MIN_ROUNDS is 3): the measurement stops early with
+    # Runs take 10 s; the budget leaves room for 1 warm-up + MIN_ROUNDS + 1 rounds and 10 s to
+    # spare. On a noisy machine the last round is a little slower (16 s a run): its second run is
+    # killed at the deadline. MIN_ROUNDS rounds were measured: the measurement stops early with
     # them, as for a round that would not fit; a noisy machine must not fail the whole stage.
-    durations: Callable[[int], float] = lambda n: 16.0 if n >= 10 else 10.0  # noqa: E731
+    # (Fixer: written for MIN_ROUNDS 3 as 4 rounds of 5; MIN_ROUNDS is now 5, so the same story
+    # one round longer.)
+    rounds = MIN_ROUNDS + 1
+    durations: Callable[[int], float] = lambda n: 16.0 if n >= 2 * rounds else 10.0  # noqa: E731
     runner = FakeRunner(lambda image, env: Finished(exit_code=0, stdout=b"", stderr=""))
 
     def run_bounded(image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits,
@@ -105,11 +108,13 @@ def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> N
         return Finished(exit_code=0, stdout=line(tokens_per_second=5.0), stderr="")
 
     runner.run_bounded = run_bounded  # type: ignore[method-assign]
-    got = measure(runner, ARMS, spec(budget_seconds=130, rounds=5), LIMITS, on_line=lambda _: None,
+    budget = 20 * (rounds + 1) + 10
+    got = measure(runner, ARMS, spec(budget_seconds=budget, rounds=rounds), LIMITS, on_line=lambda _: None,
                   clock=runner.now)  # fmt: skip
-    assert got.rounds == 4 >= MIN_ROUNDS
+    assert got.rounds == MIN_ROUNDS
     assert got.stopped_early is not None
-    assert runner.clock[0] <= 130
+    assert all(len(a.runs) == 1 + MIN_ROUNDS for a in got.arms)  # the cut round is dropped whole
+    assert runner.clock[0] <= budget
 
 
 def test_the_command_line_says_a_missing_command_as_the_workload_failing_not_exit_70(
