@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..manifest.evaluation import PLAIN, EvaluationSpec
-from .bootstrap import CONFIDENCE, RESAMPLES, SEED, Judgement, Verdict, judge, median
+from ..errors import EvaluationFailed
+from ..manifest.evaluation import MAX_ROUNDS, PLAIN, EvaluationSpec
+from .bootstrap import CONFIDENCE, RESAMPLES, SEED, Incomparable, Judgement, Verdict, judge, median
 from .experiment import ArmRuns, Measurement
 
 THIS = "this"
@@ -62,10 +63,12 @@ class Comparison:
             return f"{head}: {self.note}"
         line = f"{head}: {metric} {j.ratio:.2f}x [{j.low:.2f}, {j.high:.2f}], {j.verdict} ({j.rounds} rounds)"
         if j.verdict == Verdict.UNDECIDED:
-            more = f"about {j.rounds_needed}" if j.rounds_needed else "many more"
-            line += (
-                f": the interval straddles the {threshold_percent} % threshold; {more} rounds would decide it"
+            more = (
+                f"about {j.rounds_needed} rounds would decide it"
+                if j.rounds_needed
+                else f"more rounds than the manifest takes (at most {MAX_ROUNDS}) would be needed to decide"
             )
+            line += f": the interval straddles the {threshold_percent} % threshold; {more}"
         if self.accepted:
             line += f"; accepted: {self.accepted}"
         return line
@@ -83,7 +86,13 @@ def _judged(
     assert subject is not None
     assert reference is not None
     mine, theirs = subject.figures(ev.metric, warmup), reference.figures(ev.metric, warmup)
-    return judge(mine, theirs, better="higher" if ev.better == "higher" else "lower", threshold=ev.threshold)
+    try:
+        return judge(
+            mine, theirs, better="higher" if ev.better == "higher" else "lower", threshold=ev.threshold
+        )
+    except Incomparable as exc:  # the workload's figures, not a comparison: the evaluation fails
+        msg = f"{subject.arm.label} against {reference.arm.label}: {ev.metric}: {exc}"
+        raise EvaluationFailed(msg) from None
 
 
 def compare(

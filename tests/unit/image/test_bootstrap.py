@@ -10,6 +10,7 @@ import random
 import pytest
 
 from xpu_release.image.bootstrap import Verdict, interval, judge, ratio_of_medians
+from xpu_release.manifest.evaluation import MAX_ROUNDS
 
 TRIALS = 200
 ROUNDS = 5
@@ -51,8 +52,12 @@ def test_a_wide_interval_is_undecided_and_says_how_many_rounds_would_decide() ->
     found = judge(subject, reference, better="higher", threshold=0.1)
     assert found.low < 0.9 < found.high
     assert found.verdict == Verdict.UNDECIDED
-    assert found.rounds_needed is not None
-    assert found.rounds_needed > ROUNDS
+    assert found.rounds_needed is None  # more than the manifest takes: no number is said
+    # A 22 % slowdown as noisy: decided within the rounds a manifest may ask.
+    closer = judge([780.0, 700.0, 960.0, 720.0, 880.0], reference, better="higher", threshold=0.1)
+    assert closer.verdict == Verdict.UNDECIDED
+    assert closer.rounds_needed is not None
+    assert ROUNDS < closer.rounds_needed <= MAX_ROUNDS
 
 
 def test_the_rounds_said_to_decide_do_decide_more_often() -> None:
@@ -61,8 +66,7 @@ def test_the_rounds_said_to_decide_do_decide_more_often() -> None:
     rng = random.Random(4)
     tries = (judge(noisy(rng, 750, 0.25), noisy(rng, 1000, 0.25), better="higher", threshold=0.1)
              for _ in range(50))  # fmt: skip
-    first = next(j for j in tries if j.verdict == Verdict.UNDECIDED)
-    assert first.rounds_needed is not None
+    first = next(j for j in tries if j.verdict == Verdict.UNDECIDED and j.rounds_needed is not None)
     more = max(first.rounds_needed, ROUNDS + 1)
     decided = sum(
         judge(noisy(rng, 750, 0.25, more), noisy(rng, 1000, 0.25, more), better="higher",
