@@ -52,7 +52,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
     image_id = engine.require_image(spec.ref).id
     live = line_sink()
     refs = (
-        (against_image(engine, against),)
+        (against_image(spec, engine, image_id, against),)
         if against
         else references(state.repo, spec, registries, lock, engine, creds, image_id)
     )
