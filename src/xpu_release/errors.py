@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 class ReleaseError(Exception):
@@ -191,9 +192,14 @@ class ReleaseWithdrawn(ReleaseError):
 
 class PerformanceRegression(ReleaseError):
     """The evaluation gate found a regression beyond the manifest's threshold over its whole
-    confidence interval, not accepted by the manifest. Nothing is published."""
+    confidence interval, not accepted by the manifest. Nothing is published; ``evaluation`` keeps
+    what was measured (the record's entry), for the failure summary (``release --json``)."""
 
     exit_code = 17
+
+    def __init__(self, message: str, *, evaluation: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.evaluation = evaluation
 
 
 class EvaluationFailed(ReleaseError):

@@ -39,3 +39,15 @@ def shown_lines(text: str) -> str:
     does: its own line breaks stay, every other hidden character (an escape sequence, a carriage
     return that would overwrite the line) is made visible. Nothing is cut."""
     return "\n".join(shown(line, len(line)) for line in text.split("\n"))
+
+
+# Not ``_``: inside a word (tokens_per_second) CommonMark makes no emphasis of it.
+_MARKDOWN = str.maketrans({ch: f"\\{ch}" for ch in "\\|<>[]*`"})
+
+
+def shown_cell(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """Outside text in a Markdown table cell or line of generated Markdown (release notes): as
+    ``shown``, on one line, and every character Markdown would read as structure escaped with a
+    backslash (``|`` would split the cell and shift the columns after it; ``<``, ``[`` and ``*``
+    would make a tag, a link or emphasis of a workload's words)."""
+    return shown(" ".join(str(text).split()), limit).translate(_MARKDOWN)

@@ -25,7 +25,7 @@ from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
 from ..image.engine import ImageInfo
-from ..image.evaluation import THIS, Comparison, Reference, compare, entry
+from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, entry
 from ..image.experiment import Arm, Runner, measure
 from ..image.lock import Lock
 from ..image.workload import carried
@@ -192,6 +192,8 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     accepted = sum(1 for c in comparisons if c.accepted)
     if accepted:
         detail += f"; {accepted} regression(s) accepted"
+    if recorded["status"] == NOT_COMPARED:
+        detail = f"NOT COMPARED: {recorded['reason']}; {detail}"
     return Evaluated(entry=recorded, comparisons=comparisons, detail=detail)
 
 
