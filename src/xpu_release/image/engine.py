@@ -20,6 +20,7 @@ from ..errors import (
     NotFoundError,
     PublishError,
     RegistryAuthError,
+    ReleaseError,
     SmokeTestFailed,
     StackError,
 )
@@ -234,26 +235,13 @@ class Engine:
     def container(self, image: str, *, purpose: str) -> Iterator[str]:
         """A running container of ``image`` that stays up until the block ends, then is removed
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
-        from docker.errors import APIError
-
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
         try:
-            try:
-                self.client.containers.run(
-                    image,
-                    command=["sleep", "infinity"],
-                    name=name,
-                    detach=True,
-                    labels={CONTAINER_LABEL: purpose},
-                    network_mode="none",
-                    entrypoint=[],
-                )
-            except APIError as exc:  # an OSError with no file name: left alone, exit 70
-                msg = (
-                    f"the engine would not start a {purpose} container of {image[:19]}: "
-                    f"{shown(engine_said(exc), 300)} (the checks run in it: does the image have `sleep`?)"
-                )
-                raise SmokeTestFailed(msg) from None
+            with refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
+                            " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
+                self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
+                                           labels={CONTAINER_LABEL: purpose}, network_mode="none",
+                                           entrypoint=[])  # fmt: skip
             yield name
         finally:
             from ..settings import current
@@ -263,25 +251,16 @@ class Engine:
 
     def output(self, image: str, argv: list[str], *, purpose: str) -> str:
         """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
-        from docker.errors import APIError, ContainerError
+        from docker.errors import ContainerError
 
         try:
-            out = self.client.containers.run(
-                image,
-                command=argv,
-                entrypoint=[],
-                network_mode="none",
-                labels={CONTAINER_LABEL: purpose},
-                remove=True,
-                stdout=True,
-                stderr=False,
-            )
+            with refused_as(BuildFailed, f"run {' '.join(argv[:2])} in {image}"):
+                out = self.client.containers.run(image, command=argv, entrypoint=[], network_mode="none",
+                                                 labels={CONTAINER_LABEL: purpose}, remove=True, stdout=True,
+                                                 stderr=False)  # fmt: skip
         except ContainerError as exc:
             err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
             msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
-            raise BuildFailed(msg) from None
-        except APIError as exc:  # the engine would not run it at all: an OSError, else exit 70
-            msg = f"the engine would not run {' '.join(argv[:2])} in {image}: {shown(engine_said(exc), 300)}"
             raise BuildFailed(msg) from None
         return out.decode() if isinstance(out, bytes) else str(out)
 
@@ -294,3 +273,17 @@ class Engine:
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
         return [c["Names"][0].lstrip("/") for c in self.api.containers(all=True, filters={"label": label})]
+
+
+@contextmanager
+def refused_as(error: type[ReleaseError], what: str, hint: str = "") -> Iterator[None]:
+    """The engine refusing a container (docker's ``APIError``: an ``OSError`` with no file name,
+    which the command line would call our bug, exit 70) as ``error``: "the engine would not
+    {what}: {its answer, escaped}{hint}"."""
+    from docker.errors import APIError
+
+    try:
+        yield
+    except APIError as exc:
+        msg = f"the engine would not {what}: {shown(engine_said(exc), 300)}{hint}"
+        raise error(msg) from None
