@@ -5,11 +5,15 @@ interval."""
 
 from __future__ import annotations
 
+import math
 import random
+from typing import Literal
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from xpu_release.image.bootstrap import Verdict, interval, judge, ratio_of_medians
+from xpu_release.image.bootstrap import MAX_RATIO, Incomparable, Verdict, interval, judge, ratio_of_medians
 from xpu_release.manifest.evaluation import MAX_ROUNDS
 
 TRIALS = 200
@@ -112,3 +116,35 @@ def test_rounds_are_resampled_as_pairs() -> None:
 def test_figures_a_comparison_cannot_use_are_refused(subject: list[float], reference: list[float]) -> None:
     with pytest.raises(ValueError, match=r"figures|rounds"):
         interval(subject, reference)
+
+
+POSITIVE = st.floats(
+    min_value=5e-324, max_value=1.7976931348623157e308, allow_nan=False, allow_infinity=False
+)
+
+
+def paired(n: int) -> st.SearchStrategy[tuple[list[float], list[float]]]:
+    return st.tuples(st.lists(POSITIVE, min_size=n, max_size=n), st.lists(POSITIVE, min_size=n, max_size=n))
+
+
+@settings(max_examples=40, deadline=2000)
+@given(st.integers(min_value=2, max_value=8).flatmap(paired), st.sampled_from(["higher", "lower"]))
+@example(([1.0e308] * 4, [1.7e308] * 4), "higher")  # the even median's sum overflowed: NaN
+@example(([1e-200] * 3, [1e200] * 3), "lower")  # a ratio of 0
+@example(([1e200] * 3, [1e-200] * 3), "higher")  # a ratio of infinity
+def test_any_finite_figures_give_a_finite_judgement_or_are_refused(
+    figures: tuple[list[float], list[float]], better: Literal["higher", "lower"]
+) -> None:
+    # Figures a workload may print (any finite positive number the guarded reader takes): the
+    # comparison is finite and positive, its interval too, or the figures are refused as too
+    # far apart to compare (the evaluation then fails as the workload's, exit 18). Never NaN,
+    # never a ratio of 0 or infinity.
+    subject, reference = figures
+    try:
+        got = judge(subject, reference, better=better, threshold=0.1)
+    except Incomparable:
+        return
+    for value in (got.ratio, got.low, got.high):
+        assert math.isfinite(value)
+        assert 1 / MAX_RATIO <= value <= MAX_RATIO
+    assert got.low <= got.high
