@@ -204,8 +204,10 @@ class PerformanceRegression(ReleaseError):
 
 class EvaluationFailed(ReleaseError):
     """The evaluation could not be made: the workload printed nothing or no figures, exited
-    non-zero, ran past the stage's time budget, or the budget allowed too few rounds. Nothing is
-    published (a release may skip the stage with ``--no-evaluate REASON``)."""
+    non-zero, ran past the stage's time budget, or the budget allowed too few rounds; this image
+    cannot run its plain workload, the engine would not run it, or two arms' figures are too far
+    apart for a ratio. Nothing is published (a release may skip the stage with
+    ``--no-evaluate REASON``)."""
 
     exit_code = 18
 
@@ -342,7 +344,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=18,
         meaning="the evaluation could not be made: the workload printed nothing or no figures, exited "
-        "non-zero, or ran past the stage's time budget: nothing is published",
+        "non-zero, ran past the stage's time budget, cannot run its plain workload in this image, or the "
+        "engine would not run it; or two images' figures are too far apart to compare: nothing is published",
         example="training-cpu-pytorch:25.04 plain: the workload printed nothing on stdout; it must print "
         "its figures as one JSON line",
     ),
