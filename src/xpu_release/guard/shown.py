@@ -70,3 +70,15 @@ def path_text(path: object) -> str:
     that quotes it stays valid; nothing else is changed (JSON escapes the rest)."""
     raw = os.fsencode(str(path))
     return raw.decode("utf-8", "backslashreplace")
+
+
+# Not ``_``: inside a word (tokens_per_second) CommonMark makes no emphasis of it.
+_MARKDOWN = str.maketrans({ch: f"\\{ch}" for ch in "\\|<>[]*`"})
+
+
+def shown_cell(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """Outside text in a Markdown table cell or line of generated Markdown (release notes): as
+    ``shown``, on one line, and every character Markdown would read as structure escaped with a
+    backslash (``|`` would split the cell and shift the columns after it; ``<``, ``[`` and ``*``
+    would make a tag, a link or emphasis of a workload's words)."""
+    return shown(" ".join(str(text).split()), limit).translate(_MARKDOWN)

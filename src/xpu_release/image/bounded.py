@@ -29,18 +29,20 @@ class Limits:
 class Finished:
     """How a bounded run ended: its exit status (None: still running at its timeout, then
     killed), the last lines of its stdout (bytes, as the workload wrote them) and of its stderr
-    (redacted)."""
+    (redacted); ``refused``: what the engine said when it would not run it at all (the command
+    is not in the image, a CPU set it cannot give), outside text to show escaped."""
 
     exit_code: int | None
     stdout: bytes
     stderr: str
+    refused: str | None = None
 
 
 def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str], name: str,
         limits: Limits, timeout: float) -> Finished:  # fmt: skip
     """Run ``argv`` in a container ``name`` of ``image`` for at most ``timeout`` seconds."""
     import requests
-    from docker.errors import NotFound
+    from docker.errors import APIError, NotFound
     from docker.types import LogConfig
 
     from ..settings import current
@@ -55,15 +57,30 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels
         exit_code: int | None
         try:
             exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])
+        except APIError:  # the engine's answer (an HTTP error, so a RequestException too): below
+            raise
         except requests.exceptions.RequestException:  # the read timed out: still running
             exit_code = None
         stdout = container.logs(stdout=True, stderr=False, tail=50)
         stderr = container.logs(stdout=False, stderr=True, tail=20)
         return Finished(exit_code=exit_code, stdout=stdout, stderr=redact(stderr.decode(errors="replace")))
+    except APIError as exc:
+        # The engine would not create, start or follow the container (docker's APIError is an
+        # OSError with no file name: left alone it is exit 70). Said as what the engine answered.
+        return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
     finally:
         if not current().keep_containers:
             with suppress(NotFound):
                 client.api.remove_container(name, force=True)
+
+
+def engine_said(exc: Exception) -> str:
+    """What the engine answered in refusing a request (docker's ``APIError``), redacted, one
+    line: outside text, for a message that shows it escaped."""
+    said = getattr(exc, "explanation", None) or str(exc)
+    said = " ".join(redact(said.decode(errors="replace") if isinstance(said, bytes) else str(said)).split())
+    status = getattr(exc, "status_code", None)
+    return f"{said} (HTTP {status})" if status else said
 
 
 class Containers:

@@ -14,10 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
+from ..errors import (
+    BuildFailed,
+    ConfigError,
+    NotFoundError,
+    PublishError,
+    RegistryAuthError,
+    ReleaseError,
+    SmokeTestFailed,
+    StackError,
+)
+from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
+from .bounded import engine_said
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -226,15 +237,11 @@ class Engine:
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
         try:
-            self.client.containers.run(
-                image,
-                command=["sleep", "infinity"],
-                name=name,
-                detach=True,
-                labels={CONTAINER_LABEL: purpose},
-                network_mode="none",
-                entrypoint=[],
-            )
+            with refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
+                            " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
+                self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
+                                           labels={CONTAINER_LABEL: purpose}, network_mode="none",
+                                           entrypoint=[])  # fmt: skip
             yield name
         finally:
             from ..settings import current
@@ -247,16 +254,10 @@ class Engine:
         from docker.errors import ContainerError
 
         try:
-            out = self.client.containers.run(
-                image,
-                command=argv,
-                entrypoint=[],
-                network_mode="none",
-                labels={CONTAINER_LABEL: purpose},
-                remove=True,
-                stdout=True,
-                stderr=False,
-            )
+            with refused_as(BuildFailed, f"run {' '.join(argv[:2])} in {image}"):
+                out = self.client.containers.run(image, command=argv, entrypoint=[], network_mode="none",
+                                                 labels={CONTAINER_LABEL: purpose}, remove=True, stdout=True,
+                                                 stderr=False)  # fmt: skip
         except ContainerError as exc:
             err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
             msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
@@ -272,3 +273,17 @@ class Engine:
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
         return [c["Names"][0].lstrip("/") for c in self.api.containers(all=True, filters={"label": label})]
+
+
+@contextmanager
+def refused_as(error: type[ReleaseError], what: str, hint: str = "") -> Iterator[None]:
+    """The engine refusing a container (docker's ``APIError``: an ``OSError`` with no file name,
+    which the command line would call our bug, exit 70) as ``error``: "the engine would not
+    {what}: {its answer, escaped}{hint}"."""
+    from docker.errors import APIError
+
+    try:
+        yield
+    except APIError as exc:
+        msg = f"the engine would not {what}: {shown(engine_said(exc), 300)}{hint}"
+        raise error(msg) from None

@@ -84,7 +84,7 @@ def evaluate(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[dict
         why = f"nothing to compare with: {missing or none}"
         return Outcome(status=Status.SKIPPED, detail=why, value=skipped(why))
     if evaluated.stops:
-        raise PerformanceRegression(gate_failure(spec, evaluated))
+        raise PerformanceRegression(gate_failure(spec, evaluated), evaluation=evaluated.entry)
     remember(spec, image_id, refs, evaluated.entry)
     return done(evaluated.detail, evaluated.entry)
 
