@@ -1,0 +1,1 @@
+"""Adversarial findings: tests that fail until the defect they name is fixed."""
