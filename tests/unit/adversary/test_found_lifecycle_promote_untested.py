@@ -1,0 +1,45 @@
+"""``promote`` copies "the very same bytes" that were released to staging; its gate check reads
+the release record, but only when the record's digest is the one staging serves. When staging's
+version tag serves another image than the one the record says was built, smoke-tested, gated and
+published (version tags are immutable: someone overwrote it at staging), promote copied that
+other, untested image to production, moved ``latest`` onto it, exited 0, and replaced the
+record's digest with it (the evidence of what was tested is gone).
+
+A promote whose staging image is not the recorded release must be refused, nothing copied, the
+record kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xpu_release.release.record import read
+
+from ..helpers import run
+from ..release.line import LOGIN, PASSWORD, channel, manifests, publish, recorded
+
+TESTED = "sha256:" + "cd" * 32  # the image the release record says was tested and published
+
+
+def test_promote_refuses_an_image_at_staging_that_is_not_the_recorded_release(
+    repo: Path, tmp_path: Path
+) -> None:
+    manifests(repo, ["1.0", "1.1"])
+    with (
+        channel(repo, tmp_path, "staging", "staging") as staging,
+        channel(repo, tmp_path, "production") as prod,
+    ):
+        digests = publish(staging, ["1.0", "1.1"], tmp_path / "spool").digests  # 1.1: not TESTED
+        path = recorded(staging, "1.1", TESTED)
+
+        promote = ("promote", "demo:1.1", "--from", str(staging.file))
+        result = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+
+        copied = [prod.client(ep).head_manifest(prod.repo(ep), digests["1.1"]) for ep in prod.endpoints()]
+        latest = set(prod.served("latest").values())
+
+    assert result.exit_code not in (0, 70), result.stdout
+    assert TESTED in result.stderr
+    assert copied == [None, None, None]
+    assert latest == {None}
+    assert read(path).digest == TESTED
+    assert read(path).promotions == ()
