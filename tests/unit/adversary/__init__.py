@@ -1,1 +1,0 @@
-"""Adversarial findings: tests that fail until the defect they name is fixed."""

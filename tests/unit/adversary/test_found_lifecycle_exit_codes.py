@@ -7,42 +7,40 @@ does: each endpoint's error is flattened into a PublishError."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, channel, manifests, publish, recorded
+from ..release.line import Channel, channel, manifests, publish, recorded
+from .lifecycle_kit import at
 
-VERSIONS = ["1.0", "1.1"]
+COMMANDS = [["withdraw", "demo:1.1", "--reason", "bad"], ["reinstate", "demo:1.1"]]
 
 
-@pytest.mark.parametrize("args", [["withdraw", "demo:1.1", "--reason", "bad"], ["reinstate", "demo:1.1"]])
-def test_when_no_endpoint_answers_withdraw_and_reinstate_exit_10(
-    repo: Path, tmp_path: Path, args: list[str]
-) -> None:
-    manifests(repo, VERSIONS)
+@pytest.fixture
+def line(repo: Path, tmp_path: Path) -> Iterator[Channel]:
+    """demo 1.0 and 1.1 published at every endpoint, 1.1 recorded here."""
+    manifests(repo, ["1.0", "1.1"])
     with channel(repo, tmp_path, "production") as ch:
-        digests = publish(ch, VERSIONS, tmp_path / "spool").digests
-        recorded(ch, "1.1", digests["1.1"])
-        for state in ch.states.values():
-            state.faults.unavailable = 10**6  # every endpoint answers 503, always
+        recorded(ch, "1.1", publish(ch, ["1.0", "1.1"], tmp_path / "spool").digests["1.1"])
+        yield ch
 
-        result = run(repo, "--registries", str(ch.file), *args, *LOGIN, input=PASSWORD)
+
+@pytest.mark.parametrize("args", COMMANDS)
+def test_when_no_endpoint_answers_withdraw_and_reinstate_exit_10(line: Channel, args: list[str]) -> None:
+    for state in line.states.values():
+        state.faults.unavailable = 10**6  # every endpoint answers 503, always
+
+    result = at(line, *args)
 
     assert result.exit_code == 10, result.stderr
 
 
-@pytest.mark.parametrize("args", [["withdraw", "demo:1.1", "--reason", "bad"], ["reinstate", "demo:1.1"]])
+@pytest.mark.parametrize("args", COMMANDS)
 def test_when_every_endpoint_refuses_our_credentials_withdraw_and_reinstate_exit_8(
-    repo: Path, tmp_path: Path, args: list[str]
+    line: Channel, args: list[str]
 ) -> None:
-    manifests(repo, VERSIONS)
-    with channel(repo, tmp_path, "production") as ch:
-        digests = publish(ch, VERSIONS, tmp_path / "spool").digests
-        recorded(ch, "1.1", digests["1.1"])
-
-        result = run(repo, "--registries", str(ch.file), *args, "--username", "u", "--password-stdin",
-                     input="not-the-password\n")  # fmt: skip
+    result = at(line, *args, password="not-the-password\n")
 
     assert result.exit_code == 8, result.stderr

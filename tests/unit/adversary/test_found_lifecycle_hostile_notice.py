@@ -18,7 +18,8 @@ from xpu_release.evidence.lifecycle import MAX_REASON, make_notice
 from xpu_release.evidence.referrers import attach
 
 from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, Channel, channel, image_of, manifests, publish, recorded
+from ..release.line import Channel, channel, image_of, manifests, publish, recorded
+from .lifecycle_kit import at
 
 HOSTILE_BY = "ci\x1b]0;pwned\x07"
 HOSTILE_REASON = "bad\n## Injected heading\ndemo:1.1: verified everywhere\u202e" + "A" * 5000
@@ -47,8 +48,8 @@ def test_status_and_verify_say_a_hostile_notice_on_one_clean_bounded_line(repo: 
         publish(ch, ["1.0", "1.1"], tmp_path / "spool")
         hostile_withdrawal(ch, "1.1", tmp_path / "spool")
 
-        status = run(repo, "--registries", str(ch.file), "status", "demo:1.1", *LOGIN, input=PASSWORD)
-        verify = run(repo, "--registries", str(ch.file), "verify", "demo:1.1", *LOGIN, input=PASSWORD)
+        status = at(ch, "status", "demo:1.1")
+        verify = at(ch, "verify", "demo:1.1")
 
     for result in (status, verify):
         assert result.exit_code == 0, result.stderr
@@ -64,8 +65,7 @@ def test_the_next_notes_carry_no_markdown_forged_by_a_notice(repo: Path, tmp_pat
         digests = publish(ch, ["1.0", "1.1"], tmp_path / "spool").digests
         recorded(ch, "1.1", digests["1.1"])
         hostile_withdrawal(ch, "1.1", tmp_path / "spool")
-        rerun = run(repo, "--registries", str(ch.file), "withdraw", "demo:1.1", "--reason", "ours",
-                    *LOGIN, input=PASSWORD)  # fmt: skip
+        rerun = at(ch, "withdraw", "demo:1.1", "--reason", "ours")
         manifests(repo, ["1.2"])
         notes = run(repo, "--registries", str(ch.file), "notes", "demo:1.2", "--lang", "en")
 

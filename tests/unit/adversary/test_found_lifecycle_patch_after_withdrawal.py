@@ -12,26 +12,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..helpers import run, write_manifest
-from ..release.line import IMAGE, LOGIN, PASSWORD, channel, manifests, publish
+from ..helpers import write_manifest
+from ..release.line import IMAGE, publish
+from .lifecycle_kit import at, promote, two_channels
 
 
 def test_the_patch_of_the_release_latest_fell_back_to_takes_latest(repo: Path, tmp_path: Path) -> None:
-    manifests(repo, ["1.0", "1.1"])
-    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
-                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
-    with (
-        channel(repo, tmp_path, "staging", "staging") as staging,
-        channel(repo, tmp_path, "production") as prod,
-    ):
+    with two_channels(repo, tmp_path, ["1.0", "1.1"]) as (staging, prod):
+        write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
+                       "release:\n  patch:\n    fixes: []\n")  # fmt: skip
         digests = publish(staging, ["1.0", "1.1", "1.0.1"], tmp_path / "spool", latest=False).digests
         publish(prod, ["1.0", "1.1"], tmp_path / "spool")  # production: latest on 1.1
-        withdraw = ("withdraw", "demo:1.1", "--reason", "it crashes on start")
-        withdrawn = run(repo, "--registries", str(prod.file), *withdraw, *LOGIN, input=PASSWORD)
+        withdrawn = at(prod, "withdraw", "demo:1.1", "--reason", "it crashes on start")
         fell_back = set(prod.served("latest").values())
 
-        promote = ("promote", "demo:1.0.1", "--from", str(staging.file))
-        promoted = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+        promoted = promote(staging, prod, "demo:1.0.1")
         latest = set(prod.served("latest").values())
 
     assert withdrawn.exit_code == 0, withdrawn.stderr

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from xpu_release.release.record import read
 
-from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, channel, manifests, publish, recorded
+from ..release.line import publish, recorded
+from .lifecycle_kit import promote, two_channels
 
 TESTED = "sha256:" + "cd" * 32  # the image the release record says was tested and published
 
@@ -23,16 +23,11 @@ TESTED = "sha256:" + "cd" * 32  # the image the release record says was tested a
 def test_promote_refuses_an_image_at_staging_that_is_not_the_recorded_release(
     repo: Path, tmp_path: Path
 ) -> None:
-    manifests(repo, ["1.0", "1.1"])
-    with (
-        channel(repo, tmp_path, "staging", "staging") as staging,
-        channel(repo, tmp_path, "production") as prod,
-    ):
+    with two_channels(repo, tmp_path, ["1.0", "1.1"]) as (staging, prod):
         digests = publish(staging, ["1.0", "1.1"], tmp_path / "spool").digests  # 1.1: not TESTED
         path = recorded(staging, "1.1", TESTED)
 
-        promote = ("promote", "demo:1.1", "--from", str(staging.file))
-        result = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+        result = promote(staging, prod)
 
         copied = [prod.client(ep).head_manifest(prod.repo(ep), digests["1.1"]) for ep in prod.endpoints()]
         latest = set(prod.served("latest").values())

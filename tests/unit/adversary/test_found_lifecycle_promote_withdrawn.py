@@ -14,21 +14,15 @@ import pytest
 from xpu_release.errors import WireError
 from xpu_release.release import withdraw as steering
 
-from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, channel, manifests, publish
-
-VERSIONS = ["1.0", "1.1"]
+from ..release.line import publish
+from .lifecycle_kit import at, promote, two_channels
 
 
 def test_a_release_withdrawn_at_any_staging_endpoint_is_not_promoted(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    manifests(repo, VERSIONS)
-    with (
-        channel(repo, tmp_path, "staging", "staging") as staging,
-        channel(repo, tmp_path, "production") as prod,
-    ):
-        digests = publish(staging, VERSIONS, tmp_path / "spool").digests
+    with two_channels(repo, tmp_path, ["1.0", "1.1"]) as (staging, prod):
+        digests = publish(staging, ["1.0", "1.1"], tmp_path / "spool").digests
         real = steering.attach
         first = staging.endpoints()[0]  # the endpoint promote copies from
 
@@ -39,19 +33,18 @@ def test_a_release_withdrawn_at_any_staging_endpoint_is_not_promoted(
             return real(client, repo_, subject, attachments, **kwargs)
 
         monkeypatch.setattr(steering, "attach", fails_at_first)
-        withdrawn = run(repo, "--registries", str(staging.file), "withdraw", "demo:1.1", "--reason", "bad",
-                        *LOGIN, input=PASSWORD)  # fmt: skip
+        withdrawn = at(staging, "withdraw", "demo:1.1", "--reason", "bad")
         monkeypatch.setattr(steering, "attach", real)
 
-        promote = ("promote", "demo:1.1", "--from", str(staging.file))
-        promoted = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+        promoted = promote(staging, prod)
 
-        at_production = {ep.name: prod.client(ep).head_manifest(prod.repo(ep), digests["1.1"])
-                         for ep in prod.endpoints()}  # fmt: skip
+        at_production = [
+            prod.client(ep).head_manifest(prod.repo(ep), digests["1.1"]) for ep in prod.endpoints()
+        ]
         latest = set(prod.served("latest").values())
 
     assert withdrawn.exit_code == 7  # in force at two of the three staging endpoints
     assert promoted.exit_code == 16, promoted.stdout
     assert "withdrawn" in promoted.stderr
-    assert set(at_production.values()) == {None}  # nothing copied
+    assert at_production == [None, None, None]  # nothing copied
     assert digests["1.1"] not in latest

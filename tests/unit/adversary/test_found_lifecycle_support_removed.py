@@ -9,27 +9,11 @@ registries stop stating it or say that they still do (and how to fix it)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from xpu_release.image.engine import Engine
-
-from ..conftest import forget_the_stack
-from ..release.fake_release import REF, World, copy_of_repository, world
+from ..release.fake_release import REF, World
 from ..release.test_lifecycle_publish import MANIFEST, at_every_endpoint, cli, set_support
 
 PAST = "2020-06-30"
-
-
-@pytest.fixture
-def released(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    with world(copy_of_repository(tmp_path / "repo"), tmp_path) as w:
-        forget_the_stack(monkeypatch)
-        monkeypatch.setattr(Engine, "connect", classmethod(lambda cls: w.engine))
-        monkeypatch.setenv("XPU_RELEASE_CACHE", str(tmp_path / "cache"))
-        yield w
 
 
 def test_a_removed_support_date_is_not_left_stated_at_the_registries_without_a_word(released: World) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, Channel, channel, manifests, publish
+from ..release.line import Channel, channel, manifests, publish
+from .lifecycle_kit import at
 
 OLDER = ["1.0", "1.1", "1.2"]
 
@@ -36,16 +36,12 @@ def unfinished(repo: Path, tmp_path: Path) -> Iterator[tuple[Channel, dict[str, 
         yield ch, digests
 
 
-def cli(ch: Channel, *args: str) -> int:
-    return run(ch.root, "--registries", str(ch.file), *args, *LOGIN, input=PASSWORD).exit_code
-
-
 def test_withdraw_moves_latest_back_never_forward_onto_a_release_that_never_had_it(
     unfinished: tuple[Channel, dict[str, str]],
 ) -> None:
     ch, digests = unfinished
 
-    code = cli(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start")
+    code = at(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start").exit_code
 
     assert code == 0
     assert set(ch.served("latest").values()) == {digests["1.1"]}  # back, not on to unreleased 1.3
@@ -57,7 +53,7 @@ def test_reinstating_a_release_never_withdrawn_moves_no_tag(
     ch, digests = unfinished
     before = {tag: ch.served(tag) for tag in ("latest", "1.3-latest")}
 
-    code = cli(ch, "reinstate", "demo:1.3")
+    code = at(ch, "reinstate", "demo:1.3").exit_code
 
     assert code == 0
     assert {tag: ch.served(tag) for tag in ("latest", "1.3-latest")} == before

@@ -9,28 +9,15 @@ A withdrawn release supersedes nothing: the release it would have replaced is wa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from xpu_release.evidence.lifecycle import make_notice
 from xpu_release.evidence.referrers import attach
 from xpu_release.oci.registry import Manifest
 
 from ..helpers import run
-from ..release.published_kit import CPU, NS, TRAINING, World, sbom, world
+from ..release.published_kit import CPU, NS, TRAINING, World, sbom
 
 TODAY = "2026-12-03"
-
-
-@pytest.fixture
-def published(tmp_path: Path) -> Iterator[World]:
-    """The SDK 2.13.0 and training 25.03 published (a registry of their own), no advisories yet."""
-    with world(tmp_path) as made:
-        made.released()
-        made.osv.mkdir()
-        yield made
 
 
 def withdrawn(w: World, version: str, digest: str) -> None:

@@ -18,15 +18,11 @@ from xpu_release.evidence.lifecycle import in_force, notices_at
 from xpu_release.release.record import read
 
 from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded
+from ..release.line import channel, manifests, publish, recorded
+from .lifecycle_kit import at
 
 VERSIONS = ["1.0", "1.1", "1.2"]
 NEVER_PUSHED = "sha256:" + "ab" * 32
-
-
-def cli(ch: Channel, *args: str) -> tuple[int, str, str]:
-    result = run(ch.root, "--registries", str(ch.file), *args, *LOGIN, input=PASSWORD)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_a_withdraw_that_attaches_its_notice_nowhere_neither_succeeds_nor_records_a_withdrawal(
@@ -37,7 +33,8 @@ def test_a_withdraw_that_attaches_its_notice_nowhere_neither_succeeds_nor_record
         digests = publish(ch, VERSIONS, tmp_path / "spool").digests
         path = recorded(ch, "1.2", NEVER_PUSHED)  # the record's digest is served nowhere
 
-        code, out, _ = cli(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start", "--json")
+        result = at(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start", "--json")
+        code, out = result.exit_code, result.stdout
 
         served_latest = set(ch.served("latest").values())
         noticed = [in_force(notices_at(ch.client(ep), ch.repo(ep), digests["1.2"])) for ep in ch.endpoints()]

@@ -17,18 +17,14 @@ import pytest
 
 from xpu_release.release.tags import TagRules
 
-from ..helpers import run
-from ..release.line import LOGIN, PASSWORD, channel, manifests, publish
+from ..release.line import publish
+from .lifecycle_kit import at, promote, two_channels
 
 
 def test_a_withdrawal_landing_during_a_promotion_does_not_end_with_latest_on_the_withdrawn_release(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    manifests(repo, ["1.0", "1.1"])
-    with (
-        channel(repo, tmp_path, "staging", "staging") as staging,
-        channel(repo, tmp_path, "production") as prod,
-    ):
+    with two_channels(repo, tmp_path, ["1.0", "1.1"]) as (staging, prod):
         digests = publish(staging, ["1.0", "1.1"], tmp_path / "spool").digests
         publish(prod, ["1.0"], tmp_path / "spool")  # production: 1.0, latest on it
         real = TagRules.move_floating
@@ -36,13 +32,11 @@ def test_a_withdrawal_landing_during_a_promotion_does_not_end_with_latest_on_the
 
         def a_withdraw_runs_meanwhile(self, source, tags):  # type: ignore[no-untyped-def]
             # the version tags are written and verified; another job withdraws 1.1 now
-            args = ("--registries", str(prod.file), "withdraw", "demo:1.1", "--reason", "it crashes on start")
-            withdrawn.append(run(repo, *args, *LOGIN, input=PASSWORD).exit_code)
+            withdrawn.append(at(prod, "withdraw", "demo:1.1", "--reason", "it crashes on start").exit_code)
             return real(self, source, tags)
 
         monkeypatch.setattr(TagRules, "move_floating", a_withdraw_runs_meanwhile)
-        promote = ("promote", "demo:1.1", "--from", str(staging.file))
-        promoted = run(repo, "--registries", str(prod.file), *promote, *LOGIN, input=PASSWORD)
+        promoted = promote(staging, prod)
         latest = set(prod.served("latest").values())
 
     assert withdrawn == [0]
