@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from . import evaluation
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
-from .support import calver_month
+from .support import Support, as_date, calver_month
 from .types import Checker
 
 # Set by the Dockerfile template; a manifest's env may not change them.
@@ -174,6 +174,19 @@ def support_months_count_from_a_date(m: Resolved, c: Checker) -> None:
                "to read one from: give support.released (YYYY-MM-DD) or support.until")  # fmt: skip
 
 
+def the_end_of_support_is_a_day(m: Resolved, c: Checker) -> None:
+    """The end-of-life date ``support.months`` makes is a day the calendar counts (up to the year
+    9999), so ``list``, ``status`` and the notes can say it."""
+    support = m.data.get("support") or {}
+    if support.get("until") is not None or not isinstance(support.get("months"), int):
+        return
+    try:
+        Support(months=support["months"], released=as_date(support.get("released"))).end(str(m.data.get("version")))
+    except (ValueError, OverflowError, TypeError):
+        c.fail(("support", "months"), f"{support['months']} months after the release's date is past the year "
+               "9999: give an earlier support.released or fewer months, or support.until")  # fmt: skip
+
+
 def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
     """``evaluation:`` names each variant once, has a command, and accepts only a regression it
     can find (``evaluation.RULES``, beside its format)."""
@@ -194,6 +207,7 @@ RULES: tuple[Rule, ...] = (
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
     support_months_count_from_a_date,
+    the_end_of_support_is_a_day,
     the_evaluation_holds_together,
 )
 
