@@ -181,7 +181,8 @@ def the_end_of_support_is_a_day(m: Resolved, c: Checker) -> None:
     if support.get("until") is not None or not isinstance(support.get("months"), int):
         return
     try:
-        Support(months=support["months"], released=as_date(support.get("released"))).end(str(m.data.get("version")))
+        policy = Support(months=support["months"], released=as_date(support.get("released")))
+        policy.end(str(m.data.get("version")))
     except (ValueError, OverflowError, TypeError):
         c.fail(("support", "months"), f"{support['months']} months after the release's date is past the year "
                "9999: give an earlier support.released or fewer months, or support.until")  # fmt: skip

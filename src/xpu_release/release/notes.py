@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ReleaseError
-from ..image.templating import render_template
 from ..evidence.lifecycle import MAX_REASON, MAX_SAID, said
+from ..image.templating import render_template
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
 from ..manifest.loader import version_key
