@@ -98,12 +98,17 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
+    from dataclasses import replace
+
     from ..evidence.attest import Documents, image_sbom
     from ..image.engine import Engine
     from ..image.lock import load_lock
     from ..image.smoke import require_tested
     from ..labels import INPUTS_LABEL
+    from ..manifest.lines import line_tag
+    from ..release.plan import floating_tags
     from ..release.pool import EndpointPool
+    from ..release.withdrawn import past_withdrawn
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
@@ -123,6 +128,10 @@ def publish(
     documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
                           sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    past = set(past_withdrawn(state.repo, pool, registries))  # tags every newer release left by withdrawal
+    if past:
+        options = replace(options, move_floating=options.move_floating or set(floating_tags(spec)) <= past,
+                          move_line=options.move_line or line_tag(spec) in past)  # fmt: skip
     inputs = image.labels.get(INPUTS_LABEL, "")
     result = run_publish(pool, engine, image.id, inputs, options, live, documents)
     live.close()
