@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import OutputError
+from ..guard.trees import remove_tree
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..manifest.support import calver_month
 from ..oci.codec import Codec
 from ..oci.store import ObservedMap
-from ..settings import cache_dir, current
+from ..settings import cache_folder, current
 from . import baseimage, fetch, stages
 from .engine import Engine, LineSink
 from .inputs import BuildInputs, require_pinned
@@ -94,10 +96,13 @@ def _utc(seconds: float) -> str:
 def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
     """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact, and the
     workload the image carries."""
-    ctx = cache_dir() / "contexts" / f"{spec.image}-{spec.version}"
-    if ctx.exists():
-        shutil.rmtree(ctx)
-    ctx.mkdir(parents=True)
+    ctx = cache_folder("contexts") / f"{spec.image}-{spec.version}"
+    # An earlier run's context, or whatever else is at its name (a link is removed, never
+    # followed; a tree of any depth is removed without recursion).
+    if not remove_tree(ctx):
+        msg = f"{ctx}: an earlier build context cannot be removed (no permission, or too deep); remove it"
+        raise OutputError(msg)
+    ctx.mkdir()
     (ctx / "Dockerfile").write_text(dockerfile, encoding="utf-8")
     (ctx / "pip-constraints.txt").write_text(lock.constraints(), encoding="utf-8")
     for layer in lock.layers:

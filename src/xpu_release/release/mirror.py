@@ -28,212 +28,36 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from ..errors import (
-    DamagedFileError,
     NotFoundError,
     RegistryAuthError,
-    ReleaseError,
     StackError,
     TagConflict,
     TLSVerifyFailed,
     WireError,
 )
 from ..evidence.cosign import att_tag
-from ..evidence.referrers import findable, kind_of, list_referrers
-from ..guard.limits import COPY_BLOCK
-from ..guard.writing import Identity, NotAsNamed, sweep, unchanged, write_proven
-from ..oci.blobcheck import Source, check_copies
-from ..oci.downloads import read_blob
-from ..oci.layout import REF_NAME, Layout
-from ..oci.members import blob_file
-from ..oci.model import is_sha256
-from ..oci.registry import Manifest, RegistryClient
+from ..evidence.referrers import kind_of
+from ..guard.writing import NotAsNamed
+from ..oci.registry import Manifest
 from ..progress import Sink, Tally
-
-Counted = Tally | None
-Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
+from .attached import blobs_of, is_index, members
+from .sides import Side
 
 
 class NothingAtTag(NotFoundError):
     """The source serves nothing at the release's version (the caller says what to do)."""
 
 
-PROVING_THREADS = 4  # blobs read back at once from a registry target
 # Distribution keeps the blob it holds when the same digest is uploaded again: damage in its
 # storage outlives a copy, and only its operator can remove it.
 STILL_DAMAGED = (
     "still after it was copied again (the target keeps its damaged copy: remove it there, then mirror again)"
 )
-
-
-class Side(Protocol):
-    """One end of a mirror: a registry repository, or a layout."""
-
-    @property
-    def name(self) -> str: ...
-
-    def resolve(self, tag: str) -> str | None: ...
-    def get_manifest(self, reference: str) -> Manifest | None: ...
-    def referrers(self, subject: str) -> list[Manifest]: ...
-
-    # as the source
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]: ...
-    def damaged(self, digest: str, why: str) -> ReleaseError: ...
-
-    # as the target
-    def holds(self, digest: str, size: int) -> bool: ...
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
-    def listed(self, subject: str) -> set[str]: ...
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]: ...
-
-
-@dataclass
-class RegistrySide:
-    client: RegistryClient
-    repo: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.client.endpoint.host}/{self.repo}"
-
-    def resolve(self, tag: str) -> str | None:
-        return self.client.head_manifest(self.repo, tag)
-
-    def get_manifest(self, reference: str) -> Manifest | None:
-        return self.client.get_manifest(self.repo, reference)
-
-    def referrers(self, subject: str) -> list[Manifest]:
-        found = list_referrers(self.client, self.repo, subject)
-        out = []
-        for d in found.descriptors:
-            m = self.client.get_manifest(self.repo, d.digest)
-            if m is None:
-                msg = f"{self.name}: the referrer {d.digest} is listed but not served"
-                raise NotFoundError(msg)
-            out.append(m)
-        return out
-
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
-        return read_blob(self.client, self.repo, digest, COPY_BLOCK, size=size)
-
-    def damaged(self, digest: str, why: str) -> ReleaseError:
-        return WireError(f"{self.name}: blob {digest} as served {why}; nothing was copied from it")
-
-    def holds(self, digest: str, size: int) -> bool:
-        return self.client.blob_exists(self.repo, digest)  # proven after the copy: read back
-
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
-        path = blob_file(spool, digest)  # this run's own spool: no other run writes it
-        write_proven(path, digest, size, blocks, durable=False)  # uploaded, then removed
-        try:
-            self.client.upload_blob(self.repo, digest, path)
-        finally:
-            path.unlink(missing_ok=True)
-
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
-        for m, tag in manifests:
-            self.client.put_manifest(self.repo, tag or m.digest, m)
-
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
-        findable(self.client, self.repo, subject, pushed)
-
-    def listed(self, subject: str) -> set[str]:
-        return {d.digest for d in list_referrers(self.client, self.repo, subject).descriptors}
-
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
-        """Every blob read back and hashed, as ``verify --deep`` does."""
-        counted = tally.add if tally is not None else (lambda _: None)
-
-        def one(blob: tuple[str, int]) -> str | None:
-            digest, size = blob
-            at = Source(self.client, self.repo, counted)
-            ((problem, _),) = check_copies([at], digest, size, COPY_BLOCK)
-            return problem
-
-        with ThreadPoolExecutor(max_workers=PROVING_THREADS) as pool:
-            found = list(pool.map(one, blobs))
-        return {d: p for (d, _), p in zip(blobs, found, strict=True) if p is not None}
-
-
-@dataclass
-class LayoutSide:
-    layout: Layout
-    proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
-    made: bool = False  # created (and swept) by this run's first write
-
-    @property
-    def name(self) -> str:
-        return f"oci:{self.layout.root}"
-
-    def resolve(self, tag: str) -> str | None:
-        return self.layout.resolve(tag) if self.layout.exists() else None
-
-    def get_manifest(self, reference: str) -> Manifest | None:
-        return self.layout.get_manifest(reference)
-
-    def referrers(self, subject: str) -> list[Manifest]:
-        return self.layout.referrers(subject) if self.layout.exists() else []
-
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
-        """The blob's bytes, bounded by ``size`` (a regular file only: never a link followed or
-        a FIFO waited on; one of another size is damage)."""
-        if not self.layout.has_blob(digest):
-            msg = f"{self.name}: blob {digest} is missing (or is not a regular file); copy the layout again"
-            raise NotFoundError(msg)
-        return self.layout.blob_chunks(digest, size)
-
-    def damaged(self, digest: str, why: str) -> ReleaseError:
-        return DamagedFileError(f"{self.name}: blob {digest} {why} (damaged); copy the layout again")
-
-    def _begin(self) -> None:
-        """Made on the first write (a copy that cannot start leaves nothing), and the unlocked
-        temporaries of killed runs swept from it."""
-        if not self.made:
-            self.layout.create()
-            for folder in (self.layout.root, self.layout.root / "blobs" / "sha256"):
-                sweep(folder, within=self.layout.root)
-            self.made = True
-
-    def holds(self, digest: str, size: int) -> bool:
-        identity = self.layout.proven(digest, size)
-        if identity is not None:
-            self.proven[digest] = identity
-        return identity is not None
-
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
-        self._begin()
-        self.proven[digest] = self.layout.write_blob(digest, size, blocks)
-
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
-        self._begin()
-        self.layout.put_manifests(manifests, version_tag=version_tag)
-
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
-        return None  # put_manifests listed each one in index.json
-
-    def listed(self, subject: str) -> set[str]:
-        entries = self.layout.entries()
-        return {str(e.get("digest")) for e in entries if not (e.get("annotations") or {}).get(REF_NAME)}
-
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
-        """Every blob hashed, but once: one proven in this run (hashed before it was skipped, or
-        as it was written) whose file has not changed since is not read again."""
-        problems = {}
-        for digest, size in blobs:
-            known = self.proven.get(digest)
-            if known is not None and unchanged(self.layout.blob_path(digest), known):
-                continue
-            if not self.holds(digest, size):
-                problems[digest] = f"missing, or not the {size} bytes that hash to its name"
-        return problems
 
 
 @dataclass
@@ -256,19 +80,11 @@ class MirrorReport:
         return not self.problems
 
 
-def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
-    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
-    out = manifest.blobs()
-    if not all(is_sha256(d) for d, _ in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
-        raise DamagedFileError(msg)
-    return out
-
-
 @dataclass
 class _Copier:
-    """The blobs of a mirror, each copied (or proven present) once however many manifests list it."""
+    """The blobs of a mirror, each copied (or proven present) once however many manifests list
+    it: every one is looked up at the target first (``plan``), the ones it lacks are checked at
+    the source, and only then is anything copied (``copy_missing``)."""
 
     source: Side
     target: Side
@@ -276,19 +92,31 @@ class _Copier:
     report: MirrorReport
     on_line: Sink
     blobs: dict[str, int] = field(default_factory=dict)  # digest → size, in the order met
+    missing: list[tuple[str, int]] = field(default_factory=list)  # what the target lacks
 
     def __post_init__(self) -> None:
         self.tally = Tally(f"copying to {self.target.name}")
 
-    def blobs_of(self, manifest: Manifest) -> None:
-        for digest, size in _blobs(self.source, manifest):
+    def plan(self, manifest: Manifest) -> None:
+        for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
             self.blobs[digest] = size
             if self.target.holds(digest, size):
                 self.report.blobs_skipped += 1
             else:
-                self.copy(digest, size)
+                self.missing.append((digest, size))
+
+    def copy_missing(self) -> None:
+        """What the target lacks: checked at the source before the first write (a damaged layout
+        leaves the target as it was), then copied."""
+        total = sum(size for _, size in self.missing)
+        self.source.check(self.missing, Tally(f"checking {self.source.name}", total))
+        step = max(1, len(self.missing) // 20)
+        for i, (digest, size) in enumerate(self.missing, 1):
+            self.copy(digest, size)
+            if len(self.missing) >= 100 and (i % step == 0 or i == len(self.missing)):
+                self.on_line(f"blobs: {i:,} of {len(self.missing):,} copied")
 
     def copy(self, digest: str, size: int) -> None:
         blocks = self.source.blocks(digest, size)
@@ -353,31 +181,40 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
     report.digest = image.digest
+    if is_index(image):  # exit 7 from either side, as ``Manifest.image`` says it elsewhere
+        msg = f"{source.name}: {tag} is an image index; multi-platform copies are not supported yet"
+        raise WireError(msg)
     held = target.resolve(tag)
     if held is not None and held != image.digest:
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
                "mirror into another repository, or remove that tag first")  # fmt: skip
         raise TagConflict(msg)
-    # Everything the copy is made of is read (and checked) before the first write: a damaged
-    # source leaves the target as it was.
+    # Everything the copy is made of is read and checked before the first write (a layout's
+    # blobs hashed; a registry's each proven before it is put): a damaged layout leaves the
+    # target as it was.
     referrers = source.referrers(image.digest)
+    parts = members(source, referrers)  # of the attached indexes among them
     att = source.get_manifest(att_tag(image.digest))
-    for m in [image, *referrers, *([att] if att else [])]:
-        _blobs(source, m)
+    for m in [image, *referrers, *parts, *([att] if att else [])]:
+        blobs_of(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
-    copier.blobs_of(image)
+    copier.plan(image)
     step = max(1, len(referrers) // 20)
     for i, m in enumerate(referrers, 1):
-        copier.blobs_of(m)
+        copier.plan(m)
         if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
-            on_line(f"referrers: {i:,} of {len(referrers):,} copied")
+            on_line(f"referrers: {i:,} of {len(referrers):,} checked")
+    for m in parts:
+        copier.plan(m)
+    if att is not None:
+        copier.plan(att)
+    copier.copy_missing()
     report.referrers = [m.digest for m in referrers]
     report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
-    if att is not None:
-        copier.blobs_of(att)
-        report.att = True
+    report.att = att is not None
     tagged_att = [(att, att_tag(image.digest))] if att is not None else []
+    target.put_members(parts)  # before the indexes that list them
     target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
     if referrers:
         target.list_referrers(image, referrers)

@@ -17,6 +17,7 @@ from ..errors import DamagedFileError, NotFoundError
 from ..evidence.attachment import ALL_KINDS
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
+from ..guard.shown import shown
 from ..guard.writing import write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
 
@@ -107,7 +108,11 @@ class ReleaseRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedFinding:
-    """One finding as the record keeps it (``scan.record_entry`` writes it)."""
+    """One finding as the record keeps it (``scan.record_entry`` writes it), read back from a
+    file anyone may have written (a record, a re-scan history): every text in it is made safe to
+    show as it is made (``guard.shown``: a newline or an escape sequence in an id, a package or a
+    justification is written as a visible escape), so ``notes`` and ``diff`` cannot print a
+    forged line. A justification is escaped whole, never cut."""
 
     id: str
     package: str
@@ -118,6 +123,15 @@ class RecordedFinding:
     fixed: tuple[str, ...] = ()
     vex: str | None = None  # the status of the exception that covers it
     justification: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "package", "installed", "severity"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
+        for name in ("aliases", "purls", "fixed"):
+            object.__setattr__(self, name, tuple(shown(x) for x in getattr(self, name)))
+        if self.vex is not None:
+            object.__setattr__(self, "vex", shown(self.vex))
+        object.__setattr__(self, "justification", shown(self.justification, len(self.justification)))
 
     @classmethod
     def from_json(cls, f: dict[str, Any]) -> RecordedFinding:

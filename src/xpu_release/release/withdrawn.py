@@ -14,8 +14,8 @@ from __future__ import annotations
 from ..errors import PublishError, RegistryAuthError, ReleaseError, StackError
 from ..evidence.lifecycle import Notice, in_force, notices_at
 from ..manifest import ImageSpec, Repo
-from ..manifest.loader import version_key
 from ..manifest.registries import Registries
+from ..manifest.versions import version_key
 from .plan import floating_tags, make_plan
 from .pool import EndpointPool
 
