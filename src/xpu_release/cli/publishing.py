@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,7 +28,10 @@ from .app import (
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
-from .output import info
+from .output import info, paint
+
+if TYPE_CHECKING:
+    from ..release.pool import EndpointPool
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -93,12 +98,17 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
+    from dataclasses import replace
+
     from ..evidence.attest import Documents, image_sbom
     from ..image.engine import Engine
     from ..image.lock import load_lock
     from ..image.smoke import require_tested
     from ..labels import INPUTS_LABEL
+    from ..manifest.lines import line_tag
+    from ..release.plan import floating_tags
     from ..release.pool import EndpointPool
+    from ..release.withdrawn import past_withdrawn
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
@@ -118,6 +128,10 @@ def publish(
     documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
                           sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    past = set(past_withdrawn(state.repo, pool, registries))  # tags every newer release left by withdrawal
+    if past:
+        options = replace(options, move_floating=options.move_floating or set(floating_tags(spec)) <= past,
+                          move_line=options.move_line or line_tag(spec) in past)  # fmt: skip
     inputs = image.labels.get(INPUTS_LABEL, "")
     result = run_publish(pool, engine, image.id, inputs, options, live, documents)
     live.close()
@@ -132,7 +146,25 @@ def publish(
             info(f"(the record at {path} says more is done and is kept as it was)")
     if not result.complete:
         raise PublishError(failure_report(result))
+    if standing(spec).end is None and result.digest:
+        _dates_still_stated(pool, spec.ref, result.digest)
     cap_cache(state, limit)
+
+
+def _dates_still_stated(pool: EndpointPool, ref: str, digest: str) -> None:
+    """A support date taken out of the manifest stays stated at the registries (a lifecycle
+    document is never deleted): said loudly, with what to do, never quietly (also with -q)."""
+    from ..release.documents import dates_still_stated
+
+    stated = dates_still_stated(pool, digest)
+    if stated:
+        where = "; ".join(f"{name}: {dates}" for name, dates in stated.items())
+        warning = paint("warning:", "yellow", stream=sys.stderr)
+        click.echo(f"{warning} {ref} has no support date in its manifest, "
+                   f"but its lifecycle document still states an end of life at the registries ({where}): "
+                   "nothing is deleted, and tools that read it (oras discover, scanners) say so. Give "
+                   "`support: until:` the date you mean and rerun publish to state that one instead.",
+                   err=True)  # fmt: skip
 
 
 @cli.command()

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from ..errors import PublishError, ReleaseError
+from ..errors import PublishError, ReleaseError, ReleaseWithdrawn
 from ..evidence.annotations import image_annotations
 from ..evidence.attachment import Attachment
 from ..evidence.attest import Documents
@@ -46,7 +46,7 @@ from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
 from .tags import TagRules
-from .withdraw import withdrawal_in_force
+from .withdrawn import withdrawal_in_force
 
 
 def _now() -> str:
@@ -335,14 +335,26 @@ class Publisher:
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
              moving: tuple[str, ...], on_line: Sink) -> ReleaseRecord:  # fmt: skip
     """The floating tags, last: ``moving`` (``Options.floating``: those a newer release does not
-    keep) moved onto the release, but none onto a withdrawn release (``withdraw.py``), which the
-    record then says."""
-    withdrawn = withdrawal_in_force(pool, source.digest)
+    keep) moved onto the release, but none onto a withdrawn release (``withdrawn.py``: asked of
+    every endpoint, failing closed), which the record then says. Asked again once they moved: a
+    withdraw that ran meanwhile may have found them not yet on the release (exit 16, saying to
+    rerun it)."""
+    ref = pool.spec.ref
+    withdrawn = withdrawal_in_force(pool, source.digest, then="no floating tag was moved")
     if withdrawn is not None:
-        on_line(f"{pool.spec.ref} is {withdrawn.words()}; no floating tag moves onto it "
-                f"(`xpu-release reinstate {pool.spec.ref}` undoes the withdrawal)")  # fmt: skip
+        on_line(f"{ref} is {withdrawn.words()}; no floating tag moves onto it "
+                f"(`xpu-release reinstate {ref}` undoes the withdrawal)")  # fmt: skip
         return replace(record, withdrawn=withdrawn.to_json())
-    return replace(record, floating_moved=tags.move_floating(source, moving)) if moving else record
+    if not moving:
+        return record
+    moved = tags.move_floating(source, moving)
+    late = withdrawal_in_force(pool, source.digest, then=f"{', '.join(moved)} moved onto it")
+    if late is not None:
+        msg = (f"{ref} was {late.words()} while {', '.join(moved)} moved onto it: rerun "
+               f"`xpu-release withdraw {ref} --reason ...` to move them off it (a rerun keeps the first "
+               "reason)")  # fmt: skip
+        raise ReleaseWithdrawn(msg)
+    return replace(record, floating_moved=moved)
 
 
 def publish(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
+from ..evidence.lifecycle import in_force, notices_at
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, components_of, packages_in
 from ..guard.limits import MAX_SBOMS
@@ -87,6 +88,13 @@ class Reader:
                 ep, what or f"{image}:{tag}", lambda c: c.head_manifest(ep.repository(image), tag)
             )
         return self._served[key]
+
+    def withdrawn(self, ep: Endpoint, image: str, digest: str) -> bool:
+        """Whether a withdrawal of ``digest`` is in force at ``ep`` (failing closed: a notice that
+        cannot be read is an error, not "no")."""
+        repo = ep.repository(image)
+        return bool(self._ask(ep, f"the notices of {image}@{digest[:19]}",
+                              lambda c: in_force(notices_at(c, repo, digest))))  # fmt: skip
 
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""

@@ -171,9 +171,12 @@ class Watcher:
             later = [
                 (v, self.reader.served(ep, spec.image, v)) for v in reversed(newer_in_line(self.repo, spec))
             ]
+            # a withdrawn release supersedes nothing: the release it would replace is served again
+            published_later = [
+                v for v, d in later if d is not None and not self.reader.withdrawn(ep, spec.image, d)
+            ]
         except ReleaseError as exc:
             return _with(head, state="could not check", unchecked=(unchecked("registry", exc),))
-        published_later = [v for v, d in later if d is not None]
         pending = next((v for v, d in later if d is None), None)
         if published_later:
             done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}",
