@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -289,25 +289,10 @@ class Publisher:
             complete=False,
             floating_moved=(),
         )
-        first = self.plan.targets[0]
         try:
             source = self.push_source(image_id)
         except ReleaseError as exc:
-            failed = tuple(
-                EndpointRecord(
-                    endpoint=t.endpoint.name,
-                    host=t.endpoint.host,
-                    version_ref=t.version_ref,
-                    floating_refs=t.floating_refs,
-                    status="failed" if t is first else "planned",
-                    digest=None,
-                    error=exc.message
-                    if t is first
-                    else f"not staged: {first.endpoint.name} (the source) failed",
-                )
-                for t in self.plan.targets
-            )
-            return replace(base, endpoints=failed)
+            return replace(base, endpoints=_source_failed(self.plan.targets, exc.message))
         self.attachments = self.documents_for(source)
         attached: dict[str, str] = {
             a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
@@ -330,6 +315,23 @@ class Publisher:
         if not complete:
             return record
         return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
+
+
+def _source_failed(targets: Sequence[Target], message: str) -> tuple[EndpointRecord, ...]:
+    """Every endpoint's record when the first push (to the source, ``targets[0]``) failed."""
+    first = targets[0]
+    return tuple(
+        EndpointRecord(
+            endpoint=t.endpoint.name,
+            host=t.endpoint.host,
+            version_ref=t.version_ref,
+            floating_refs=t.floating_refs,
+            status="failed" if t is first else "planned",
+            digest=None,
+            error=message if t is first else f"not staged: {first.endpoint.name} (the source) failed",
+        )
+        for t in targets
+    )
 
 
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
