@@ -15,12 +15,30 @@ evaluation rules say (ossf/osv-schema ``docs/schema.md``, "Evaluation"), and how
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 LEVELS = ("low", "medium", "high", "critical")  # ordered; "unknown" stands beside them
 Key = Callable[[str], Any]
+
+
+def as_list(value: Any) -> list[Any]:
+    """A record's list field as a list (advisories are outside data: a field of another type
+    counts as absent, never as an error of ours)."""
+    return value if isinstance(value, list) else []
+
+
+def pypi_name(name: str) -> str:
+    """PEP 503: lower case, runs of ``-``, ``_`` and ``.`` become one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_key(ecosystem: str, name: str) -> tuple[str, str]:
+    """How records are looked up: the ecosystem as written (``PyPI``, ``Debian:12``) and the
+    package name, PEP 503-normalised for PyPI."""
+    return ecosystem, pypi_name(name) if ecosystem == "PyPI" else name
 
 
 def _pypi_key(version: str) -> Any:
@@ -88,8 +106,6 @@ class Match:
 
 def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
     """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
-    from .osv import as_list, package_key
-
     key = version_key(ecosystem)
     if key is None:
         return None
@@ -137,8 +153,6 @@ def level_of_score(score: float) -> str:
 def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
     """(level, base score, where it came from) of ``record``."""
     from cvss import CVSS2, CVSS3, CVSS4
-
-    from .osv import as_list
 
     scored: dict[str, tuple[float, str]] = {}
     for s in as_list(record.get("severity")):

@@ -25,8 +25,8 @@ from ..guard.reading import loads
 from ..guard.shown import shown
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
-from .matching import LEVELS, affects, at_or_above, severity
-from .osv import Advisories, Counts, as_list
+from .matching import LEVELS, as_list, at_or_above, severity
+from .osv import Advisories, Counts
 from .vex import Purl, Statement, Subject, read_vex, vex_path
 
 NO_ADVISORIES = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
@@ -239,11 +239,7 @@ def scan_packages(
     findings: list[Finding] = []
     conflicts: list[str] = []
     for pkg in packages:
-        hits = []
-        for adv in advisories.lookup(pkg.ecosystem, pkg.name):
-            match = affects(adv.data, pkg.ecosystem, pkg.name, pkg.version)
-            if match is not None:
-                hits.append((adv.data, match))
+        hits = advisories.affecting(pkg.ecosystem, pkg.name, pkg.version)
         for members in _groups([h[0] for h in hits]):
             group = [hits[n][0] for n in members]
             ids = {str(i) for r in group for i in (r["id"], *as_list(r.get("aliases")))}

@@ -37,6 +37,7 @@ from ..guard.reading import days_after
 from ..guard.shown import says_nothing
 from ..manifest.yamlsrc import Source, YamlProblems, load
 from ..oci.endpoint import Endpoint
+from .matching import pypi_name
 
 STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
 EXCEPTIONS = ("not_affected", "affected", "under_investigation")
@@ -75,8 +76,6 @@ class Purl:
     @classmethod
     def parse(cls, text: str) -> Purl:
         from packageurl import PackageURL
-
-        from .osv import pypi_name
 
         p = PackageURL.from_string(text)
         name = pypi_name(p.name) if p.type == "pypi" else p.name

@@ -44,7 +44,9 @@ def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
 
 def _cut(raw: str, limit: int) -> str:
     cut = raw if len(raw) <= limit else raw[:limit]
-    out = "".join(_escaped(ch) for ch in cut)
+    # Printable text (most of it) has none of the hidden characters: str.isprintable is false for
+    # every category in _HIDDEN, and for the spaces _escaped keeps as they are (the slow way).
+    out = cut if cut.isprintable() else "".join(_escaped(ch) for ch in cut)
     return out if cut is raw else f"{out}... ({len(raw)} characters)"
 
 
