@@ -382,8 +382,13 @@ def publish(
         return publisher.run(image_id, inputs)
 
 
-def failure_report(record: ReleaseRecord) -> str:
-    lines = [f"{record.ref} is not published everywhere; rerun `xpu-release publish {record.ref}` to finish:"]
+def failure_report(record: ReleaseRecord, rerun: str = "publish") -> str:
+    """What a publish that did not reach every endpoint says: each endpoint, and the command that
+    finishes it (``release`` for a release: ``publish`` alone attaches no VEX, no gate result)."""
+    again = f"`xpu-release {rerun} {record.ref}`"
+    if rerun == "release":
+        again += " with the same options (--advisories, --signing-key, ...)"
+    lines = [f"{record.ref} is not published everywhere; rerun {again} to finish:"]
     for e in record.endpoints:
         lines.append(f"  {e.endpoint:<22} {e.status:<10} {e.error or e.digest or ''}")
     lines.append("no floating tag was moved")

@@ -120,7 +120,7 @@ def publish(ctx: ReleaseContext, engine: Engine, docs: Documents) -> Outcome[rec
         # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
         # record is written by the last stage.
         records.keep(result, records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version))
-        raise PublishError(failure_report(result))
+        raise PublishError(failure_report(result, rerun="release"))
     moved = sum(1 for e in result.endpoints if e.status == "verified")
     return done(f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result)
 
