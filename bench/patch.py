@@ -68,9 +68,11 @@ def one_round(tmp: Path) -> dict[str, float]:
     )
     osv = tmp / "osv"
     osv.mkdir()
-    for ref in (SDK, CPU):  # a stack whose debootstrap met other Debian versions: re-pinned here
-        xpu(root, regs, "lock", ref)
+    # A stack whose debootstrap met other Debian versions: re-pinned here, parents first (the
+    # child's lock pins the SDK release as this namespace serves it).
+    xpu(root, regs, "lock", SDK)
     xpu(root, regs, "release", SDK, "--no-scan", "bench setup", *SKIP)
+    xpu(root, regs, "lock", CPU)
     cold_build = xpu(root, regs, "build", CPU, "--no-cache")
     cold_release = xpu(root, regs, "release", CPU, "--advisories", str(osv), *SKIP)
     when = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
