@@ -45,15 +45,17 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels
     from docker.errors import APIError, NotFound
     from docker.types import LogConfig
 
+    from ..interrupts import signals_held
     from ..settings import current
 
     try:
-        container = client.containers.run(
-            image, command=argv, name=name, detach=True, entrypoint=[], environment=env, labels=labels,
-            network_mode="none", cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m",
-            memswap_limit=f"{limits.memory_mb}m",
-            log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
-        )  # fmt: skip
+        with signals_held():  # made whole before an interrupt lands, so the removal below finds it
+            container = client.containers.run(
+                image, command=argv, name=name, detach=True, entrypoint=[], environment=env, labels=labels,
+                network_mode="none", cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m",
+                memswap_limit=f"{limits.memory_mb}m",
+                log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
+            )  # fmt: skip
         exit_code: int | None
         try:
             exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])

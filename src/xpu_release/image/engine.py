@@ -25,6 +25,7 @@ from ..errors import (
     StackError,
 )
 from ..guard.shown import shown
+from ..interrupts import signals_held
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
@@ -237,8 +238,10 @@ class Engine:
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
         try:
-            with refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
-                            " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
+            # Made whole before an interrupt lands (interrupts.py), so the removal below finds it.
+            refused = refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
+                                 " (the checks run in it: does the image have `sleep`?)")  # fmt: skip
+            with signals_held(), refused:
                 self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
                                            labels={CONTAINER_LABEL: purpose}, network_mode="none",
                                            entrypoint=[])  # fmt: skip
@@ -250,18 +253,25 @@ class Engine:
                 self.remove_container(name)
 
     def output(self, image: str, argv: list[str], *, purpose: str) -> str:
-        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
-        from docker.errors import ContainerError
-
+        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout. The
+        container is named and removed by this process (also on Ctrl-C), not by the client's
+        ``remove=True``, which removes only after a run that was not interrupted."""
+        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
+        what = f"run {' '.join(argv[:2])} in {image}"
         try:
-            with refused_as(BuildFailed, f"run {' '.join(argv[:2])} in {image}"):
-                out = self.client.containers.run(image, command=argv, entrypoint=[], network_mode="none",
-                                                 labels={CONTAINER_LABEL: purpose}, remove=True, stdout=True,
-                                                 stderr=False)  # fmt: skip
-        except ContainerError as exc:
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
-            msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
-            raise BuildFailed(msg) from None
+            with refused_as(BuildFailed, what):
+                with signals_held():
+                    container = self.client.containers.run(image, command=argv, entrypoint=[], name=name,
+                                                           network_mode="none", detach=True,
+                                                           labels={CONTAINER_LABEL: purpose})  # fmt: skip
+                status = int(container.wait()["StatusCode"])
+                out = container.logs(stdout=True, stderr=False)
+                if status != 0:
+                    err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+                    msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
+                    raise BuildFailed(msg)
+        finally:
+            self.remove_container(name)
         return out.decode() if isinstance(out, bytes) else str(out)
 
     def remove_container(self, name: str) -> None:
