@@ -6,7 +6,6 @@ Every stage lives in its own module; this file only wires them together and maps
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -103,7 +102,9 @@ pass_state = click.make_pass_decorator(State)
 
 
 def _emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    from ..jsontext import readable
+
+    click.echo(readable(data))
 
 
 class ReleaseGroup(click.Group):

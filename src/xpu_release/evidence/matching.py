@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 LEVELS = ("low", "medium", "high", "critical")  # ordered; "unknown" stands beside them
@@ -150,24 +151,30 @@ def level_of_score(score: float) -> str:
     return "low" if score > 0 else "unknown"
 
 
-def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
-    """(level, base score, where it came from) of ``record``."""
+@lru_cache(maxsize=1 << 14)
+def _base_score(version: str, vector: str) -> float | None:
+    """A CVSS vector's base score (None: not a vector of that version), computed once a run:
+    thousands of records share a few hundred vectors."""
     from cvss import CVSS2, CVSS3, CVSS4
 
+    try:
+        if version == "4":
+            return float(CVSS4(vector).base_score)
+        return float((CVSS3 if version == "3" else CVSS2)(vector).scores()[0])
+    except Exception:  # the cvss library raises its own error classes for a bad vector
+        return None
+
+
+def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
+    """(level, base score, where it came from) of ``record``."""
     scored: dict[str, tuple[float, str]] = {}
     for s in as_list(record.get("severity")):
         if not isinstance(s, dict):
             continue
         kind, vector = str(s.get("type")), str(s.get("score") or "")
-        try:
-            if kind == "CVSS_V4":
-                scored["4"] = (float(CVSS4(vector).base_score), vector)
-            elif kind == "CVSS_V3":
-                scored["3"] = (float(CVSS3(vector).scores()[0]), vector)
-            elif kind == "CVSS_V2":
-                scored["2"] = (float(CVSS2(vector).scores()[0]), vector)
-        except Exception:  # the cvss library raises its own error classes for a bad vector
-            continue
+        version = {"CVSS_V4": "4", "CVSS_V3": "3", "CVSS_V2": "2"}.get(kind)
+        if version is not None and (score := _base_score(version, vector)) is not None:
+            scored[version] = (score, vector)
     for version in ("4", "3", "2"):
         if version in scored:
             score, vector = scored[version]

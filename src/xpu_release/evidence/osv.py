@@ -149,6 +149,7 @@ class Advisories:
         self._indexes: list[sqlite3.Connection] = []
         self._looked: dict[tuple[str, str], tuple[Advisory, ...]] = {}  # a package's, read once a run
         self._judged: dict[tuple[str, str, str], tuple[tuple[dict[str, Any], Match], ...]] = {}
+        self.grouped: dict[tuple[str, str, str], Any] = {}  # scan's judgement of a package, once a run
         self.sources: list[str] = []
         for path in paths:
             self._add(path, cache)
