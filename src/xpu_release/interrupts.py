@@ -22,42 +22,50 @@ HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP for the block; deliver the first one caught after it
-    (through the handler that was in place), a second one at once. Outside the main thread
-    (where Python runs handlers) it holds nothing; a signal that was ignored stays ignored."""
+    """Hold SIGINT, SIGTERM and SIGHUP for the block; deliver what was caught after it (through
+    the handler that was in place), at once from the second one on: then every one caught so
+    far, in order. Outside the main thread (where Python runs handlers) it holds nothing; a
+    signal that was ignored stays ignored. A signal that lands while the handlers are swapped
+    in or put back is held or delivered too, never lost, and no handler is left swapped."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, Any] = {}
+    saved: dict[int, Any] = {}  # signal → the handler in place before
+    swapped: list[int] = []  # the signals whose handler is ``hold`` now
     caught: list[int] = []
 
-    def deliver(signum: int) -> None:
-        handler = previous.get(signum)
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        previous.clear()
-        if callable(handler):
-            handler(signum, None)
-        elif handler == signal.SIG_DFL:
-            signal.raise_signal(signum)
+    def release() -> None:
+        """Put every handler back, then deliver what was caught (a signal that lands meanwhile
+        reaches ``hold`` while its own is not back yet, and is in ``caught`` in time)."""
+        while swapped:
+            sig = swapped.pop()
+            signal.signal(sig, saved[sig])
+        pending = caught[:]
+        caught.clear()
+        for signum in pending:
+            _deliver(signum, saved[signum])
 
     def hold(signum: int, _frame: FrameType | None) -> None:
-        if caught:  # the second: now
-            deliver(signum)
         caught.append(signum)
+        if len(caught) > 1:  # the second: now
+            release()
 
-    for sig in HELD:
-        old = signal.getsignal(sig)
-        if old is signal.SIG_IGN or old is None:
-            continue
-        previous[sig] = old
-        signal.signal(sig, hold)
     try:
+        for sig in HELD:
+            old = signal.getsignal(sig)
+            if old is signal.SIG_IGN or old is None:
+                continue
+            saved[sig] = old
+            swapped.append(sig)  # before the swap: a signal right after it finds it to put back
+            signal.signal(sig, hold)
         yield
     finally:
-        if previous:
-            if caught:
-                deliver(caught[0])
-            else:
-                for signum, handler in previous.items():
-                    signal.signal(signum, handler)
+        release()
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """``signum`` as ``handler`` (back in place) takes it."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)
