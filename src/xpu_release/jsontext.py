@@ -25,7 +25,7 @@ def readable(data: Any, *, ensure_ascii: bool = False, depth: int = DEPTH) -> st
         if level >= depth or not isinstance(value, dict | list | tuple) or not value:
             return encode(value), True
         if isinstance(value, dict):  # a key that is not text is named as json.dumps names it
-            keys = [encode(k if isinstance(k, str) else json.dumps(k)) + ": " for k in value]
+            keys = [encode(k if isinstance(k, str) else _key(k)) + ": " for k in value]
             members = [write(v, level + 1) for v in value.values()]
             texts = [k + text for k, (text, _) in zip(keys, members, strict=True)]
             opening, closing = "{", "}"
@@ -39,3 +39,11 @@ def readable(data: Any, *, ensure_ascii: bool = False, depth: int = DEPTH) -> st
         return f"{opening}\n{inner}" + f",\n{inner}".join(texts) + f"\n{'  ' * level}{closing}", False
 
     return write(data, 0)[0]
+
+
+def _key(key: Any) -> str:
+    """A key that is not text as ``json.dumps`` names it; one it refuses (a tuple) is refused."""
+    if key is not None and not isinstance(key, int | float):  # a bool is an int
+        msg = f"keys must be str, int, float, bool or None, not {type(key).__name__}"
+        raise TypeError(msg)
+    return json.dumps(key)
