@@ -15,7 +15,9 @@ content-addressed by the committed locks: a runner's warm download cache):
          publish of every layer, verify, notes, record;
   patch  an advisory against its accelerate (high, fixed in 1.6.0) is added; then `watch` (finds
          it), `patch` (the next patch's manifest, lock and Dockerfile) and `release` of the patch
-         (a one-pin rebuild, its smoke test, scan, publish of the new layers, verify).
+         (a one-pin rebuild, its smoke test, scan, publish of the new layers, verify); an image of
+         the patch left in the engine by an earlier round is removed first (else its release
+         would skip the build, and export the image at publish instead).
 Both releases run with --no-evaluate (the evaluation costs both the same; bench/evaluate.py
 measures it). The cold release and its patch are measured in the same round, one after the
 other, so a slow spell of the machine falls on both; the ratio is taken per round. Goal: the
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,13 +49,31 @@ HIGH = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"
 REGISTRIES: list[subprocess.Popen[bytes]] = []  # the round's own, stopped at its end
 
 
-def xpu(root: Path, regs: Path, env: dict[str, str], *args: str) -> float:
+STAGE = re.compile(r"^\s+([a-z][a-z-]*): \w[\w ]* in ([0-9.]+) s\b", re.M)  # the release's own line per stage
+STAGES: dict[str, dict[str, float]] = {}  # the last round's: what each release spent per stage
+
+
+def xpu(root: Path, regs: Path, env: dict[str, str], *args: str, stages: str = "") -> float:
     started = time.monotonic()
     argv = [sys.executable, "-m", "xpu_release", "--root", str(root), "--registries", str(regs), *args]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if proc.returncode not in (0, 15):  # 15: watch says a patch is due
         sys.exit(f"xpu-release {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    if stages:
+        STAGES[stages] = {m[1]: float(m[2]) for m in STAGE.finditer(proc.stdout + proc.stderr)}
     return time.monotonic() - started
+
+
+def forget_images(version: str) -> None:
+    """Remove from the stack's engine the images xpu-release built of training ``version``."""
+    labels = [
+        f"org.opencontainers.image.version={version}",
+        "org.opencontainers.image.title=training-cpu-pytorch",
+    ]
+    argv = ["docker", "images", "-q", *(a for label in labels for a in ("--filter", f"label={label}"))]
+    found = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+    if found:
+        subprocess.run(["docker", "rmi", "-f", *sorted(set(found))], capture_output=True, check=False)
 
 
 def host_cache() -> Path:
@@ -94,16 +115,20 @@ def one_round(tmp: Path) -> dict[str, float]:
     xpu(root, regs, env, "release", SDK, "--no-scan", "bench setup", *SKIP)
     xpu(root, regs, env, "lock", CPU)
     cold_build = xpu(root, regs, env, "build", CPU, "--no-cache")
-    cold_release = xpu(root, regs, env, "release", CPU, "--advisories", str(osv), *SKIP)
+    cold_release = xpu(root, regs, env, "release", CPU, "--advisories", str(osv), *SKIP, stages="cold")
     when = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     record = {"schema_version": "1.6.0", "id": "BENCH-PATCH-1", "aliases": ["CVE-2099-0401"],
               "modified": when, "published": when, "severity": [{"type": "CVSS_V3", "score": HIGH}],
               "affected": [{"package": {"ecosystem": "PyPI", "name": "accelerate"}, "ranges": [
                   {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.6.0"}]}]}]}  # fmt: skip
     (osv / "accelerate.json").write_text(json.dumps(record))
+    # The patch is built in this round: an image of its inputs that an earlier round (or run)
+    # left in the engine would let its release skip the build (and export it at publish).
+    forget_images("25.03.1")
     watch = xpu(root, regs, env, "watch", CPU, "--advisories", str(osv))
     patch = xpu(root, regs, env, "patch", CPU, "--advisories", str(osv))
-    release = xpu(root, regs, env, "release", "training-cpu-pytorch:25.03.1", "--advisories", str(osv), *SKIP)
+    release = xpu(root, regs, env, "release", "training-cpu-pytorch:25.03.1", "--advisories", str(osv), *SKIP,
+                  stages="patch")  # fmt: skip
     for proc in REGISTRIES:
         proc.terminate()
         proc.wait()
@@ -151,6 +176,11 @@ def main() -> None:
     for name, seconds in rows:
         print(f"  {name:<78} {seconds:7.1f} s")
     verdict = "met" if ratio <= GOAL else "NOT met"
+    if STAGES:
+        print("\n  the last round's releases, stage by stage (seconds, as `release` prints them)")
+        for name in dict.fromkeys([*STAGES.get("cold", {}), *STAGES.get("patch", {})]):
+            cold_s, patch_s = (str(STAGES.get(k, {}).get(name, "-")) for k in ("cold", "patch"))
+            print(f"    {name:<20} cold {cold_s:>6}   patch {patch_s:>6}")
     print(f"\n  patch / cold = {ratio:.3f} (median of the rounds' ratios; range {low:.3f} to {high:.3f}; "
           f"goal <= {GOAL:.2f}: {verdict})")  # fmt: skip
     out = ROOT / "bench" / "results" / "patch.json"

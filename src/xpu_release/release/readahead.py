@@ -4,7 +4,8 @@ asked one after the other wait for each answer in turn.
 
 Workers (threads, each with its own ``Reader``: its own clients and connections, nothing shared
 with the caller's) ask a release's version tag and read its SBOMs, in the order ``watch`` will
-ask, at most ``WINDOW`` releases ahead of the furthest one it has reached. The answers are only
+ask, at most ``WINDOW`` releases ahead of the furthest one it has reached and ``BUDGET`` bytes
+of SBOMs not yet taken. The answers are only
 a head start: ``watch`` still asks each tag itself, takes the SBOMs read ahead only for the
 digest the tag serves to it (content-addressed: the same digest, the same bytes), and reads
 them itself when they are not there. A worker that meets a failure stops reading ahead (a
@@ -24,6 +25,7 @@ from .published import Reader
 
 WINDOW = 16  # releases read ahead of the furthest one watch has reached: memory stays bounded
 WORKERS = 2
+BUDGET = 256 << 20  # bytes of SBOMs held ahead: past it, workers wait (an SBOM may be 64 MiB)
 
 
 class ReadAhead:
@@ -40,6 +42,7 @@ class ReadAhead:
         self._reached = -1  # the furthest of wanted watch has reached
         self._done: dict[int, tuple[str, tuple[bytes, ...]]] = {}  # index → (digest, SBOMs)
         self._flying: set[int] = set()
+        self._held = 0  # bytes of SBOMs read ahead and not taken
         self._stopped = False
         self.read = 0  # releases whose SBOMs were read ahead (for tests and --verbose)
         self._threads = [
@@ -58,7 +61,7 @@ class ReadAhead:
             if n > self._reached:
                 self._reached = n
                 for k in [k for k in self._done if k < n]:
-                    del self._done[k]
+                    self._held -= sum(map(len, self._done.pop(k)[1]))
                 self._lock.notify_all()
 
     def sboms(self, ref: str, digest: str) -> tuple[bytes, ...] | None:
@@ -71,6 +74,9 @@ class ReadAhead:
             while n in self._flying and not self._stopped:
                 self._lock.wait()
             got = self._done.pop(n, None)
+            if got is not None:
+                self._held -= sum(map(len, got[1]))
+                self._lock.notify_all()
         if got is None or got[0] != digest:
             return None
         return got[1]
@@ -79,6 +85,7 @@ class ReadAhead:
         with self._lock:
             self._stopped = True
             self._done.clear()
+            self._held = 0
             self._lock.notify_all()
 
     def _work(self, make_reader: Callable[[], Reader]) -> None:
@@ -88,7 +95,7 @@ class ReadAhead:
                 while (
                     not self._stopped
                     and self._next < len(self._wanted)
-                    and (self._next > self._reached + self._window)
+                    and (self._next > self._reached + self._window or self._held > BUDGET)
                 ):
                     self._lock.wait()
                 if self._stopped or self._next >= len(self._wanted):
@@ -96,21 +103,23 @@ class ReadAhead:
                 n = self._next
                 self._next += 1
                 self._flying.add(n)
-            _, image, tag = self._wanted[n]
+            got: tuple[str, tuple[bytes, ...]] | None = None
             try:
+                _, image, tag = self._wanted[n]
                 digest = reader.served(self.ep, image, tag)
-                payloads = reader.sboms(self.ep, image, digest) if digest else None
+                if digest is not None:
+                    got = (digest, reader.sboms(self.ep, image, digest))
             except VerifyFailed:  # this release's SBOM is missing or damaged: watch says so
-                digest, payloads = None, None
+                pass
             except Exception:  # anything else (a registry down, refused): stop; watch says why
                 with self._lock:
                     self._stopped = True
-                    self._flying.discard(n)
-                    self._lock.notify_all()
                 return
-            with self._lock:
-                self._flying.discard(n)
-                if digest is not None and payloads is not None and n >= self._reached:
-                    self._done[n] = (digest, payloads)
-                    self.read += 1
-                self._lock.notify_all()
+            finally:
+                with self._lock:
+                    self._flying.discard(n)
+                    if got is not None and n >= self._reached and not self._stopped:
+                        self._done[n] = got
+                        self._held += sum(map(len, got[1]))
+                        self.read += 1
+                    self._lock.notify_all()

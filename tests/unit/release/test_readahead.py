@@ -107,6 +107,24 @@ def test_workers_stay_a_window_ahead_of_the_release_watch_has_reached() -> None:
     assert after == [str(v) for v in range(14)]  # up to the 3 after the 11th
 
 
+def test_workers_wait_while_the_sboms_held_ahead_pass_the_byte_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(readahead, "BUDGET", 10)  # each SBOM here is 6 bytes: two pass it
+    registry = Registry()
+    ahead = ReadAhead(registry.reader, EP, wanted(10), workers=1)
+    try:
+        before = settled(registry, 2)
+        taken = ahead.sboms("img:0", "sha256:0")  # 6 bytes fewer held: one more may be read
+        after = settled(registry, 3)
+    finally:
+        ahead.close()
+
+    assert before == ["0", "1"]
+    assert taken == (b"sbom-0",)
+    assert after == ["0", "1", "2"]
+
+
 def test_a_registry_that_fails_stops_the_read_ahead_and_watch_reads_itself() -> None:
     registry = Registry(fail={"2": StackError("public (127.0.0.1:5000) does not answer")})
     ahead = ReadAhead(registry.reader, EP, wanted(30), workers=1)
