@@ -129,10 +129,6 @@ def one_round(tmp: Path) -> dict[str, float]:
     patch = xpu(root, regs, env, "patch", CPU, "--advisories", str(osv))
     release = xpu(root, regs, env, "release", "training-cpu-pytorch:25.03.1", "--advisories", str(osv), *SKIP,
                   stages="patch")  # fmt: skip
-    for proc in REGISTRIES:
-        proc.terminate()
-        proc.wait()
-    REGISTRIES.clear()
     return {"cold_build": cold_build, "cold_release": cold_release, "cold": cold_build + cold_release,
             "watch": watch, "patch": patch, "patch_release": release,
             "patched": watch + patch + release,
@@ -151,9 +147,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="xpu-bench-patch-") as tmp:
             try:
                 rounds.append(one_round(Path(tmp)))
-            finally:
+            finally:  # the round's registries, however it ended
                 for proc in REGISTRIES:
-                    proc.kill()
+                    proc.terminate()
+                    proc.wait()
                 REGISTRIES.clear()
         print(f"round {n + 1}: cold {rounds[-1]['cold']:.1f} s, patch {rounds[-1]['patched']:.1f} s, "
               f"ratio {rounds[-1]['ratio']:.3f}", flush=True)  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,10 @@ from ..errors import (
     StackError,
 )
 from ..guard.shown import shown
-from ..interrupts import signals_held
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
-from .bounded import engine_said
+from .bounded import engine_said, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -236,49 +235,40 @@ class Engine:
     def container(self, image: str, *, purpose: str) -> Iterator[str]:
         """A running container of ``image`` that stays up until the block ends, then is removed
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
+        from ..settings import current
+
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
-        try:
-            # Made whole before an interrupt lands (interrupts.py), so the removal below finds it.
-            refused = refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
-                                 " (the checks run in it: does the image have `sleep`?)")  # fmt: skip
-            with signals_held(), refused:
+
+        def create() -> None:
+            with refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
+                            " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
                 self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
                                            labels={CONTAINER_LABEL: purpose}, network_mode="none",
                                            entrypoint=[])  # fmt: skip
-            yield name
-        finally:
-            from ..settings import current
 
-            if not current().keep_containers:
-                self.remove_container(name)
+        with throwaway(self.client, name, create, keep=current().keep_containers):
+            yield name
 
     def output(self, image: str, argv: list[str], *, purpose: str) -> str:
         """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout. The
         container is named and removed by this process (also on Ctrl-C), not by the client's
         ``remove=True``, which removes only after a run that was not interrupted."""
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
-        what = f"run {' '.join(argv[:2])} in {image}"
-        try:
-            with refused_as(BuildFailed, what):
-                with signals_held():
-                    container = self.client.containers.run(image, command=argv, entrypoint=[], name=name,
-                                                           network_mode="none", detach=True,
-                                                           labels={CONTAINER_LABEL: purpose})  # fmt: skip
-                status = int(container.wait()["StatusCode"])
-                out = container.logs(stdout=True, stderr=False)
-                if status != 0:
-                    err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-                    msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
-                    raise BuildFailed(msg)
-        finally:
-            self.remove_container(name)
+
+        def create() -> Any:
+            return self.client.containers.run(image, command=argv, entrypoint=[], name=name,
+                                              network_mode="none", detach=True,
+                                              labels={CONTAINER_LABEL: purpose})  # fmt: skip
+
+        with refused_as(BuildFailed, f"run {' '.join(argv[:2])} in {image}"), \
+                throwaway(self.client, name, create) as container:  # fmt: skip
+            status = int(container.wait()["StatusCode"])
+            out = container.logs(stdout=True, stderr=False)
+            if status != 0:
+                err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+                msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
+                raise BuildFailed(msg)
         return out.decode() if isinstance(out, bytes) else str(out)
-
-    def remove_container(self, name: str) -> None:
-        from docker.errors import NotFound
-
-        with suppress(NotFound):
-            self.api.remove_container(name, force=True)
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
