@@ -1,12 +1,25 @@
-"""Unit tests see only the repository's own registries file, whatever the shell exported."""
+"""Unit tests see only the repository's own registries file, whatever the shell exported, and
+write into a cache folder of their own, never the user's (a release engineer's cache, or the
+stack's that `ci/local-stack.sh reset` is emptying at the same moment)."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from xpu_release.secrets import forget_all
+from xpu_release.settings import CACHE_ENV, Settings, use
+
+# One folder per test process (each xdist worker imports this once), removed when it ends.
+_CACHE = tempfile.mkdtemp(prefix="xpu-unit-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)
+os.environ[CACHE_ENV] = _CACHE
+use(Settings.from_env(os.environ))
 
 STACK_ENVIRONMENT = (
     "XPU_RELEASE_REGISTRIES",
