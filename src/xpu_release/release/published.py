@@ -17,9 +17,11 @@ from typing import Any
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, packages_of
+from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
+from ..oci.model import ImageIndex
 from ..oci.registry import RegistryClient, RetryPolicy
 
 
@@ -90,6 +92,16 @@ class Reader:
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""
         return self.served(self.endpoint(alias), repository, tag, f"the base {repository}:{tag}")
+
+    def base_image(self, alias: str, repository: str, tag: str, platform: Platform) -> str | None:
+        """The digest of ``platform``'s image a base tag serves now: the tag's own, or its entry
+        in the index the tag serves (None: neither)."""
+        ep = self.endpoint(alias)
+        served = self._ask(ep, f"the base {repository}:{tag}",
+                           lambda c: c.get_manifest(ep.repository(repository), tag))  # fmt: skip
+        if served is None or not isinstance(served.view, ImageIndex):
+            return served.digest if served is not None else None
+        return next((d.digest for d in served.view.manifests if platform.matches(d.platform)), None)
 
     def sbom(self, ep: Endpoint, image: str, digest: str) -> bytes:
         """The CycloneDX SBOM attached to ``digest``, its bytes checked against their digest."""
