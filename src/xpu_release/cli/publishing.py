@@ -98,6 +98,7 @@ def publish(
     from ..image.lock import load_lock
     from ..image.smoke import require_tested
     from ..labels import INPUTS_LABEL
+    from ..release.indexpublish import platform_builds, publish_index
     from ..release.pool import EndpointPool
 
     creds = _credentials(username, password_stdin, registries)
@@ -112,14 +113,19 @@ def publish(
         codec=codec,
     )
     engine = Engine.connect()
-    image = engine.require_image(spec.ref)
-    require_tested(spec, image.id)  # before the SBOM is made: an untested image is not published
-    lock = load_lock(state.root, spec)
-    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
-                          sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
-    pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-    inputs = image.labels.get(INPUTS_LABEL, "")
-    result = run_publish(pool, engine, image.id, inputs, options, live, documents)
+    if spec.platformed:  # one index of every declared platform's tested image, or nothing
+        builds = platform_builds(state.repo, spec, engine, state.builder)
+        pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+        result = publish_index(pool, engine, builds, options, live, state.builder)
+    else:
+        image = engine.require_image(spec.ref)
+        require_tested(spec, image.id)  # before the SBOM is made: an untested image is not published
+        lock = load_lock(state.root, spec)
+        documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
+                              sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
+        pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+        inputs = image.labels.get(INPUTS_LABEL, "")
+        result = run_publish(pool, engine, image.id, inputs, options, live, documents)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import ReleaseError
 from ..evidence.attachment import Attachment
-from ..evidence.attest import Documents
+from ..evidence.attest import Documents, IndexDocuments
 from ..evidence.cosign import bundles_for
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.reuse import choose
@@ -20,7 +20,7 @@ from .notes import previous_spec, scanned_findings
 
 
 def documents_for(
-    client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest,
+    client: RegistryClient, repo: str, where: str, documents: Documents | IndexDocuments, source: Manifest,
     signer: Signer | None, on_line: Sink,
 ) -> tuple[Attachment, ...]:  # fmt: skip
     """The SBOM and the provenance (and the VEX, after a gate) to attach to ``source``

@@ -352,6 +352,9 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     if image is None:
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
+    if image.is_index:
+        msg = f"{image.digest} is an image index; multi-platform copies are not supported yet"
+        raise WireError(msg)
     report.digest = image.digest
     held = target.resolve(tag)
     if held is not None and held != image.digest:

@@ -24,7 +24,7 @@ from typing import cast
 from ..errors import PublishError, ReleaseError
 from ..evidence.annotations import image_annotations
 from ..evidence.attachment import Attachment
-from ..evidence.attest import Documents
+from ..evidence.attest import Documents, IndexDocuments
 from ..evidence.referrers import artifact_manifest, attach
 from ..evidence.signing import Signer
 from ..image.build import source_date_epoch
@@ -32,6 +32,7 @@ from ..image.engine import Engine
 from ..image.normalize import iso
 from ..image.smoke import require_tested
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..oci.codec import DEFAULT, Codec
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
@@ -108,8 +109,14 @@ class Publisher:
         engine: Engine | None,
         options: Options,
         on_line: Sink,
-        documents: Documents | None = None,
+        documents: Documents | IndexDocuments | None = None,
+        *,
+        tags: TagRules | None = None,
+        platform: Platform | None = None,
     ) -> None:
+        """``tags``: the tag rules of a platformed release, shared by its platforms' publishers
+        (each stages its platform's image; none writes a tag); ``platform``: the platform of the
+        image this one stages (None: the release's one image)."""
         spec = self.spec = pool.spec
         self.documents = documents
         self.attachments: tuple[Attachment, ...] = ()
@@ -122,8 +129,9 @@ class Publisher:
         self.on_line = on_line
         self.spool = BlobSpool(on_line)
         self.pool = pool
-        self.tags = TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
-                             workers=self.workers, on_line=on_line)  # fmt: skip
+        self.tags = tags or TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
+                                     workers=self.workers, on_line=on_line)  # fmt: skip
+        self.platform = platform
         self.early: EarlyCopies | None = None
         self.base_digests: frozenset[str] = frozenset()  # blobs of the release it builds on
 
@@ -145,9 +153,9 @@ class Publisher:
         assert self.engine is not None
         base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
         self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
-        current = self.tags.current(first, image_id)
-        if current is not None:  # _current checked it is the tested image, layers and all
-            return current
+        current = self.current(first, image_id)
+        if current is not None and current.config_digest == image_id:
+            return current  # current() checked it is the tested image, layers and all
         self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
@@ -162,6 +170,7 @@ class Publisher:
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
                 annotations=self.options.annotations, codec=self.options.codec, base=base,
+                platform=self.platform,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -170,12 +179,24 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
+    def current(self, target: Target, image_id: str) -> Manifest | None:
+        """What ``target``'s version tag holds (``TagRules.current``: checked); of a platform's
+        image of a platformed release, the image its index names for that platform."""
+        current = self.tags.current(target, image_id)
+        if current is not None and current.is_index and self.platform is not None:
+            return self.tags.platform_image(target, current, self.platform)
+        return current
+
     def documents_for(self, source: Manifest) -> tuple[Attachment, ...]:
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
         return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
                              self.options.signer, self.on_line)  # fmt: skip
+
+    def attached(self, source: Manifest) -> dict[str, str]:
+        """kind → the digest of the artifact manifest that attaches it to ``source``."""
+        return {a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments}
 
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
         if not self.attachments:
@@ -199,7 +220,7 @@ class Publisher:
             if self.early is not None:
                 sent_early = self.early.settle(target)
                 started = min(started, self.early.began(target) or started)
-            current = self.tags.current(target, image_id)
+            current = self.current(target, image_id)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
@@ -247,9 +268,10 @@ class Publisher:
                 client: RegistryClient) -> EndpointRecord:  # fmt: skip
         return endpoint_record(target, cast(Status, status), digest, error, started, client.stats)
 
-    def run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        # Early copies need our own first push (it spools each blob as it compresses it), and go
-        # to the endpoints on other hosts than the source's (the same host mounts, in stage).
+    def staged(self, image_id: str) -> Staged:
+        """The image at every endpoint by digest, with its documents: no tag is written. Early
+        copies need our own first push (it spools each blob as it compresses it), and go to the
+        endpoints on other hosts than the source's (the same host mounts, in stage)."""
         first = self.plan.targets[0].endpoint
         others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
         self.early = (
@@ -260,48 +282,24 @@ class Publisher:
             else None
         )
         try:
-            return self._run(image_id, inputs)
+            return self._staged(image_id)
         finally:
             if self.early is not None:  # no copy outlives the run (an interrupt, a failure)
                 self.early.close()
 
-    def _run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        self.tags.check(image_id)
-        base = ReleaseRecord(
-            ref=self.spec.ref,
-            manifest=self.spec.manifest_path,
-            manifest_sha256=self.spec.content_hash,
-            inputs_sha256=inputs,
-            tested_image_id=image_id,
-            digest=None,
-            published_at=_now(),
-            complete=False,
-            floating_moved=(),
-        )
+    def _staged(self, image_id: str) -> Staged:
         first = self.plan.targets[0]
         try:
             source = self.push_source(image_id)
         except ReleaseError as exc:
             failed = tuple(
-                EndpointRecord(
-                    endpoint=t.endpoint.name,
-                    host=t.endpoint.host,
-                    version_ref=t.version_ref,
-                    floating_refs=t.floating_refs,
-                    status="failed" if t is first else "planned",
-                    digest=None,
-                    error=exc.message
-                    if t is first
-                    else f"not staged: {first.endpoint.name} (the source) failed",
-                )
+                replace(planned(t), status="failed", error=exc.message) if t is first
+                else replace(planned(t), error=f"not staged: {first.endpoint.name} (the source) failed")
                 for t in self.plan.targets
-            )
-            return replace(base, endpoints=failed)
+            )  # fmt: skip
+            return Staged(source=None, endpoints=failed)
         self.attachments = self.documents_for(source)
-        attached: dict[str, str] = {
-            a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
-        }
-        base = replace(base, attachments=attached)
+        attached = self.attached(source)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
@@ -309,15 +307,39 @@ class Publisher:
             # user sees a release that is missing in one region. A rerun finishes.
             waiting = "staged by digest; no tag is written until every endpoint is staged"
             staged = [replace(e, error=waiting) if e.status == "staged" else e for e in staged]
-            return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
+        return Staged(source=source, endpoints=tuple(staged), attachments=attached)
+
+    def finish(self, base: ReleaseRecord, source: Manifest, image_id: str) -> ReleaseRecord:
+        """The version tag at every endpoint ``base`` says is staged, then the floating tags."""
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pairs = zip(self.plan.targets, staged, strict=True)
+            pairs = zip(self.plan.targets, base.endpoints, strict=True)
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if not complete:
             return record
         return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Staged:
+    """What staging left: the source manifest (None: the first push failed), each endpoint's
+    record, and the documents attached (kind → artifact manifest digest)."""
+
+    source: Manifest | None
+    endpoints: tuple[EndpointRecord, ...]
+    attachments: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return any(e.status == "failed" for e in self.endpoints)
+
+
+def planned(target: Target) -> EndpointRecord:
+    """An endpoint's record before anything is done there."""
+    ep = target.endpoint
+    return EndpointRecord(endpoint=ep.name, host=ep.host, version_ref=target.version_ref,
+                          floating_refs=target.floating_refs, status="planned", digest=None)  # fmt: skip
 
 
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
@@ -353,7 +375,20 @@ def publish(
         options = replace(options, annotations=annotations)
     publisher = Publisher(pool, engine, options, on_line, documents)
     with pool.metering():
-        return publisher.run(image_id, inputs)
+        publisher.tags.check(image_id)
+        record = unpublished(spec, inputs, image_id)
+        staged = publisher.staged(image_id)
+        record = replace(record, attachments=staged.attachments, endpoints=staged.endpoints)
+        if staged.source is None or staged.failed:
+            return replace(record, digest=staged.source.digest if staged.source else None)
+        return publisher.finish(record, staged.source, image_id)
+
+
+def unpublished(spec: ImageSpec, inputs: str, image_id: str) -> ReleaseRecord:
+    """The record of a publish of ``spec`` before anything is done at any endpoint."""
+    return ReleaseRecord(ref=spec.ref, manifest=spec.manifest_path, manifest_sha256=spec.content_hash,
+                         inputs_sha256=inputs, tested_image_id=image_id, digest=None, published_at=_now(),
+                         complete=False, floating_moved=())  # fmt: skip
 
 
 def failure_report(record: ReleaseRecord) -> str:

@@ -7,7 +7,6 @@ reproducible (two clean builds at other moments give one id) and spooled for pub
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,6 @@ import pytest
 
 from xpu_release.image.build import build_image
 from xpu_release.image.inputs import BuildInputs
-from xpu_release.image.lock import Lock, Locks, pins_sha256
-from xpu_release.image.relock import write_lock
 from xpu_release.image.smoke import check_spec
 from xpu_release.labels import BASE_DIGEST_LABEL, INPUTS_LABEL
 from xpu_release.manifest import Repo
@@ -26,47 +23,18 @@ from xpu_release.oci.codec import DEFAULT
 from xpu_release.oci.members import CompressedMap, blob_file, spool_dir
 from xpu_release.settings import Settings, current, use
 
-from ..helpers import run, write_manifest
 from .build_engine import BuildEngine
-
-ROOT = Path(__file__).resolve().parents[3]
-INDEX, ON_AMD64, ON_ARM64 = ("sha256:" + c * 64 for c in "1ab")
-KIT = """\
-image: kit
-version: "25.03"
-title: {en: kit, zh: kit}
-scenario: [training]
-framework: pytorch
-platforms: [linux/amd64, linux/arm64]
-accelerator: {name: CPU, kind: cpu}
-base: {registry: hub, repository: debian/bookworm-python, tag: "12", python: /usr/bin/python3}
-components:
-  torch: {kind: pip, version: 2.13.0+cpu, platform_versions: {linux/arm64: 2.13.0}}
-"""
+from .kit import ON_AMD64, ON_ARM64, locked_kit
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
     """kit:25.03 for both platforms: rendered, and locked on a base index (no layer to fetch)."""
     root = tmp_path / "repo"
-    shutil.copytree(ROOT / "templates", root / "templates")
-    shutil.copy(ROOT / "registries.yaml", root / "registries.yaml")
-    write_manifest(root, "kit", "25.03", KIT)
     before = current()
     use(Settings(cache=tmp_path / "cache"))
     try:
-        assert run(root, "render", "kit:25.03").exit_code == 0
-        spec = Repo(root).load_ref("kit:25.03")
-        pin = "debian/bookworm-python:12@"
-        sections = tuple(
-            (p, Lock(pins_sha256=pins_sha256(spec), layers=(), base=pin + d))
-            for p, d in ((AMD64, ON_AMD64), (ARM64, ON_ARM64))
-        )
-        write_lock(
-            root,
-            spec,
-            Locks(pins_sha256=pins_sha256(spec), base=pin + INDEX, by_platform=sections, platformed=True),
-        )
+        locked_kit(root)
         yield root
     finally:
         use(before)
