@@ -190,8 +190,9 @@ def verify(
     attached = (record.attachments or None) if record else None
     key = load_verifier(key_file) if key_file else None
     pool = EndpointPool(spec, state.registries(), creds, VERIFYING)
+    platforms = {p.platform: p.attachments for p in record.platforms} if record else None
     report = run_verify(pool, expected, deep=deep, attachments=attached, key=key,
-                        on_line=(live := line_sink()))  # fmt: skip
+                        on_line=(live := line_sink()), platforms=platforms)  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "ok": report.ok})

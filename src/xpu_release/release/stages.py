@@ -138,7 +138,10 @@ def verify(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[None]:
         raise VerifyFailed(msg)
     # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
     # hashes them too).
-    blobs = verify_blobs(ctx.pool, record.digest, deep=False, attachments=record.attachments)
+    platforms = {p.platform: p.attachments for p in record.platforms}
+    blobs = verify_blobs(
+        ctx.pool, record.digest, deep=False, attachments=record.attachments, platforms=platforms
+    )
     if not blobs.ok:
         listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
         msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
