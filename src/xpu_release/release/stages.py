@@ -5,10 +5,10 @@ reads the ``ReleaseContext`` and what the stages before it handed on, and hands 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import PerformanceRegression, PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
@@ -24,6 +24,7 @@ from . import record as records
 from .context import Outcome, ReleaseContext, Status, done
 from .documents import gate_vex
 from .evaluate import evaluate_image, gate_failure, measured_before, references, remember
+from .indexpublish import PlatformBuild, publish_index
 from .notes import notes_path, render_notes
 from .plan import floating_tags, moving
 from .preflight import preflight as preflight_checks
@@ -34,6 +35,8 @@ from .serving import pull_published, status
 from .verify import verify as verify_blobs
 
 LANGUAGES = ("zh", "en")
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 def build(ctx: ReleaseContext, engine: Engine) -> Outcome[str]:
@@ -56,7 +59,8 @@ def test(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[None]:
         return Outcome(
             status=Status.SKIPPED, detail=f"{image_id[:19]} already passed these checks", value=None
         )
-    result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line)
+    result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line,
+                        platform=ctx.inputs.platform)  # fmt: skip
     return done(f"{result.passed} checks passed", None)
 
 
@@ -105,6 +109,33 @@ def scan(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[Evidence
     return Outcome(status=state, detail=gated.detail, value=Evidence(sbom=sbom, gated=gated))
 
 
+def platform_build(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> PlatformBuild:
+    """One platform's image of a platformed release (``ctx``: that platform's), as publish takes it."""
+    docs = documents(ctx, image_id, evidence)
+    return PlatformBuild(platform=ctx.inputs.platform, documents=docs, inputs=ctx.inputs.digest)
+
+
+def each(
+    pairs: Sequence[tuple[ReleaseContext, A]], run: Callable[[ReleaseContext, A], Outcome[T]]
+) -> Outcome[tuple[T, ...]]:
+    """One stage for every platform's image (``pairs``: each platform's context and what the stage
+    before handed on for it), in the manifest's order: the first failure stops it, its message
+    naming the platform; the report's line says each platform's outcome."""
+    outcomes = []
+    for ctx, value in pairs:
+        platform = ctx.inputs.platform
+        ctx.on_line(f"  {platform}")
+        try:
+            outcomes.append((platform, run(ctx, value)))
+        except ReleaseError as exc:
+            exc.message = f"{platform}: {exc.message}"
+            exc.args = (exc.message,)
+            raise
+    status = Status.DONE if any(o.status == Status.DONE for _, o in outcomes) else outcomes[0][1].status
+    detail = "; ".join(f"{p}: {o.detail}" for p, o in outcomes)
+    return Outcome(status=status, detail=detail, value=tuple(o.value for _, o in outcomes))
+
+
 def documents(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> Documents:
     """The documents publish attaches, from the SBOM the gate scanned and the VEX of its result."""
     vex = gate_vex(ctx.repo, ctx.spec, evidence.gated.result)
@@ -112,8 +143,17 @@ def documents(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> Documen
                      sbom=evidence.sbom, builder=ctx.builder, vex=vex)  # fmt: skip
 
 
-def publish(ctx: ReleaseContext, engine: Engine, docs: Documents) -> Outcome[records.ReleaseRecord]:
-    result = publish_image(ctx.pool, engine, docs.image_id, ctx.inputs.digest, ctx.options, ctx.on_line, docs)
+def publish(
+    ctx: ReleaseContext, engine: Engine, docs: Documents | Sequence[PlatformBuild]
+) -> Outcome[records.ReleaseRecord]:
+    """The image (``docs``: its documents), or of a platformed release one index of every
+    platform's image (``docs``: each platform's build), at every endpoint."""
+    if isinstance(docs, Documents):
+        result = publish_image(
+            ctx.pool, engine, docs.image_id, ctx.inputs.digest, ctx.options, ctx.on_line, docs
+        )
+    else:
+        result = publish_index(ctx.pool, engine, docs, ctx.options, ctx.on_line, ctx.builder)
     if not result.complete:
         # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
         # record is written by the last stage.

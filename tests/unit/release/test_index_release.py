@@ -1,0 +1,77 @@
+"""``release`` of a platformed manifest (issue 43), from ``validate`` to ``record`` with a fake
+engine that holds each platform's built, tested image and three fake registries: build, test and
+scan run for every platform's image (each stage's line names them), the evaluation measures the
+first, and one index of them all is published and verified; a platform whose stage fails stops
+the release naming it, and nothing is published anywhere."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xpu_release.errors import StackError
+from xpu_release.image.engine import Engine
+from xpu_release.manifest.platforms import AMD64, ARM64
+from xpu_release.release.record import default_path
+
+from ..helpers import run
+from .line import LOGIN, PASSWORD
+from .platformed import REF, World, world
+
+
+@pytest.fixture
+def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    with world(tmp_path) as made:
+        monkeypatch.setattr(Engine, "connect", classmethod(lambda cls: made.engine))
+        (tmp_path / "osv").mkdir()
+        yield made
+
+
+def release(w: World) -> tuple[int, dict[str, object], str]:
+    osv = w.root.parent / "osv"
+    result = run(w.root, "--registries", str(w.override), "release", REF, "--json", "--advisories", str(osv),
+                 *LOGIN, input=PASSWORD)  # fmt: skip
+    return result.exit_code, json.loads(result.stdout or "{}"), result.stderr
+
+
+def test_a_platformed_release_scans_every_platform_and_publishes_one_verified_index(kit: World) -> None:
+    code, summary, err = release(kit)
+
+    assert code == 0, err
+    stages = {s["name"]: s for s in summary["stages"]}  # type: ignore[attr-defined]
+    for name in ("build", "test", "scan"):
+        assert stages[name]["detail"].startswith("linux/amd64: "), stages[name]
+        assert "; linux/arm64: " in stages[name]["detail"], stages[name]
+    assert stages["verify"]["status"] == "done"
+    for platform in (AMD64, ARM64):  # each platform's SBOM made once, from its own image
+        assert kit.engine.calls[f"container:sbom:{kit.image_id(platform)}"] == 1
+    record = summary["record"]
+    assert [p["platform"] for p in record["platforms"]] == ["linux/amd64", "linux/arm64"]  # type: ignore[index]
+    client, repo = kit.client("vpc/cn-wulanchabu")
+    index = client.get_manifest(repo, "25.03")
+    assert index is not None
+    assert index.is_index
+    assert index.digest == record["digest"]  # type: ignore[index]
+    kept = json.loads(default_path(kit.root, "kit", "25.03").read_text())
+    assert kept["platforms"] == record["platforms"]  # type: ignore[index]
+
+
+def test_a_platform_whose_scan_fails_stops_the_release_naming_it_and_publishes_nothing(kit: World) -> None:
+    kit.engine.lost.add(kit.image_id(ARM64))  # its SBOM's container fails
+
+    code, summary, err = release(kit)
+
+    assert code == StackError.exit_code
+    assert "linux/arm64: the container of" in err
+    assert summary["failed"] == {  # type: ignore[comparison-overlap]
+        "stage": "scan",
+        "error": f"linux/arm64: the container of {kit.image_id(ARM64)} exited with 139",
+        "exit_code": StackError.exit_code,
+    }
+    writes = [
+        r for s in kit.registries.values() for r in s.requests if r.startswith(("PUT", "POST", "PATCH"))
+    ]
+    assert writes == []
