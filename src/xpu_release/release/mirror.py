@@ -3,8 +3,10 @@ another registry repository or to an OCI image layout directory (``oci:DIR``, fo
 air-gapped region), and back from one into a registry.
 
 What travels: the image manifest and its blobs; every referrer of it (SBOM, provenance, VEX,
-cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag; then the
-version tag, last, once every blob is proven at the target, so that a broken copy is never
+cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag. Of an image
+index (a platformed release), each image it names first, each with its blobs, its referrers
+and its ``.att`` (an index naming an image the source does not serve is refused before any
+write), then the index with its own. Then the version tag, last, once every blob is proven at the target, so that a broken copy is never
 visible at the tag. Digests never change (the bytes are copied, nothing is re-serialized). A
 target whose version tag holds another image is refused (exit 9), nothing written. Floating
 tags are not copied: they are the release's to move.
@@ -28,212 +30,39 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from ..errors import (
     DamagedFileError,
     NotFoundError,
     RegistryAuthError,
-    ReleaseError,
     StackError,
     TagConflict,
     TLSVerifyFailed,
     WireError,
 )
 from ..evidence.cosign import att_tag
-from ..evidence.referrers import findable, kind_of, list_referrers
-from ..guard.limits import COPY_BLOCK
-from ..guard.writing import Identity, NotAsNamed, sweep, unchanged, write_proven
-from ..oci.blobcheck import Source, check_copies
-from ..oci.downloads import read_blob
-from ..oci.layout import REF_NAME, Layout
-from ..oci.members import blob_file
+from ..evidence.referrers import kind_of
+from ..guard.writing import NotAsNamed
 from ..oci.model import is_sha256
-from ..oci.registry import Manifest, RegistryClient
+from ..oci.registry import Manifest
 from ..progress import Sink, Tally
+from .sides import LayoutSide, Listing, RegistrySide, Side
 
-Counted = Tally | None
-Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
+__all__ = ["LayoutSide", "MirrorReport", "NothingAtTag", "RegistrySide", "Side", "mirror"]
 
 
 class NothingAtTag(NotFoundError):
     """The source serves nothing at the release's version (the caller says what to do)."""
 
 
-PROVING_THREADS = 4  # blobs read back at once from a registry target
 # Distribution keeps the blob it holds when the same digest is uploaded again: damage in its
 # storage outlives a copy, and only its operator can remove it.
 STILL_DAMAGED = (
     "still after it was copied again (the target keeps its damaged copy: remove it there, then mirror again)"
 )
-
-
-class Side(Protocol):
-    """One end of a mirror: a registry repository, or a layout."""
-
-    @property
-    def name(self) -> str: ...
-
-    def resolve(self, tag: str) -> str | None: ...
-    def get_manifest(self, reference: str) -> Manifest | None: ...
-    def referrers(self, subject: str) -> list[Manifest]: ...
-
-    # as the source
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]: ...
-    def damaged(self, digest: str, why: str) -> ReleaseError: ...
-
-    # as the target
-    def holds(self, digest: str, size: int) -> bool: ...
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
-    def listed(self, subject: str) -> set[str]: ...
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]: ...
-
-
-@dataclass
-class RegistrySide:
-    client: RegistryClient
-    repo: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.client.endpoint.host}/{self.repo}"
-
-    def resolve(self, tag: str) -> str | None:
-        return self.client.head_manifest(self.repo, tag)
-
-    def get_manifest(self, reference: str) -> Manifest | None:
-        return self.client.get_manifest(self.repo, reference)
-
-    def referrers(self, subject: str) -> list[Manifest]:
-        found = list_referrers(self.client, self.repo, subject)
-        out = []
-        for d in found.descriptors:
-            m = self.client.get_manifest(self.repo, d.digest)
-            if m is None:
-                msg = f"{self.name}: the referrer {d.digest} is listed but not served"
-                raise NotFoundError(msg)
-            out.append(m)
-        return out
-
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
-        return read_blob(self.client, self.repo, digest, COPY_BLOCK, size=size)
-
-    def damaged(self, digest: str, why: str) -> ReleaseError:
-        return WireError(f"{self.name}: blob {digest} as served {why}; nothing was copied from it")
-
-    def holds(self, digest: str, size: int) -> bool:
-        return self.client.blob_exists(self.repo, digest)  # proven after the copy: read back
-
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
-        path = blob_file(spool, digest)  # this run's own spool: no other run writes it
-        write_proven(path, digest, size, blocks, durable=False)  # uploaded, then removed
-        try:
-            self.client.upload_blob(self.repo, digest, path)
-        finally:
-            path.unlink(missing_ok=True)
-
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
-        for m, tag in manifests:
-            self.client.put_manifest(self.repo, tag or m.digest, m)
-
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
-        findable(self.client, self.repo, subject, pushed)
-
-    def listed(self, subject: str) -> set[str]:
-        return {d.digest for d in list_referrers(self.client, self.repo, subject).descriptors}
-
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
-        """Every blob read back and hashed, as ``verify --deep`` does."""
-        counted = tally.add if tally is not None else (lambda _: None)
-
-        def one(blob: tuple[str, int]) -> str | None:
-            digest, size = blob
-            at = Source(self.client, self.repo, counted)
-            ((problem, _),) = check_copies([at], digest, size, COPY_BLOCK)
-            return problem
-
-        with ThreadPoolExecutor(max_workers=PROVING_THREADS) as pool:
-            found = list(pool.map(one, blobs))
-        return {d: p for (d, _), p in zip(blobs, found, strict=True) if p is not None}
-
-
-@dataclass
-class LayoutSide:
-    layout: Layout
-    proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
-    made: bool = False  # created (and swept) by this run's first write
-
-    @property
-    def name(self) -> str:
-        return f"oci:{self.layout.root}"
-
-    def resolve(self, tag: str) -> str | None:
-        return self.layout.resolve(tag) if self.layout.exists() else None
-
-    def get_manifest(self, reference: str) -> Manifest | None:
-        return self.layout.get_manifest(reference)
-
-    def referrers(self, subject: str) -> list[Manifest]:
-        return self.layout.referrers(subject) if self.layout.exists() else []
-
-    def blocks(self, digest: str, size: int) -> Iterator[bytes]:
-        """The blob's bytes, bounded by ``size`` (a regular file only: never a link followed or
-        a FIFO waited on; one of another size is damage)."""
-        if not self.layout.has_blob(digest):
-            msg = f"{self.name}: blob {digest} is missing (or is not a regular file); copy the layout again"
-            raise NotFoundError(msg)
-        return self.layout.blob_chunks(digest, size)
-
-    def damaged(self, digest: str, why: str) -> ReleaseError:
-        return DamagedFileError(f"{self.name}: blob {digest} {why} (damaged); copy the layout again")
-
-    def _begin(self) -> None:
-        """Made on the first write (a copy that cannot start leaves nothing), and the unlocked
-        temporaries of killed runs swept from it."""
-        if not self.made:
-            self.layout.create()
-            for folder in (self.layout.root, self.layout.root / "blobs" / "sha256"):
-                sweep(folder, within=self.layout.root)
-            self.made = True
-
-    def holds(self, digest: str, size: int) -> bool:
-        identity = self.layout.proven(digest, size)
-        if identity is not None:
-            self.proven[digest] = identity
-        return identity is not None
-
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
-        self._begin()
-        self.proven[digest] = self.layout.write_blob(digest, size, blocks)
-
-    def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
-        self._begin()
-        self.layout.put_manifests(manifests, version_tag=version_tag)
-
-    def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None:
-        return None  # put_manifests listed each one in index.json
-
-    def listed(self, subject: str) -> set[str]:
-        entries = self.layout.entries()
-        return {str(e.get("digest")) for e in entries if not (e.get("annotations") or {}).get(REF_NAME)}
-
-    def prove(self, blobs: list[tuple[str, int]], tally: Counted) -> dict[str, str]:
-        """Every blob hashed, but once: one proven in this run (hashed before it was skipped, or
-        as it was written) whose file has not changed since is not read again."""
-        problems = {}
-        for digest, size in blobs:
-            known = self.proven.get(digest)
-            if known is not None and unchanged(self.layout.blob_path(digest), known):
-                continue
-            if not self.holds(digest, size):
-                problems[digest] = f"missing, or not the {size} bytes that hash to its name"
-        return problems
 
 
 @dataclass
@@ -346,15 +175,44 @@ def mirror(
         shutil.rmtree(work, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class _Subject:
+    """A manifest the mirror carries with its referrers and its ``.att`` tag (an image; an index
+    and each image it names)."""
+
+    manifest: Manifest
+    referrers: list[Manifest]
+    att: Manifest | None
+
+    @classmethod
+    def read(cls, source: Side, manifest: Manifest) -> _Subject:
+        return cls(manifest, source.referrers(manifest.digest), source.get_manifest(att_tag(manifest.digest)))
+
+    @property
+    def listing(self) -> Listing:
+        att = [(self.att, att_tag(self.manifest.digest))] if self.att is not None else []
+        return [(self.manifest, None), *((m, None) for m in self.referrers), *att]
+
+
+def _subjects(source: Side, top: Manifest) -> list[_Subject]:
+    """What a copy of ``top`` carries: each image an index names (first: a copy never names a
+    manifest its target lacks), then ``top``; each with its referrers and ``.att``."""
+    images = []
+    for entry in top.manifests:
+        image = source.get_manifest(entry.digest)
+        if image is None or image.is_index:
+            msg = f"{source.name}: the index {top.digest} names {entry.digest}, not served as an image"
+            raise NotFoundError(msg)
+        images.append(image)
+    return [_Subject.read(source, m) for m in (*images, top)]
+
+
 def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, tag_it: bool) -> MirrorReport:
     report = MirrorReport(source=source.name, target=target.name, tag=tag)
     image = source.get_manifest(tag)
     if image is None:
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
-    if image.is_index:
-        msg = f"{image.digest} is an image index; multi-platform copies are not supported yet"
-        raise WireError(msg)
     report.digest = image.digest
     held = target.resolve(tag)
     if held is not None and held != image.digest:
@@ -363,31 +221,37 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         raise TagConflict(msg)
     # Everything the copy is made of is read (and checked) before the first write: a damaged
     # source leaves the target as it was.
-    referrers = source.referrers(image.digest)
-    att = source.get_manifest(att_tag(image.digest))
-    for m in [image, *referrers, *([att] if att else [])]:
-        _blobs(source, m)
+    subjects = _subjects(source, image)
+    for subject in subjects:
+        for m, _ in subject.listing:
+            _blobs(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
-    copier.blobs_of(image)
-    step = max(1, len(referrers) // 20)
-    for i, m in enumerate(referrers, 1):
-        copier.blobs_of(m)
-        if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
-            on_line(f"referrers: {i:,} of {len(referrers):,} copied")
-    report.referrers = [m.digest for m in referrers]
-    report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
-    if att is not None:
-        copier.blobs_of(att)
-        report.att = True
-    tagged_att = [(att, att_tag(image.digest))] if att is not None else []
-    target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
-    if referrers:
-        target.list_referrers(image, referrers)
+    for subject in subjects:
+        copier.blobs_of(subject.manifest)
+        referrers = subject.referrers
+        step = max(1, len(referrers) // 20)
+        for i, m in enumerate(referrers, 1):
+            copier.blobs_of(m)
+            if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
+                on_line(f"referrers: {i:,} of {len(referrers):,} copied")
+        if subject.att is not None:
+            copier.blobs_of(subject.att)
+    every = [m for subject in subjects for m in subject.referrers]
+    report.referrers = [m.digest for m in every]
+    report.kinds = sorted({k for m in every if (k := kind_of(m))})
+    report.att = subjects[-1].att is not None
+    for subject in subjects:
+        target.put_manifests(subject.listing, None)
+        if subject.referrers:
+            target.list_referrers(subject.manifest, subject.referrers)
     damaged = copier.prove()
     if not damaged and tag_it:  # the tag last, once every blob is proven: a broken copy never shows
         target.put_manifests([(image, tag)], tag)
-    report.problems = damaged + check(target, tag if tag_it else None, image, referrers, att)
+    report.problems = damaged
+    for subject in subjects:
+        at = tag if tag_it and subject.manifest is image else None
+        report.problems += check(target, at, subject.manifest, subject.referrers, subject.att)
     return report
 
 
