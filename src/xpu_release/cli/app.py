@@ -305,6 +305,8 @@ def _print_record(record: ReleaseRecord) -> None:
             or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
         )
         click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
+    for pl in record.platforms:  # a platformed release: the images its index names
+        click.echo(f"  {pl.platform:<22} {pl.digest or '(not pushed)'}  ({pl.size / 1e6:.1f} MB)")
     for ref in record.floating_moved:
         click.echo(f"  moved {ref}")
 

@@ -6,10 +6,10 @@ What travels: the image manifest and its blobs; every referrer of it (SBOM, prov
 cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag. Of an image
 index (a platformed release), each image it names first, each with its blobs, its referrers
 and its ``.att`` (an index naming an image the source does not serve is refused before any
-write), then the index with its own. Then the version tag, last, once every blob is proven at the target, so that a broken copy is never
-visible at the tag. Digests never change (the bytes are copied, nothing is re-serialized). A
-target whose version tag holds another image is refused (exit 9), nothing written. Floating
-tags are not copied: they are the release's to move.
+write), then the index with its own. Then the version tag, last, once every blob is proven at
+the target, so that a broken copy is never visible at the tag. Digests never change (the bytes
+are copied, nothing is re-serialized). A target whose version tag holds another image is
+refused (exit 9), nothing written. Floating tags are not copied: they are the release's to move.
 
 A copy is proven where it lands. A blob the target already holds is skipped only once proven
 intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is

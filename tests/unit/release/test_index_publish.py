@@ -22,7 +22,7 @@ from xpu_release.oci.model import OCI_INDEX
 from xpu_release.oci.registry import Manifest
 from xpu_release.release.indexpublish import publish_index
 from xpu_release.release.publish import Options
-from xpu_release.release.record import ReleaseRecord, read, write
+from xpu_release.release.record import ReleaseRecord, default_path, read, write
 
 from ..helpers import run
 from .line import LOGIN, PASSWORD
@@ -225,6 +225,17 @@ def test_the_publish_command_publishes_the_index_of_every_platform_with_its_sbom
     assert index.digest == record["digest"]
     assert [d.digest for d in index.manifests] == [p["digest"] for p in record["platforms"]]
     assert all({"sbom", "provenance"} <= set(p["attachments"]) for p in record["platforms"])
+
+
+def test_the_publish_command_says_each_platform_image_with_its_digest_and_size(
+    kit: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = cli(kit, monkeypatch, "publish", REF)
+
+    assert code == 0, err
+    record = read(default_path(kit.root, "kit", "25.03"))
+    for p in record.platforms:
+        assert f"  {p.platform:<22} {p.digest}  ({p.size / 1e6:.1f} MB)" in out.splitlines()
 
 
 def test_the_publish_command_without_one_platform_image_pushes_nothing_and_names_it(

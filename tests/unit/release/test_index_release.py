@@ -75,3 +75,29 @@ def test_a_platform_whose_scan_fails_stops_the_release_naming_it_and_publishes_n
         r for s in kit.registries.values() for r in s.requests if r.startswith(("PUT", "POST", "PATCH"))
     ]
     assert writes == []
+
+
+def after(text: str, heading: str) -> str:
+    """The paragraph of ``text`` that follows the one starting with ``heading``."""
+    paragraphs = text.split("\n\n")
+    return next(paragraphs[i + 1] for i, par in enumerate(paragraphs) if par.startswith(heading))
+
+
+def test_the_notes_list_each_platform_with_its_digest_size_and_documents(kit: World) -> None:
+    code, summary, err = release(kit)
+    assert code == 0, err
+    record = summary["record"]
+    written = {n.rpartition("/")[2]: Path(n).read_text() for n in summary["notes"]}  # type: ignore[attr-defined]
+
+    english = written["25.03.en.md"]
+    repository = record["endpoints"][0]["version_ref"].rpartition(":")[0]  # type: ignore[index]
+    for p in record["platforms"]:  # type: ignore[index]
+        size = f"{p['size'] / 1e6:.1f} MB"
+        assert f"| {p['platform']} | `{p['digest']}` | {size} | `{p['tested_image_id']}` |" in english
+        own = after(english, f"Attached to its {p['platform']} image")
+        assert f"- SBOM (CycloneDX 1.6): `{repository}@{p['attachments']['sbom']}`" in own.splitlines()
+    on_index = after(english, "Attached to the image index")
+    provenance = record["attachments"]["provenance"]  # type: ignore[index]
+    assert on_index == f"- provenance (in-toto, SLSA v1): `{repository}@{provenance}`"
+    assert "Image tested before publishing (config digest): `" not in english  # each platform's: in the table
+    assert "附加到linux/arm64镜像" in written["25.03.zh.md"]
