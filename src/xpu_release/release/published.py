@@ -103,6 +103,26 @@ class Reader:
             return served.digest if served is not None else None
         return next((d.digest for d in served.view.manifests if platform.matches(d.platform)), None)
 
+    def images(
+        self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
+    ) -> tuple[str, ...]:
+        """The digest of each ``platforms``' image the index ``image@digest`` names (a platformed
+        release: each image carries its own SBOM); VerifyFailed naming a platform it lacks."""
+        served = self._ask(ep, f"the index {image}@{digest[:19]}",
+                           lambda c: c.get_manifest(ep.repository(image), digest))  # fmt: skip
+        where = f"{ep.name}: {ep.prefix}/{image}@{digest[:19]}…"
+        if served is None or not isinstance(served.view, ImageIndex):
+            msg = f"{where} is not an image index; the release is built for {', '.join(map(str, platforms))}"
+            raise VerifyFailed(msg)
+        out = []
+        for platform in platforms:
+            entry = next((d for d in served.view.manifests if platform.matches(d.platform)), None)
+            if entry is None:
+                msg = f"{where}: the index names no {platform} image; rerun its release"
+                raise VerifyFailed(msg)
+            out.append(entry.digest)
+        return tuple(out)
+
     def sbom(self, ep: Endpoint, image: str, digest: str) -> bytes:
         """The CycloneDX SBOM attached to ``digest``, its bytes checked against their digest."""
         repo = ep.repository(image)
@@ -160,3 +180,16 @@ def _first_bad_component(components: Any) -> str | None:
         if not isinstance(props, list) or not all(isinstance(p, dict) for p in props):
             return f"components[{i}].properties is not a list of properties"
     return None
+
+
+def merged_sbom(payloads: list[bytes]) -> bytes:
+    """One CycloneDX SBOM of every component the checked SBOMs name (each platform's image of a
+    platformed release: their packages differ), each package once, in the order met."""
+    if len(payloads) == 1:
+        return payloads[0]
+    components: dict[str, Any] = {}
+    for payload in payloads:
+        for c in json.loads(payload).get("components", []):
+            components.setdefault(c.get("purl") or json.dumps(c, sort_keys=True), c)
+    first = json.loads(payloads[0])
+    return json.dumps({**first, "components": list(components.values())}).encode()

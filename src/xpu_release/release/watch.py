@@ -37,7 +37,7 @@ from ..manifest.lines import line_of, newer_in_line
 from ..manifest.support import state as support_state
 from . import history
 from .basewatch import Reason, Unchecked, base_reasons, unchecked
-from .published import Reader, check_sbom
+from .published import Reader, check_sbom, merged_sbom
 from .record import default_path, read_optional
 from .sla import Clock, clock, overall
 
@@ -185,17 +185,20 @@ class Watcher:
         excepted = 0
         ep = self.reader.public()
         statements, problem = self._statements(spec)
+        images: tuple[str, ...] = (digest,)
         try:
-            sbom = self.reader.sbom(ep, spec.image, digest)
-            check_sbom(sbom, f"{ep.name}: {spec.ref}")
+            if spec.platformed:  # an index: each platform's image carries its own SBOM
+                images = self.reader.images(ep, spec.image, digest, spec.platforms)
+            sboms = [self.reader.sbom(ep, spec.image, d) for d in images]
+            for d, sbom in zip(images, sboms, strict=True):
+                check_sbom(sbom, f"{ep.name}: {spec.ref}" + (f" ({d[:19]})" if spec.platformed else ""))
         except ReleaseError as exc:
             problems.append(unchecked("sbom", exc))
         else:
             if problem is not None:
                 problems.append(problem)
-            result = scan(
-                spec, sbom, self.advisories, statements, today=self.today, digests=frozenset({digest})
-            )
+            result = scan(spec, merged_sbom(sboms), self.advisories, statements, today=self.today,
+                          digests=frozenset({digest, *images}))  # fmt: skip
             excepted = sum(1 for f in result.findings if f.exception is not None)
             seen = self._first_seen(spec)
             opened = [self._open(spec, f, seen) for f in result.findings if f.exception is None]
