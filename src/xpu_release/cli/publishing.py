@@ -283,13 +283,14 @@ def status(
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
                 mark = "AUTH" if r.error_kind == "auth" else "DOWN"
-            docs = (
-                ("+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in r.documents) or "none")
-                if r.tag == spec.version and r.serves
-                else ""
-            )
+            docs = _documents_words(r.documents) if r.tag == spec.version and r.serves else ""
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
+            for pl in r.platforms:  # a platformed release: each image its index names
+                there = "ok" if pl.served else ("ABSENT" if pl.digest else "MISSING")
+                own = _documents_words(pl.documents)
+                line = f"{'':<18} {there:<8} {pl.platform:<14} {own:<10} {pl.digest or 'not in the index'}"
+                click.echo(line[:100])
         click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
         click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
@@ -297,6 +298,15 @@ def status(
     if record is not None and not all(r.matches for r in version_rows):
         msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
         raise PublishError(msg)
+    lacking = [f"{r.endpoint} ({p.platform})" for r in version_rows for p in r.platforms if not p.served]
+    if lacking:
+        msg = f"the index is served without its image at: {', '.join(lacking)}"
+        raise PublishError(msg)
+
+
+def _documents_words(documents: tuple[tuple[str, str], ...]) -> str:
+    """``sbom+prov``, each not ok with its state: ``prov(unsigned)``; none: ``none``."""
+    return "+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in documents) or "none"
 
 
 def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
