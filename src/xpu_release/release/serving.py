@@ -236,6 +236,8 @@ def pull_published(pool: EndpointPool, inputs: str, engine: Engine, on_line: Sin
     version made from the same inputs gives it by digest (its image id; None: build it). It is
     smoke-tested like a build, and publish then finishes the other endpoints with that image."""
     spec = pool.spec
+    if spec.platformed:  # an index is served, not one image: each platform's is built
+        return None
     existing = engine.image(spec.ref)
     if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
         return None  # the build stage skips it

@@ -227,30 +227,37 @@ def preflight(ctx: ReleaseContext, connect: Callable[[], Engine]) -> Outcome[Non
 
 def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     """What each stage after the lock would do, as a dry run says it."""
-    spec, inputs, repo = ctx.spec, ctx.inputs.digest, ctx.repo
-    try:
-        existing = engine.image(spec.ref)
-    except ReleaseError:
-        existing = None
-    same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
+    spec, repo = ctx.spec, ctx.repo
     plan = ctx.pool.plan
     moved = moving(spec, newest=ctx.options.move_floating, newest_of_line=ctx.options.move_line)
     stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
     floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
                                                                   if stay else "")  # fmt: skip
-    build_plan = (
-        f"up to date ({existing.id[:19]})" if same and existing else f"would build (inputs {inputs[:12]})"
-    )
+    builds = [(c.inputs.platform, _plan_of_build(c, engine)) for c in ctx.per_platform()]
+    build_plan = "; ".join(f"{p}: {b}" for p, b in builds) if ctx.each else builds[0][1]
+    index = f"one image index of {', '.join(p.name for p in spec.platforms)} at " if ctx.each else ""
     return [
         ("build", build_plan),
         ("test", "would run the smoke checks in a throwaway container"),
         ("evaluate", _plan_of_evaluation(ctx)),
         ("scan", plan_of_gate(ctx.gate)),
-        ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
+        ("publish", index + "; ".join(t.version_ref for t in plan.targets) + floating),
         ("verify", f"would check {len(plan.targets) * (1 + len(moved))} refs"),
         ("notes", ", ".join(repo.rel(notes_path(repo.root, spec, lang)) for lang in LANGUAGES)),
         ("record", repo.rel(records.default_path(repo.root, spec.image, spec.version))),
     ]
+
+
+def _plan_of_build(ctx: ReleaseContext, engine: Engine) -> str:
+    """Up to date (the engine holds an image of these inputs at the platform's tag), or would build."""
+    inputs = ctx.inputs.digest
+    try:
+        existing = engine.image(ctx.inputs.ref)
+    except ReleaseError:
+        existing = None
+    if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
+        return f"up to date ({existing.id[:19]})"
+    return f"would build (inputs {inputs[:12]})"
 
 
 def _plan_of_evaluation(ctx: ReleaseContext) -> str:

@@ -14,7 +14,11 @@ import pytest
 
 from xpu_release.errors import StackError
 from xpu_release.image.engine import Engine
+from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
+from xpu_release.release import stages
+from xpu_release.release.pipeline import Release, Reporter
+from xpu_release.release.publish import Options
 from xpu_release.release.record import default_path
 
 from ..helpers import run
@@ -101,3 +105,15 @@ def test_the_notes_list_each_platform_with_its_digest_size_and_documents(kit: Wo
     assert on_index == f"- provenance (in-toto, SLSA v1): `{repository}@{provenance}`"
     assert "Image tested before publishing (config digest): `" not in english  # each platform's: in the table
     assert "附加到linux/arm64镜像" in written["25.03.zh.md"]
+
+
+def test_the_dry_run_plans_each_platform_build_and_one_index(kit: World) -> None:
+    pool = kit.pool()
+    run_ = Release(Repo(kit.root), REF, kit.loaded(), pool.credentials, Options(), Reporter(lambda _: None),
+                   dry_run=True, builder="test")  # fmt: skip
+
+    plans = dict(stages.planned(run_.context(), kit.engine))  # type: ignore[arg-type]
+
+    amd64, arm64 = (kit.image_id(p)[:19] for p in (AMD64, ARM64))
+    assert plans["build"] == f"linux/amd64: up to date ({amd64}); linux/arm64: up to date ({arm64})"
+    assert plans["publish"].startswith("one image index of linux/amd64, linux/arm64 at ")
