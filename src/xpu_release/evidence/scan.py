@@ -261,6 +261,21 @@ def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> di
     }  # fmt: skip
 
 
+def merged_entry(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record's ``scan`` of a platformed release, from each platform's (their SBOMs differ):
+    every finding once (by advisory, package and installed version), failed if any failed,
+    skipped only if every one was."""
+    if len(entries) == 1:
+        return entries[0]
+    statuses = {e["status"] for e in entries}
+    status = "failed" if "failed" in statuses else "skipped" if statuses == {"skipped"} else "passed"
+    findings: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for e in entries:
+        for f in e["findings"]:
+            findings.setdefault((f["id"], f["package"], f["installed"]), f)
+    return {"status": status, "reason": entries[0]["reason"], "findings": list(findings.values())}
+
+
 def gate_failure(result: ScanResult) -> str:
     """Why the gate stops the release, one line per reason, each saying what to do."""
     lines = [f"the vulnerability gate stops {result.ref}: nothing is published"]

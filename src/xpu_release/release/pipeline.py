@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ReleaseError
-from ..evidence.scan import GatePolicy
+from ..evidence.scan import GatePolicy, merged_entry
 from ..image.engine import Engine
 from ..image.inputs import BuildInputs
 from ..image.lock import Locks, load_locks
@@ -195,8 +195,8 @@ class Release:
         scanned = self.stage("scan", lambda: stages.each(pairs, lambda c, i: stages.scan(c, engine, i)))
         builds = [stages.platform_build(c, i, e) for (c, i), e in zip(pairs, scanned, strict=True)]
         record = self.stage("publish", lambda: stages.publish(ctx, engine, builds))
-        # the record's gate is the first platform's (each platform's VEX is its own gate's)
-        return replace(record, scan=scanned[0].gated.entry, evaluation=evaluation)
+        # the record's gate: every platform's findings (each platform's VEX is its own gate's)
+        return replace(record, scan=merged_entry([e.gated.entry for e in scanned]), evaluation=evaluation)
 
     # --- the stages that make the context -----------------------------------------------------
 

@@ -66,6 +66,7 @@ class PlatformEngine:
     images: dict[str, dict[str, Any]]  # id → its inspection
     tags: dict[str, str]  # local ref → id
     lost: set[str] = field(default_factory=set)
+    dpkg: dict[str, str] = field(default_factory=dict)  # id → more of dpkg's lines than bash's
     calls: Counter[str] = field(default_factory=Counter)
 
     def _find(self, ref: str) -> dict[str, Any] | None:
@@ -97,7 +98,7 @@ class PlatformEngine:
         if image in self.lost:
             msg = f"the container of {image} exited with 139"
             raise StackError(msg)
-        return "os=debian-12\nbash\t5.2.15-2+b2\tamd64\tbash\t5.2.15-2\n"
+        return "os=debian-12\nbash\t5.2.15-2+b2\tamd64\tbash\t5.2.15-2\n" + self.dpkg.get(image, "")
 
 
 @dataclass

@@ -63,6 +63,28 @@ def test_a_platformed_release_scans_every_platform_and_publishes_one_verified_in
     assert kept["platforms"] == record["platforms"]  # type: ignore[index]
 
 
+ZLIB = """{"schema_version": "1.6.0", "id": "DEB-ZLIB-0001", "aliases": [], "summary": "in zlib",
+ "published": "2026-11-20T00:00:00Z", "database_specific": {"severity": "LOW"},
+ "affected": [{"package": {"ecosystem": "Debian:12", "name": "zlib"},
+               "ranges": [{"type": "ECOSYSTEM",
+                           "events": [{"introduced": "0"}, {"fixed": "1:1.3.dfsg-1"}]}]}]}"""
+
+
+def test_the_record_gate_holds_the_findings_of_every_platform(kit: World) -> None:
+    # the arm64 image alone has zlib1g (what the SBOM's container prints for it)
+    kit.engine.dpkg[kit.image_id(ARM64)] = (
+        "os\tdebian\t12\ndeb\tzlib1g\t1:1.2.13.dfsg-1\tarm64\tzlib\t1:1.2.13.dfsg-1\n"
+    )
+    (kit.root.parent / "osv" / "DEB-ZLIB-0001.json").write_text(ZLIB)
+
+    code, summary, err = release(kit)
+
+    assert code == 0, err
+    scan = summary["record"]["scan"]  # type: ignore[index]
+    assert scan["status"] == "passed"
+    assert [(f["id"], f["package"]) for f in scan["findings"]] == [("DEB-ZLIB-0001", "zlib")]
+
+
 def test_a_platform_whose_scan_fails_stops_the_release_naming_it_and_publishes_nothing(kit: World) -> None:
     kit.engine.lost.add(kit.image_id(ARM64))  # its SBOM's container fails
 
