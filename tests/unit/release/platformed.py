@@ -117,11 +117,7 @@ class World:
 
     def pool(self) -> EndpointPool:
         registries = self.loaded()
-        hosts = frozenset(e.host for e in registries.publish_endpoints())
-        store = CredentialStore(
-            explicit=Credentials(username="u", password="the-password"), release_hosts=hosts
-        )
-        return EndpointPool(self.spec, registries, store, retry=FAST)
+        return EndpointPool(self.spec, registries, logged_in(registries), retry=FAST)
 
     def client(self, name: str) -> tuple[RegistryClient, str]:
         """The named endpoint's client and the repository of kit there."""
@@ -144,6 +140,12 @@ class World:
             inputs = self.engine.images[image_id]["Config"]["Labels"][INPUTS_LABEL]
             out.append(PlatformBuild(platform=p, documents=docs, inputs=inputs))
         return out
+
+
+def logged_in(registries: Registries) -> CredentialStore:
+    """The fake registries' login, for the hosts of ``registries``, as --password-stdin gives it."""
+    hosts = frozenset(e.host for e in registries.publish_endpoints())
+    return CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
 
 
 def _built(root: Path, spec: ImageSpec) -> PlatformEngine:

@@ -15,14 +15,13 @@ import pytest
 from xpu_release.evidence.osv import Advisories
 from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
-from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.release.indexpublish import image_index, publish_index
 from xpu_release.release.publish import Options
 from xpu_release.release.published import Reader
 from xpu_release.release.record import ReleaseRecord
 from xpu_release.release.watch import Watched, Watcher
 
-from .platformed import REF, World, world
+from .platformed import REF, World, logged_in, world
 from .published_kit import sbom
 
 OSV = """{"schema_version": "1.6.0", "id": "GHSA-arm6-4only-0001", "aliases": [], "summary": "in cffi",
@@ -49,8 +48,7 @@ def kit(tmp_path: Path) -> Iterator[tuple[World, ReleaseRecord]]:
 
 def watch(w: World) -> Watched:
     registries = w.loaded()
-    hosts = frozenset(e.host for e in registries.publish_endpoints())
-    store = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
+    store = logged_in(registries)
     osv = w.root.parent / "osv"
     watcher = Watcher(Repo(w.root), Reader(registries, store), Advisories([osv], w.root.parent / "osv-cache"),
                       today=date(2026, 12, 3), now=datetime.now(UTC))  # fmt: skip
