@@ -192,14 +192,16 @@ def test_(state: State, ref: str, platform_names: tuple[str, ...], as_json: bool
 
 @cli.command()
 @ref_argument()
+@platform_option(multiple=False)
 @json_option()
 @pass_state
-def repro(state: State, ref: str, as_json: bool) -> None:
+def repro(state: State, ref: str, platform_names: str | None, as_json: bool) -> None:
     """Build NAME:VERSION twice from scratch; exit 5 naming the layers and files that differ.
 
     \b
     Examples:
       xpu-release repro training-cpu-pytorch:25.03
+      xpu-release repro training-cpu-pytorch:26.01 --platform linux/arm64
     """
     from dataclasses import asdict
 
@@ -209,7 +211,8 @@ def repro(state: State, ref: str, as_json: bool) -> None:
 
     spec = state.repo.load_ref(ref)
     engine, live = Engine.connect(), line_sink()
-    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live)
+    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live,
+                   platform=chosen(spec, platform_names)[0])  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "same": report.same})

@@ -14,6 +14,7 @@ import pytest
 
 from xpu_release.image.build import build_image
 from xpu_release.image.inputs import BuildInputs
+from xpu_release.image.repro import check
 from xpu_release.image.smoke import check_spec
 from xpu_release.labels import BASE_DIGEST_LABEL, INPUTS_LABEL
 from xpu_release.manifest import Repo
@@ -117,3 +118,16 @@ def test_the_smoke_checks_of_a_platform_expect_its_machine_and_its_pins(repo: Pa
     assert on_arm["pip"][0]["version"] == "2.13.0"
     assert on_amd["pip"][0]["version"] == "2.13.0+cpu"
     assert on_arm["labels"]["io.xpu-release.component.torch"] == "2.13.0+cpu"  # the Dockerfile's
+
+
+def test_repro_of_the_arm64_image_builds_it_twice_from_scratch_and_finds_one_id(repo: Path) -> None:
+    engine = BuildEngine()
+    spec = Repo(repo).load_ref("kit:25.03")
+
+    report = check(repo, spec, load_registries(repo), engine, builder="test", on_line=lambda _: None,
+                   platform=ARM64)  # fmt: skip
+
+    assert report.same, report
+    assert engine.tags["kit:25.03-arm64"] == report.first
+    assert "kit:25.03" not in engine.tags  # the amd64 image was not built
+    assert [b["buildargs"]["BASE_IMAGE"].rpartition("@")[2] for b in engine.built] == [ON_ARM64, ON_ARM64]
