@@ -304,10 +304,11 @@ cmd_reset() {
         | sort -u | xargs -r env DOCKER_HOST="$(engine_host)" docker rmi -f >/dev/null 2>&1 || true
     fi
   fi
-  # xpu-release's own caches: copied blobs, build contexts and smoke markers go; the wheel and
-  # artifact cache (content-addressed by the committed locks) stays.
+  # xpu-release's own caches: copied blobs, build contexts, smoke markers and kept evaluations
+  # (measured on this engine's images: a reset measures again) go; the wheel and artifact cache
+  # (content-addressed by the committed locks) stays.
   local cache="${XPU_RELEASE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xpu-release}"
-  rm -rf "$cache/oci-blobs" "$cache/contexts" "$cache/tested"
+  rm -rf "$cache/oci-blobs" "$cache/contexts" "$cache/tested" "$cache/evaluated"
   cmd_up
 }
 

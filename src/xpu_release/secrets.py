@@ -1,18 +1,83 @@
-"""Secrets are registered once, where they are read, and redacted from everything we print."""
+"""Secrets are registered once, where they are read or received, and redacted from everything we
+print that could carry one: outside text as it is shown (``guard.shown``, a registry's error
+text, the engine's output) and every error message.
+
+Registered with a secret are the forms it travels in, since a server that echoes a request
+echoes those: a login registers its password and ``base64(user:password)`` (a Basic
+``Authorization`` header, a docker config's ``auth``); a bearer token is registered by the
+transport that receives it. Each is registered as it is, URL-encoded and JSON-escaped.
+
+How a secret is found in text depends on its length. One of ``ANYWHERE`` characters or more is
+replaced wherever it appears. A shorter one (a password of a few characters: a registry allows
+it, we cannot refuse it) is replaced only where it stands alone, with no letter, digit or
+underscore on either side, and only in outside text: replaced inside words, a password ``in`` would turn
+"copying" into "copy***g" and every message into a riddle, and our own sentences never carry a
+secret (none is ever formatted into one).
+"""
 
 from __future__ import annotations
 
+import base64
+import json
+import re
+import threading
+from urllib.parse import quote
+
+ANYWHERE = 8  # characters from which a secret is replaced wherever it appears
+MASK = "***"
+
 _SECRETS: set[str] = set()
+_LOCK = threading.Lock()
+_PATTERNS: dict[bool, re.Pattern[str] | None] = {}  # built on first use after a change
+
+
+def _forms(value: str) -> set[str]:
+    """``value`` as it is, and as it appears URL-encoded or inside a JSON string."""
+    return {value, quote(value, safe=""), json.dumps(value)[1:-1], value.replace("/", "\\/")}
 
 
 def register(value: str | None) -> str | None:
-    """Remember ``value`` so that ``redact`` hides it; returns it unchanged."""
-    if value and len(value) >= 4:
-        _SECRETS.add(value)
+    """Remember ``value`` (and its URL-encoded and JSON-escaped forms) so that ``redact`` hides
+    it; returns it unchanged."""
+    if value:
+        with _LOCK:
+            new = _forms(value) - _SECRETS
+            if new:
+                _SECRETS.update(new)
+                _PATTERNS.clear()
     return value
 
 
-def redact(text: str) -> str:
-    for s in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(s, "***")
-    return text
+def basic_credentials(username: str, password: str) -> str:
+    """``base64(user:password)`` as docker sends and stores it (UTF-8), registered as a secret."""
+    encoded = base64.b64encode(f"{username}:{password}".encode()).decode()
+    register(encoded)
+    return encoded
+
+
+def _pattern(short: bool) -> re.Pattern[str] | None:
+    with _LOCK:
+        if short not in _PATTERNS:
+            parts = []
+            for s in sorted(_SECRETS, key=len, reverse=True):
+                if len(s) >= ANYWHERE:
+                    parts.append(re.escape(s))
+                elif short:
+                    parts.append(rf"(?<!\w){re.escape(s)}(?!\w)")
+            _PATTERNS[short] = re.compile("|".join(parts)) if parts else None
+        return _PATTERNS[short]
+
+
+def redact(text: str, *, outside: bool = True) -> str:
+    """``text`` with every registered secret replaced by ``***``. ``outside``: the text came
+    from outside (a registry, the engine), so a short secret standing alone is replaced too;
+    our own messages are cleared of long ones only (see the module's docstring)."""
+    pattern = _pattern(outside)
+    return pattern.sub(MASK, text) if pattern is not None else text
+
+
+def forget_all() -> None:
+    """Forget every secret: a process that runs several commands (the tests) starts each clean."""
+    with _LOCK:
+        _SECRETS.clear()
+        _PATTERNS.clear()

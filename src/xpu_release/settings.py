@@ -18,12 +18,14 @@ means: the one source of the settings reference (``docs/reference/settings.md``)
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .guard.writing import open_folder
 from .secrets import register
 
 CiKind = Literal["github", "gitlab", ""]
@@ -203,3 +205,13 @@ def cache_dir() -> Path:
     path = _current[0].cache
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cache_folder(*names: str) -> Path:
+    """``<cache>/<names...>``, made where missing, each step a folder inside the cache: a link
+    on the way (``oci-blobs`` → ``/etc``) is refused (``LinkRefused``, exit 13) before anything
+    is written under it. The cache folder itself is the user's, followed if a link."""
+    cache = cache_dir()
+    folder = cache.joinpath(*names)
+    os.close(open_folder(folder, within=cache))
+    return folder

@@ -25,6 +25,10 @@ def stages(summary: dict[str, object]) -> dict[str, str]:
     return {s["name"]: s["status"] for s in summary["stages"]}  # type: ignore[attr-defined, index]
 
 
+def detail(summary: dict[str, object], name: str) -> str:
+    return next(s["detail"] for s in summary["stages"] if s["name"] == name)  # type: ignore[attr-defined, index]
+
+
 def test_release_then_bump_one_pin_and_release_again(fixture_cli: Cli, tmp_path: Path) -> None:
     cli = fixture_cli
     regs = registries_file(tmp_path / "regs.yaml", "r" + uuid.uuid4().hex[:10])
@@ -40,6 +44,7 @@ def test_release_then_bump_one_pin_and_release_again(fixture_cli: Cli, tmp_path:
         "lock",
         "build",
         "test",
+        "evaluate",
         "scan",
         "publish",
         "verify",
@@ -157,11 +162,11 @@ def test_a_dry_run_checks_what_the_real_run_needs_and_touches_nothing(
     assert code == 0, log
     assert list(stages(summary).items()) == [
         ("validate", "done"), ("render", "done"), ("lock", "done"), ("preflight", "done"),
-        ("build", "planned"), ("test", "planned"), ("scan", "planned"), ("publish", "planned"),
-        ("verify", "planned"), ("notes", "planned"), ("record", "planned"),
+        ("build", "planned"), ("test", "planned"), ("evaluate", "planned"), ("scan", "planned"),
+        ("publish", "planned"), ("verify", "planned"), ("notes", "planned"), ("record", "planned"),
     ]  # fmt: skip
-    assert "would check nothing: no advisories configured" in summary["stages"][6]["detail"]
-    assert "127.0.0.1:15001/" in summary["stages"][7]["detail"]
+    assert "would check nothing: no advisories configured" in detail(summary, "scan")
+    assert "127.0.0.1:15001/" in detail(summary, "publish")
     assert summary["record"] is None
     for line in (
         "ok   engine: answers",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+from xpu_release.secrets import forget_all
 
 STACK_ENVIRONMENT = (
     "XPU_RELEASE_REGISTRIES",
@@ -18,5 +22,7 @@ def forget_the_stack(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_stack_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_stack_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     forget_the_stack(monkeypatch)
+    yield
+    forget_all()  # a test's passwords are hidden in its own output only, not in the next test's

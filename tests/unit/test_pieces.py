@@ -17,7 +17,7 @@ from xpu_release.manifest import Repo
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.registry import RetryPolicy
 from xpu_release.release.record import EndpointRecord, ReleaseRecord
-from xpu_release.secrets import redact, register
+from xpu_release.secrets import redact
 from xpu_release.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,13 +231,7 @@ def test_credentials_never_travel_in_cleartext(
 
     assert refused in info.value.message
     assert "never-sent-pw" not in info.value.message
-    assert client.t.session.auth is None
-
-
-def test_short_strings_are_not_registered_as_secrets() -> None:
-    register("ab")
-
-    assert redact("ab") == "ab"
+    assert client.t.authorization(f"http://{host}/v2/", "repository:ns/x:pull") is None  # nothing earned
 
 
 def test_a_release_record_round_trips_through_json() -> None:

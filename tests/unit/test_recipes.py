@@ -20,7 +20,7 @@ from xpu_release.evidence.osv import Advisories
 from xpu_release.evidence.scan import gate_failure, scan
 from xpu_release.evidence.signing import envelope, load_signer, load_verifier, signed_by
 from xpu_release.evidence.vex import read_vex
-from xpu_release.manifest import Repo
+from xpu_release.manifest import ImageSpec, Repo
 
 from .helpers import run
 
@@ -284,11 +284,56 @@ def test_promote_from_staging(repo: Path, tmp_path: Path, monkeypatch: pytest.Mo
             assert exit_code in text
 
 
+def test_patch_a_release_a_new_advisory_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from xpu_release.image.lock import Lock, load_lock, pins_sha256
+
+    from .release.published_kit import CPU, TRAINING, Calendar, sbom, world
+
+    text = section("Patch a release a new advisory hits")
+    manifest = "manifests/training-cpu-pytorch/25.03.1.yaml"
+    with world(tmp_path) as w:
+        w.released()  # the SDK and 25.03 served as a user pulls them, with their SBOMs
+        w.advisory("CVE-2026-0001", "accelerate", "1.6.0", aliases=("GHSA-aaaa-bbbb-cccc",))  # high
+        Calendar(monkeypatch, "2026-12-03")
+        parent = load_lock(w.root, Repo(w.root).load(CPU, "25.03"), current=False)
+
+        def relocked(_root: Path, spec: ImageSpec, *_: object, **__: object) -> object:
+            class Relocked:  # lock's own resolution asks the index (the network): stood in for
+                lock = Lock(pins_sha256=pins_sha256(spec), layers=parent.layers, base=parent.base,
+                            provided=parent.provided)  # fmt: skip
+
+            return Relocked()
+
+        monkeypatch.setattr("xpu_release.image.index.offers", lambda _spec, name, version: True)
+        monkeypatch.setattr("xpu_release.image.relock.relock", relocked)
+
+        def as_written(command: str) -> Result:
+            argv = [str(w.osv) if a == ".cache/osv" else a for a in step(text, command)]
+            return run(w.root, "--registries", str(w.registries), *argv)
+
+        watched = as_written("xpu-release watch training-cpu-pytorch:25.03 --advisories .cache/osv")
+        patched = as_written("xpu-release patch training-cpu-pytorch:25.03 --advisories .cache/osv")
+        assert "xpu-release release training-cpu-pytorch:25.03.1 --advisories .cache/osv" in text
+        fixed = tuple(("accelerate", "1.6.0") if n == "accelerate" else (n, v) for n, v in TRAINING)
+        w.publish(CPU, "25.03.1", sbom(*fixed), salt="25.03.1")  # what that release publishes
+        after = as_written("xpu-release watch training-cpu-pytorch:25.03 --advisories .cache/osv")
+
+        assert watched.exit_code == 15, watched.stderr
+        assert watched.stdout == outputs(text)[0]
+        assert patched.exit_code == 0, patched.stderr
+        assert patched.stdout == "training-cpu-pytorch:25.03.1\n"
+        assert (w.root / manifest).read_text() == files(text)[manifest]
+        assert (w.root / "images" / CPU / "25.03.1" / "Dockerfile").is_file()
+        assert after.exit_code == 0, after.stderr
+        assert after.stdout == outputs(text)[1]
+    assert "xpu-release watch --release --advisories .cache/osv" in text
+
+
 @pytest.mark.parametrize(
     "title",
     ["Bump one pin", "Add an image family", "Add a VEX exception", "Release parents first",
      "Finish a half-published release", "Withdraw a bad release", "Promote from staging",
-     "Rotate the signing key", "Read a failed gate"],
+     "Rotate the signing key", "Read a failed gate", "Patch a release a new advisory hits"],
 )  # fmt: skip
 def test_every_recipe_says_how_it_was_tried(title: str) -> None:
     text = section(title)

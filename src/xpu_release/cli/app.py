@@ -243,8 +243,8 @@ def _credentials(
     the public and VPC endpoints of the registries in use (and of ``more``: ``promote``'s
     staging registries)."""
     from ..errors import ConfigError
+    from ..guard.limits import MAX_PASSWORD_BYTES
     from ..oci.credentials import Credentials
-    from ..secrets import register
     from ..settings import current
 
     settings = current()
@@ -255,12 +255,18 @@ def _credentials(
     if not user:
         msg = f"--password-stdin needs --username (or {USER_ENV})"
         raise ConfigError(msg)
-    password = sys.stdin.readline().rstrip("\r\n")
+    # One line, read no further than a password can be long: a file given by mistake (an
+    # image tarball, no line end in 400 MB) is refused, never read whole into memory.
+    line = sys.stdin.readline(MAX_PASSWORD_BYTES + 1)
+    password = line.rstrip("\r\n")
+    if len(password) > MAX_PASSWORD_BYTES:
+        msg = (f"--password-stdin: standard input holds no line of at most {MAX_PASSWORD_BYTES} "
+               "characters (a password or token); give it the password alone")  # fmt: skip
+        raise ConfigError(msg)
     if not password:
         msg = "--password-stdin: no password on standard input"
         raise ConfigError(msg)
-    register(password)
-    login = Credentials(username=user, password=password)
+    login = Credentials(username=user, password=password)  # registered as a secret as it is made
     return CredentialStore.from_settings(settings, release_hosts=hosts, explicit=login)
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from ..guard.limits import MAX_FOLDER_DEPTH
+from ..guard.shown import path_text, shown
 from .app import State, _emit_json, cli, json_option, pass_state
 from .output import info, notice
 
@@ -42,21 +44,29 @@ def cache_du(state: State, as_json: bool) -> None:
     from ..release.cache import FACTS, usage
 
     folder = state.settings.cache
-    kinds, facts = usage(folder)
+    kinds, survey = usage(folder)
+    facts = survey.facts
     total = sum(u.size for u in kinds) + facts
+    _said_skipped(survey.skipped)
     if as_json:
         _emit_json({
-            "cache": str(folder),
+            "cache": path_text(folder),
             "kinds": [{"kind": u.kind, "what": u.what, "entries": u.count, "bytes": u.size} for u in kinds],
             "facts_bytes": facts,
             "total_bytes": total,
+            "skipped_folders": survey.skipped,
         })  # fmt: skip
         return
-    click.echo(f"{folder}")
+    click.echo(path_text(folder))
     for u in kinds:
         click.echo(f"  {u.kind:<10} {_mb(u.size):>14}  {u.count:>6} entries  {u.what}")
     click.echo(f"  {'facts':<10} {_mb(facts):>14}  {'':>14}  {FACTS}")
     click.echo(f"  {'total':<10} {_mb(total):>14}")
+
+
+def _said_skipped(skipped: int) -> None:
+    if skipped:
+        notice(f"{skipped} folders not counted: deeper than {MAX_FOLDER_DEPTH} levels, or unreadable")
 
 
 @cache.command("prune")
@@ -89,7 +99,7 @@ def cache_prune(state: State, keep_storage: str | None, older_than: str | None, 
     limit = parse_size(keep_storage, what="--keep-storage") if keep_storage is not None else None
     age = parse_age(older_than, what="--older-than") if older_than is not None else None
     folder = state.settings.cache
-    out: dict[str, Any] = {"cache": str(folder), "dry_run": dry_run}
+    out: dict[str, Any] = {"cache": path_text(folder), "dry_run": dry_run}
     waiting = lambda: notice("waiting: a run is using the cache")  # noqa: E731
     with exclusive(folder, wait=not no_wait, on_wait=waiting) as held:
         if not held:
@@ -100,10 +110,16 @@ def cache_prune(state: State, keep_storage: str | None, older_than: str | None, 
             return
         report = prune(folder, keep_storage=limit, older_than=age, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
-    out.update(removed=[str(e.path) for e in report.removed], freed_bytes=report.freed,
-               kept_bytes=report.kept_size, facts_bytes=report.facts_size)  # fmt: skip
+    out.update(removed=[path_text(e.path) for e in report.removed], freed_bytes=report.freed,
+               kept_bytes=report.kept_size, facts_bytes=report.facts_size,
+               stayed=[path_text(e.path) for e in report.stayed],
+               skipped_folders=report.skipped)  # fmt: skip
     info(f"{verb} {len(report.removed)} entries ({_mb(report.freed)}); kept {_mb(report.kept_size)} "
          f"+ {_mb(report.facts_size)} of facts")  # fmt: skip
+    _said_skipped(report.skipped)
+    for e in report.stayed:
+        notice(f"not removed whole: {shown(path_text(e.path))} (a folder deeper than {MAX_FOLDER_DEPTH} "
+               "levels, or no permission): remove it by hand")  # fmt: skip
     if engine:
         from ..image.engine import Engine
 

@@ -333,7 +333,8 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     from ..errors import ConfigError, VulnerabilityGateFailed
     from ..evidence.attest import image_sbom
     from ..evidence.sarif import to_sarif
-    from ..evidence.scan import gate_failure, scan_image
+    from ..evidence.scan import gate_failure, scan_image, shown_finding
+    from ..evidence.vex import published_at
     from ..image.engine import Engine
     from ..image.lock import load_lock
 
@@ -346,7 +347,8 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     engine = Engine.connect()
     image_id = engine.require_image(platform.local_ref(spec.ref)).id
     sbom = image_sbom(state.repo, spec, load_lock(state.root, spec, platform=platform), engine, image_id)
-    result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache)
+    where = published_at(spec.image, state.registries().publish_endpoints())
+    result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache, repositories=where)
     if sarif_file is not None:
         sarif = to_sarif(result, manifest=spec.manifest_path, version=__version__)
         if write_output(sarif_file, sarif, what="SARIF"):
@@ -358,9 +360,10 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
                    f"(threshold {result.threshold})")  # fmt: skip
         for f in result.findings:
             vex = f" [VEX {f.exception.status}, {f.exception.where}]" if f.exception else ""
-            fixed = ", ".join(f.fixed) or "-"
+            vid, name, version, fixed = shown_finding(f)
             mark = "BLOCKS" if f.blocking else ""
-            click.echo(f"  {f.level:<8} {f.ids[0]:<22} {f.package.name} {f.package.version} "
-                       f"(fixed: {fixed}){vex} {mark}".rstrip())  # fmt: skip
+            click.echo(
+                f"  {f.level:<8} {vid:<22} {name} {version} (fixed: {fixed or '-'}){vex} {mark}".rstrip()
+            )
     if not result.passed:
         raise VulnerabilityGateFailed(gate_failure(result))

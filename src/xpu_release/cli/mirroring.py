@@ -18,10 +18,12 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
     names is reached as it says (TLS CA file, or plain HTTP on loopback); another by HTTPS."""
     import re
 
-    from ..oci.endpoint import Endpoint
+    from ..errors import ConfigError
+    from ..guard.shown import shown
+    from ..oci.endpoint import Endpoint, host_problem
     from ..oci.layout import Layout
     from ..oci.registry import RegistryClient, RetryPolicy
-    from ..release.mirror import LayoutSide, RegistrySide
+    from ..release.sides import LayoutSide, RegistrySide
 
     if text.startswith("oci:"):
         folder = text.removeprefix("oci:")
@@ -40,11 +42,15 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
             "pytorch) or oci:DIR; the version is the release's"
         )
         raise click.BadParameter(msg, param_hint=option)
+    problem = host_problem(host)
+    if problem is not None:
+        msg = f"{option} {shown(text, 200)!r}: the host {shown(host, 100)!r} {problem}"
+        raise ConfigError(msg)
     known = next((e for e in registries.publish_endpoints() if e.host == host), None)
     namespace = path.rpartition("/")[0]
-    ca_file = known.ca_file if known else None
     ep = Endpoint(registry="mirror", role="public", region=None, host=host, namespace=namespace,
-                  insecure=bool(known and known.insecure), ca_file=ca_file)  # fmt: skip
+                  insecure=bool(known and known.insecure), ca_file=known.ca_file if known else None,
+                  token_hosts=known.token_hosts if known else ())  # fmt: skip
     return RegistrySide(RegistryClient(ep, creds.for_host(host), RetryPolicy(attempts=3)), path)
 
 
@@ -88,9 +94,10 @@ def mirror(
           --to registry.region.example/ai/training-cpu-pytorch
     """
     from ..errors import NotFoundError, VerifyFailed
-    from ..release.mirror import NothingAtTag, RegistrySide
+    from ..release.mirror import NothingAtTag
     from ..release.mirror import mirror as run_mirror
     from ..release.pool import EndpointPool
+    from ..release.sides import RegistrySide
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()

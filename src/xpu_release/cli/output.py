@@ -57,6 +57,12 @@ def notice(message: str) -> None:
         click.echo(f"{paint('notice:', 'yellow')} {message}", err=True)
 
 
+def warn(message: str) -> None:
+    """What a person must not miss although the command goes on (an answer given against no
+    advisory): stderr, even with -q."""
+    click.echo(f"{paint('warning:', 'yellow', bold=True)} {message}", err=True)
+
+
 def error_prefix() -> str:
     return paint("error:", "red", bold=True)
 

@@ -8,16 +8,14 @@ pages, as ``render --check`` does for the Dockerfiles (the test command runs it)
 
 from __future__ import annotations
 
-import os
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from ..errors import EXIT_CODES, OutputError, ReleaseError, StaleError
-from ..files import describe
+from ..errors import EXIT_CODES, ReleaseError, StaleError
+from ..guard.writing import write_bytes
 from ..settings import ENVIRONMENT
 from .app import State, cli, pass_state
 from .markdown import cell, generated
@@ -178,23 +176,10 @@ def pages(root: click.Group) -> dict[str, str]:
 
 
 def _write(path: Path, text: str, display: str) -> None:
-    """``text`` into ``path`` whole: a temporary file of its own beside it, renamed over it (a
-    link there is replaced, never written through). Exit 13 naming the page if it cannot be."""
-    tmp: Path | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        tmp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        tmp.chmod(0o644)
-        tmp.replace(path)
-    except OSError as exc:
-        msg = f"{display}: cannot write ({describe(exc)})"
-        raise OutputError(msg) from None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+    """``text`` into ``path`` whole, the guarded way out (a temporary of its own renamed over it:
+    a link there is replaced, never written through; a new page 0644 less the umask, a page
+    there keeps its mode). Exit 13 naming the page if it cannot be."""
+    write_bytes(path, text.encode("utf-8"), what=f"reference page {display}")
 
 
 @cli.command(hidden=True)

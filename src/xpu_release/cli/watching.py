@@ -17,18 +17,29 @@ from .app import State, _credentials, _emit_json, cli, json_option, newest_of_li
 from .app import with_login as login_options
 from .images import advisories_option, gate_policy
 from .live import line_sink
-from .output import info
+from .output import info, warn
 from .publishing import signing_key_option
 
 today_option = click.option(
-    "--today", metavar="DATE", help="Count SLA days and review dates up to DATE (default: today, UTC)."
+    "--today",
+    metavar="DATE",
+    help="A what-if: count SLA days and review dates up to DATE (default: today, UTC). A DATE other "
+    "than today adds nothing to the re-scan history.",
 )
+
+
+def clock() -> datetime:
+    """Now, in UTC: the time a re-scan history entry is named by, and (without ``--today``) the
+    day SLA days are counted to. One function, so that tests can say which day it is."""
+    return datetime.now(UTC)
 
 
 @contextmanager
 def _watcher(state: State, advisories: tuple[str, ...], today: str | None, username: str | None,
-             password_stdin: bool) -> Iterator[Any]:  # fmt: skip
-    """One run's watcher: the advisories (required), the registries, credentials, today."""
+             password_stdin: bool, *, history: bool = True) -> Iterator[Any]:  # fmt: skip
+    """One run's watcher: the advisories (required), the registries, credentials, today. It adds
+    to the re-scan history (``history``) only on the day it runs: ``--today`` another day is a
+    what-if, whose first-seen days are not days a scan saw anything."""
     from ..evidence.osv import Advisories
     from ..release.published import Reader
     from ..release.watch import Watcher
@@ -40,11 +51,27 @@ def _watcher(state: State, advisories: tuple[str, ...], today: str | None, usern
     registries = state.registries()
     reader = Reader(registries, _credentials(username, password_stdin, registries))
     found = Advisories([Path(p) for p in gate.advisories], state.settings.cache)
-    now = datetime.now(UTC)
+    now = clock()
+    day = gate.today or now.date()
+    if history and day != now.date():
+        info(f"--today {day} is not today ({now.date()}): a what-if; nothing is added to the re-scan history")
+    if not found.counts.records:
+        where = ", ".join(gate.advisories)
+        warn(f"0 advisories read from {where} ({_unused(found.counts)}): every release is checked against "
+             "nothing; fetch the advisories again (an empty folder is a failed fetch)")  # fmt: skip
+    keep = history and day == now.date()
     try:
-        yield Watcher(state.repo, reader, found, today=gate.today or now.date(), now=now)
+        yield Watcher(state.repo, reader, found, today=day, now=now, keep_history=keep)
     finally:
         found.close()
+
+
+def _unused(counts: Any) -> str:
+    """What reading the advisories met instead of records, in words."""
+    met = (("withdrawn", counts.withdrawn), ("of another schema", counts.other_schema),
+           ("unreadable", counts.unreadable), ("skipped", counts.skipped))  # fmt: skip
+    said = [f"{n} {what}" for what, n in met if n]
+    return ", ".join(said) or "no OSV record there"
 
 
 def _targets(state: State, refs: tuple[str, ...]) -> list[str]:
@@ -82,10 +109,14 @@ def _say(w: Any) -> None:
                    f"{o.finding.package.version}: {fix}; {due}")  # fmt: skip
     if w.excepted:
         click.echo(f"  {w.excepted} more excepted by the image's VEX")
+    if w.sboms > 1:
+        click.echo(f"  {w.sboms} SBOMs are attached to it: their packages were scanned together")
     if w.pending:
         click.echo(f"  {w.pending} is prepared and not published: release it")
     for u in w.unchecked:
         click.echo(f"  could not check its {u.what}: {u.message}")
+    if w.history_error:
+        click.echo(f"  not added to its re-scan history: {w.history_error}")
 
 
 def _tally(results: list[Any]) -> str:
@@ -141,7 +172,9 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
             plan = due(watcher, results, _order(state))  # what --release would patch, parents first
             if as_json:
                 _emit_json({"releases": [w.to_json() for w in results], "plan": plan, "exit_code": code,
-                            "advisories": list(watcher.advisories.sources)})  # fmt: skip
+                            "advisories": list(watcher.advisories.sources),
+                            "records": vars(watcher.advisories.counts),
+                            "what_if": not watcher.keep_history})  # fmt: skip
             else:
                 for w in results:
                     _say(w)
@@ -150,7 +183,10 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
             for w in results:
                 for u in w.unchecked:
                     click.echo(f"{w.ref}: could not check its {u.what}: {u.message}", err=True)
-            info(f"watched {len(results)} releases: {_tally(results)}")
+                if w.history_error:
+                    click.echo(f"{w.ref}: not added to its re-scan history: {w.history_error}", err=True)
+            read = watcher.advisories.counts.records
+            info(f"watched {len(results)} releases against {read} advisories: {_tally(results)}")
     if code:
         raise click.exceptions.Exit(code)
 
@@ -173,6 +209,8 @@ def _release_all(state: State, watcher: Any, targets: list[str], advisories: tup
             click.echo("nothing needs a patch; each release, as checked after:")
         for w in summary.final:
             _say(w)
+    for ref, why in summary.unwritten:
+        click.echo(f"{ref}: not added to its re-scan history: {why}", err=True)
     if summary.error is not None:
         raise summary.error
     return summary.exit_code
@@ -194,7 +232,8 @@ class _Steps:
         )
         if not prepared.changes:
             return None, (*prepared.blocked, *open_)
-        _write(self.state, prepared)
+        if not _write(self.state, prepared):
+            return None, (MOVED_BACK, *prepared.blocked, *open_)
         return prepared.ref, (*prepared.blocked, *open_)
 
     def release(self, ref: str) -> str:
@@ -217,14 +256,17 @@ class _Steps:
         return str((summary.record or {}).get("digest") or "")
 
 
+MOVED_BACK = "its base tag moved back to the digest its lock pins before the patch's lock was made"
+
+
 def _prepare(state: State, watcher: Any, ref: str, watched: Any) -> Any:
-    from ..image.index import offers
+    from ..image.index import offers, versions
     from ..image.lock import load_lock
     from ..release.patch import prepare
 
     spec = state.repo.load_ref(ref)
     lock = load_lock(state.root, spec, current=False)
-    return prepare(state.repo, spec, watched, watcher.advisories, lock, offers)
+    return prepare(state.repo, spec, watched, watcher.advisories, lock, offers, versions)
 
 
 def _write(state: State, prepared: Any) -> tuple[Path, ...]:
@@ -262,7 +304,7 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
       xpu-release patch pytorch-cpu-sdk:2.13.0 --json
     """
     state.repo.load_ref(ref)
-    with _watcher(state, advisories, today, username, password_stdin) as watcher:
+    with _watcher(state, advisories, today, username, password_stdin, history=False) as watcher:
         watched = watcher.watch(ref)
         if watched.state == "not published":
             msg = f"{ref} is not published at {watched.endpoint}: there is nothing to patch; release it"
@@ -287,6 +329,9 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
             _patched(as_json, prepared, watched, f"nothing to fix in {ref}: {why}; nothing was written")
             return
         written = _write(state, prepared)
+        if not written:
+            _patched(as_json, None, watched, f"nothing to fix in {ref}: {MOVED_BACK}; nothing was written")
+            return
     for path in written:
         info(f"wrote {state.repo.rel(path)}")
     _patched(as_json, prepared, watched, "", ref=prepared.ref)

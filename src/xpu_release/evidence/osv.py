@@ -2,9 +2,11 @@
 export archives (``PyPI/all.zip``, ``Debian/all.zip``) as they are downloaded.
 
 Nothing is fetched here. An archive is indexed once by (ecosystem, package name) into an SQLite
-file in the cache, keyed by the archive's sha256, so a scan reads only the records of the
-packages an image holds (bounded memory, a few milliseconds per package); loose JSON files are
-read as they are. Records are checked for their schema version (1.x; a record without one is
+file in the cache, keyed by the archive's sha256 (``osvindex.py``: each record stored once,
+bounded by the archive's size, a cache entry a prune may remove), so a scan reads only the
+records of the packages an image holds; loose JSON files are read as they are. A folder is
+walked without recursion (``guard.trees``): one deeper than ``MAX_FOLDER_DEPTH`` is counted as
+skipped. Records are checked for their schema version (1.x; a record without one is
 1.0, as the schema says); withdrawn records are skipped; both are counted, never silent.
 
 Everything is read through the guarded layer: an archive's members bounded in number, size and
@@ -20,12 +22,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..errors import ConfigError, DamagedFileError
 from ..files import sha256_file
@@ -33,8 +33,8 @@ from ..guard import archives
 from ..guard.limits import MAX_ADVISORY_BYTES
 from ..guard.reading import Refused, is_regular, parse_json, read_file
 from ..guard.shown import shown
-
-INDEX_VERSION = 1  # of the cached index's layout
+from ..guard.trees import Walk
+from .osvindex import Row, index_of, records_for
 
 
 def as_list(value: Any) -> list[Any]:
@@ -70,7 +70,9 @@ class Counts:
     withdrawn: int = 0
     other_schema: int = 0  # a schema version this reader does not know (not 1.x)
     unreadable: int = 0  # not JSON, or not an OSV record, or past a bound (too large, too deep)
-    skipped: int = 0  # named like an advisory, but no regular file (a FIFO, a dangling link, a loop)
+    # not read: named like an advisory but no regular file (a FIFO, a dangling link, a loop), or a
+    # folder not walked (deeper than MAX_FOLDER_DEPTH, unreadable)
+    skipped: int = 0
 
 
 def _usable(data: Any, counts: Counts) -> bool:
@@ -100,15 +102,40 @@ def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def _safe(data: dict[str, Any]) -> dict[str, Any]:
-    """The record with the text a person is shown (its id, aliases, summary, details) made safe
-    to show (``guard.shown``); everything else as it was."""
+    """The record with the text a person is shown (its id, aliases, summary, details, and the
+    versions of what it affects: a ``fixed`` version is printed by ``scan`` and kept in the
+    record) made safe to show (``guard.shown``); everything else as it was. A version that needs
+    an escape is no version any ecosystem parses: it matches nothing, as before."""
     out = {**data, "id": shown(data["id"], 100)}
     if isinstance(data.get("aliases"), list):
         out["aliases"] = [shown(a, 100) if isinstance(a, str) else a for a in data["aliases"]]
     for key in ("summary", "details"):
         if isinstance(data.get(key), str):
             out[key] = shown(data[key], 200)
+    if isinstance(data.get("affected"), list):
+        out["affected"] = [_safe_affected(a) for a in data["affected"]]
     return out
+
+
+def _safe_affected(affected: Any) -> Any:
+    """One ``affected`` entry with its versions and its ranges' events made safe to show."""
+    if not isinstance(affected, dict):
+        return affected
+    out = dict(affected)
+    if isinstance(affected.get("versions"), list):
+        out["versions"] = [_shown_version(v) for v in affected["versions"]]
+    if isinstance(affected.get("ranges"), list):
+        out["ranges"] = [
+            {**r, "events": [{k: _shown_version(v) for k, v in e.items()} if isinstance(e, dict) else e
+                             for e in r["events"]]}
+            if isinstance(r, dict) and isinstance(r.get("events"), list) else r
+            for r in affected["ranges"]
+        ]  # fmt: skip
+    return out
+
+
+def _shown_version(value: Any) -> Any:
+    return shown(value, 100) if isinstance(value, str) else value
 
 
 def _advisory(data: dict[str, Any]) -> Advisory:
@@ -143,9 +170,10 @@ class Advisories:
 
     def _add(self, path: Path, cache: Path) -> None:
         if path.is_dir():
-            for item in sorted(path.rglob("*")):
-                if item.suffix not in (".zip", ".json") or (item.is_dir() and not item.is_symlink()):
-                    continue
+            walk = Walk(path)  # no recursion: a folder 1,100 deep is counted, never a crash
+            found = [f.path for f in walk if f.path.suffix in (".zip", ".json") and not f.is_dir]
+            self.counts.skipped += walk.skipped
+            for item in sorted(found):
                 if not is_regular(item):  # never opened: a FIFO would hang the read
                     self.counts.skipped += 1
                 elif item.suffix == ".zip":
@@ -179,21 +207,10 @@ class Advisories:
 
     def _add_zip(self, path: Path, cache: Path) -> None:
         digest = sha256_file(path)
-        index = cache / "advisories" / f"{digest}.v{INDEX_VERSION}.sqlite"
-        for attempt in (1, 2):
-            if not index.is_file():
-                build_index(path, index)
-            db = sqlite3.connect(f"file:{quote(str(index))}?mode=ro", uri=True)
-            try:
-                counts = list(db.execute("SELECT name, value FROM counts"))
-                break
-            except sqlite3.DatabaseError:  # a damaged index (a full disk, a killed writer): made again
-                db.close()
-                if attempt == 2:
-                    raise
-                index.unlink(missing_ok=True)
+        db, counts = index_of(path, digest, cache, records_of)
         for name, value in counts:
-            setattr(self.counts, name, getattr(self.counts, name) + int(value))
+            if name in vars(self.counts):
+                setattr(self.counts, name, getattr(self.counts, name) + value)
         self._indexes.append(db)
         self.sources.append(f"{path} (sha256:{digest[:12]})")
 
@@ -201,7 +218,7 @@ class Advisories:
         key = package_key(ecosystem, name)
         found = list(self._loose.get(key, ()))
         for db in self._indexes:
-            for (raw,) in db.execute("SELECT record FROM records WHERE ecosystem = ? AND name = ?", key):
+            for raw in records_for(db, key):
                 record = parse_json(raw, what="an advisory index in the cache", error=DamagedFileError)
                 found.append(_advisory(record))
         return found
@@ -211,36 +228,17 @@ class Advisories:
             db.close()
 
 
-def build_index(archive: Path, index: Path) -> None:
-    """Index ``archive`` by (ecosystem, name) into ``index`` (written aside, renamed into place:
-    two runs at once each build their own and the last rename wins, both whole)."""
-    index.parent.mkdir(parents=True, exist_ok=True)
+def records_of(archive: Path, counted: dict[str, int]) -> Iterator[Row]:
+    """What an archive's index holds: each usable record once (made safe to show, compact JSON)
+    with the packages it names; the counts of the rest are put in ``counted`` at the end."""
     counts = Counts()
-    with tempfile.NamedTemporaryFile(dir=index.parent, prefix=".index-", suffix=".db", delete=False) as tmp:
-        partial = Path(tmp.name)
-    try:
-        db = sqlite3.connect(partial)
-        db.execute("CREATE TABLE records (ecosystem TEXT, name TEXT, record TEXT)")
-        db.execute("CREATE TABLE counts (name TEXT, value INTEGER)")
-        rows = []
-        what = f"advisories: {archive}"
-        for member, raw in archives.members(archive, what=what, wanted=_is_advisory_file):
-            try:
-                data = _record(raw, f"{what}: {member}")
-            except Refused:
-                counts.unreadable += 1
-                continue
-            if _usable(data, counts):
-                text = json.dumps(_safe(data), separators=(",", ":"))
-                rows += [(eco, name, text) for eco, name in _keys(data)]
-            if len(rows) > 5000:
-                db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
-                rows.clear()
-        db.executemany("INSERT INTO records VALUES (?, ?, ?)", rows)
-        db.executemany("INSERT INTO counts VALUES (?, ?)", list(vars(counts).items()))
-        db.execute("CREATE INDEX by_package ON records (ecosystem, name)")
-        db.commit()
-        db.close()
-        partial.replace(index)
-    finally:
-        partial.unlink(missing_ok=True)
+    what = f"advisories: {archive}"
+    for member, raw in archives.members(archive, what=what, wanted=_is_advisory_file):
+        try:
+            data = _record(raw, f"{what}: {member}")
+        except Refused:
+            counts.unreadable += 1
+            continue
+        if _usable(data, counts):
+            yield json.dumps(_safe(data), separators=(",", ":")), tuple(sorted(_keys(data)))
+    counted.update(vars(counts))

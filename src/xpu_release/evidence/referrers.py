@@ -122,12 +122,22 @@ def _listed(index: ImageIndex, what: str) -> tuple[Descriptor, ...]:
     if len(index.manifests) > limits.MAX_REFERRERS:
         msg = f"{what}: {len(index.manifests)} referrers; the limit is {limits.MAX_REFERRERS}"
         raise WireError(msg)
-    return index.manifests
+    return _once(index.manifests)
+
+
+def _once(descriptors: tuple[Descriptor, ...]) -> tuple[Descriptor, ...]:
+    """Each referrer once, as first listed: an answer that lists one 150 times would otherwise
+    have it fetched, held and counted 150 times."""
+    first: dict[str, Descriptor] = {}
+    for d in descriptors:
+        first.setdefault(d.digest, d)
+    return tuple(first.values())
 
 
 def list_referrers(client: RegistryClient, repo: str, subject: str) -> Referrers:
-    """The referrers of ``subject``: from the API where the registry has it, else the tag. An
-    answer of another shape is a WireError naming it; more than ``MAX_REFERRERS`` too."""
+    """The referrers of ``subject``, each once (by digest): from the API where the registry has
+    it, else the tag. An answer of another shape is a WireError naming it; more than
+    ``MAX_REFERRERS`` too."""
     resp = client.t.request(
         "GET", f"/v2/{repo}/referrers/{subject}", scope=f"repository:{repo}:pull",
         headers={"Accept": OCI_INDEX}, ok=(200, 400, 405),  # without the API: 404, or one of these
@@ -137,7 +147,7 @@ def list_referrers(client: RegistryClient, repo: str, subject: str) -> Referrers
     if resp.status_code == 200 and resp.headers.get("Content-Type", "").startswith(OCI_INDEX):
         data = parse_json(resp.content, what=what, error=WireError)
         index = parse_index(data, what=what, bound=limits.MAX_REFERRERS, error=WireError)
-        return Referrers(descriptors=index.manifests, via="api")
+        return Referrers(descriptors=_once(index.manifests), via="api")
     found = client.get_manifest(repo, referrers_tag(subject))
     if found is None:
         return Referrers(descriptors=(), via="none")

@@ -24,6 +24,24 @@ def records_for(advisories: Advisories, finding: Finding) -> tuple[dict[str, Any
     return tuple(a.data for a in advisories.lookup(pkg.ecosystem, pkg.name) if ({a.id, *a.aliases} & ids))
 
 
+def to_leave(
+    advisories: Advisories, package: Package, findings: Iterable[Finding]
+) -> tuple[dict[str, Any], ...]:
+    """The advisory records a version that fixes ``findings`` of ``package`` must not be affected
+    by: those the findings were made of, and every other advisory of the package that the
+    installed version is not affected by (a version one of them affects, 1.6.0 where another
+    starts, would fix these and open that one). An advisory that affects the installed version
+    and is none of ``findings`` (no fix yet, or excepted by VEX) may affect it too: the bump
+    neither opens nor closes it."""
+    mine = [r for f in findings for r in records_for(advisories, f)]
+    others = [
+        a.data
+        for a in advisories.lookup(package.ecosystem, package.name)
+        if affects(a.data, package.ecosystem, package.name, package.version) is None
+    ]
+    return (*mine, *others)
+
+
 def fixes(package: Package, fixed: Iterable[str], records: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     """The versions above the installed one that the records name as fixed and that none of
     ``records`` affects, smallest first: each of them fixes them all."""

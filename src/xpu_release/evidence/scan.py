@@ -14,12 +14,15 @@ the file:line that holds it; an expired one no longer counts, and the gate says 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError, VulnerabilityGateFailed
+from ..guard.reading import loads
+from ..guard.shown import shown
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .matching import LEVELS, affects, at_or_above, severity
@@ -104,35 +107,58 @@ class ScanResult:
         }  # fmt: skip
 
 
-def packages_of(sbom: bytes) -> tuple[Package, ...]:
-    """The packages advisories can name, from a CycloneDX SBOM: PyPI distributions, and Debian
-    packages grouped by source (``upstream`` qualifier; ``io.xpu-release:source-version``)."""
-    pypi: list[Package] = []
-    sources: dict[tuple[str, str, str], list[tuple[Purl, str]]] = {}
-    for c in json.loads(sbom).get("components") or ():
-        if not c.get("purl"):
-            continue
-        purl = Purl.parse(c["purl"])
-        if purl.type == "pypi" and purl.version:
-            # Copies of one distribution in several places (a vendored one) are one package.
-            package = Package(ecosystem="PyPI", name=purl.name, version=purl.version, purl=purl)
-            if package not in pypi:
-                pypi.append(package)
-        elif purl.type == "deb" and purl.version:
-            release = purl.qualifier("distro").partition("-")[2]
-            if purl.namespace != "debian" or not release:
-                continue  # a Debian package of unknown release: no advisory set to match
-            props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
-            source = purl.qualifier("upstream") or purl.name
-            version = str(props.get("io.xpu-release:source-version") or purl.version)
-            sources.setdefault((f"Debian:{release}", source, version), []).append((purl, purl.name))
+def components_of(document: Any) -> Iterator[tuple[str, Any]]:
+    """Every component of a CycloneDX document with where it is (``components[2].components[0]``),
+    nested ones too (an assembly's ``components``), in document order; one walk, no recursion
+    (the nesting is bounded by the guarded parse before this)."""
+    top = document.get("components") if isinstance(document, dict) else None
+    listed = top if isinstance(top, list) else []
+    stack = [(f"components[{i}]", c) for i, c in reversed(list(enumerate(listed)))]
+    while stack:
+        where, c = stack.pop()
+        yield where, c
+        inner = c.get("components") if isinstance(c, dict) else None
+        if isinstance(inner, list):
+            stack += [(f"{where}.components[{i}]", x) for i, x in reversed(list(enumerate(inner)))]
+
+
+def packages_in(*documents: Any) -> tuple[Package, ...]:
+    """The packages advisories can name, from CycloneDX documents (several: the SBOMs attached
+    to one image, read as one): PyPI distributions, and Debian packages grouped by source
+    (``upstream`` qualifier; ``io.xpu-release:source-version``). One package is one package
+    however often it is listed: copies of a distribution in several places (a vendored one),
+    a purl with another qualifier, the same package in two SBOMs."""
+    pypi: dict[tuple[str, str], Package] = {}
+    sources: dict[tuple[str, str, str], dict[str, Purl]] = {}
+    for document in documents:
+        for _, c in components_of(document):
+            if not isinstance(c, dict) or not c.get("purl"):
+                continue
+            purl = Purl.parse(c["purl"])
+            if purl.type == "pypi" and purl.version:
+                if (purl.name, purl.version) not in pypi:
+                    pypi[(purl.name, purl.version)] = Package(ecosystem="PyPI", name=purl.name,
+                                                              version=purl.version, purl=purl)  # fmt: skip
+            elif purl.type == "deb" and purl.version:
+                release = purl.qualifier("distro").partition("-")[2]
+                if purl.namespace != "debian" or not release:
+                    continue  # a Debian package of unknown release: no advisory set to match
+                props = {x.get("name"): x.get("value") for x in c.get("properties") or ()}
+                source = purl.qualifier("upstream") or purl.name
+                version = str(props.get("io.xpu-release:source-version") or purl.version)
+                sources.setdefault((f"Debian:{release}", source, version), {}).setdefault(purl.name, purl)
     debs = [
-        Package(ecosystem=eco, name=src, version=ver, purl=members[0][0],
-                binaries=tuple(sorted(n for _, n in members)),
-                members=tuple(sorted((p for p, _ in members), key=str)))
+        Package(ecosystem=eco, name=src, version=ver, purl=next(iter(members.values())),
+                binaries=tuple(sorted(members)), members=tuple(sorted(members.values(), key=str)))
         for (eco, src, ver), members in sorted(sources.items())
     ]  # fmt: skip
-    return tuple(pypi + debs)
+    return (*pypi.values(), *debs)
+
+
+def packages_of(sbom: bytes) -> tuple[Package, ...]:
+    """The packages of one CycloneDX SBOM's bytes (``packages_in``), parsed within the guarded
+    layer's bounds (a refusal is a ``ValueError``)."""
+    return packages_in(loads(sbom, "the SBOM"))
 
 
 def named_by(sbom: bytes) -> frozenset[str]:
@@ -154,19 +180,28 @@ def _ordered_ids(ids: set[str]) -> tuple[str, ...]:
     return tuple(sorted(ids, key=rank))
 
 
-def _groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Records of one package that name the same vulnerability (by id or alias), together."""
-    groups: list[tuple[set[str], list[dict[str, Any]]]] = []
-    for r in records:
-        ids = {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}
-        joined = [g for g in groups if g[0] & ids]
-        merged_ids, merged = ids, [r]
-        for g in joined:
-            merged_ids |= g[0]
-            merged += g[1]
-            groups.remove(g)
-        groups.append((merged_ids, merged))
-    return [g[1] for g in groups]
+def _groups(records: list[dict[str, Any]]) -> list[list[int]]:
+    """Which of ``records`` (of one package) name the same vulnerability, by id or alias: their
+    indexes, together, each group in the order its records were met. Near-linear in the records
+    (a union-find joined through the ids they share): one package may have thousands."""
+    parent = list(range(len(records)))
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]  # halving: the trees stay flat
+            n = parent[n]
+        return n
+
+    first: dict[str, int] = {}  # an id → the first record that names it
+    for n, r in enumerate(records):
+        for i in {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}:
+            a, b = root(first.setdefault(i, n)), root(n)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for n in range(len(records)):
+        groups.setdefault(root(n), []).append(n)
+    return list(groups.values())
 
 
 def scan(
@@ -177,28 +212,45 @@ def scan(
     *,
     today: date,
     digests: frozenset[str] = frozenset(),
+    repositories: frozenset[str] = frozenset(),
 ) -> ScanResult:
     """Every finding in ``sbom``, what VEX says of each, and the stale exceptions. ``digests``:
     what names this image besides its version (its id; its manifest digest once published), for
-    the statements whose product names a digest."""
-    image = Subject(name=spec.image, version=spec.version, digests=digests)
+    the statements whose product names a digest; ``repositories``: where it is published
+    (``vex.published_at``), for those whose product names a ``repository_url``."""
+    return scan_packages(spec, packages_of(sbom), advisories, statements, today=today, digests=digests,
+                         repositories=repositories)  # fmt: skip
+
+
+def scan_packages(
+    spec: ImageSpec,
+    packages: tuple[Package, ...],
+    advisories: Advisories,
+    statements: tuple[Statement, ...],
+    *,
+    today: date,
+    digests: frozenset[str] = frozenset(),
+    repositories: frozenset[str] = frozenset(),
+) -> ScanResult:
+    """``scan`` of packages already read (``watch`` reads a published SBOM's once, checked)."""
+    image = Subject(name=spec.image, version=spec.version, digests=digests, repositories=repositories)
     mine = tuple(s for s in statements if s.about(image))
     used: set[int] = set()
     findings: list[Finding] = []
     conflicts: list[str] = []
-    packages = packages_of(sbom)
     for pkg in packages:
         hits = []
         for adv in advisories.lookup(pkg.ecosystem, pkg.name):
             match = affects(adv.data, pkg.ecosystem, pkg.name, pkg.version)
             if match is not None:
                 hits.append((adv.data, match))
-        for group in _groups([h[0] for h in hits]):
+        for members in _groups([h[0] for h in hits]):
+            group = [hits[n][0] for n in members]
             ids = {str(i) for r in group for i in (r["id"], *as_list(r.get("aliases")))}
             rated = [severity(r) for r in group]
             known = [r for r in rated if r[0] in LEVELS]
             level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]
-            fixed = sorted({f for r, m in hits if any(r is g for g in group) for f in m.fixed})
+            fixed = sorted({f for n in members for f in hits[n][1].fixed})
             covering = [(n, s) for n, s in enumerate(mine)
                         if s.covers(image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
             used.update(n for n, s in covering if s.is_exception)
@@ -276,25 +328,37 @@ def merged_entry(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"status": status, "reason": entries[0]["reason"], "findings": list(findings.values())}
 
 
+def shown_finding(f: Finding) -> tuple[str, str, str, str]:
+    """A finding's id, package, version and fixed versions as they may be shown: the image's
+    packages, the advisories' and VEX's texts are outside data (``guard.shown``)."""
+    fixed = ", ".join(shown(v) for v in f.fixed)
+    return shown(f.ids[0]), shown(f.package.name), shown(f.package.version), fixed
+
+
 def gate_failure(result: ScanResult) -> str:
-    """Why the gate stops the release, one line per reason, each saying what to do."""
+    """Why the gate stops the release, one line per reason, each saying what to do; every outside
+    text in it made safe to show."""
     lines = [f"the vulnerability gate stops {result.ref}: nothing is published"]
     for f in result.blocking:
-        fix = f"fixed in {', '.join(f.fixed)}" if f.fixed else "no fixed version yet"
-        note = f" ({f.note})" if f.note else ""
-        lines.append(f"  {f.level:<8} {f.ids[0]} in {f.package.name} {f.package.version}: {fix}{note}")
+        vid, name, version, fixed = shown_finding(f)
+        fix = f"fixed in {fixed}" if fixed else "no fixed version yet"
+        note = f" ({shown(f.note, len(f.note))})" if f.note else ""
+        lines.append(f"  {f.level:<8} {vid} in {name} {version}: {fix}{note}")
     for s in result.stale:
-        lines.append(f"  stale exception {s.vulnerability} at {s.where}: it matches nothing in this "
-                     "release; remove it")  # fmt: skip
+        lines.append(f"  stale exception {shown(s.vulnerability)} at {s.where}: it matches nothing in "
+                     "this release; remove it")  # fmt: skip
     for c in result.conflicts:
-        lines.append(f"  conflicting statements for {c}: keep the one that holds")
+        lines.append(f"  conflicting statements for {shown(c, len(c))}: keep the one that holds")
     lines.append("upgrade the package, or add a reviewed statement to the image's vex.openvex.json")
     return "\n".join(lines)
 
 
-def scan_image(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> ScanResult:
+def scan_image(
+    repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path, repositories: frozenset[str]
+) -> ScanResult:
     """Scan ``sbom`` (the image's, as ``attest.image_sbom`` made it: the bytes publish attaches)
-    with the image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named)."""
+    with the image's VEX (``images/<image>/vex.openvex.json``; a mistake in it is exit 2, named);
+    ``repositories``: where the release is published (``vex.published_at``)."""
     statements: tuple[Statement, ...] = ()
     path = vex_path(repo.root, spec.image)
     if path.exists():
@@ -307,7 +371,7 @@ def scan_image(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, ca
     advisories = Advisories([Path(p) for p in gate.advisories], cache)
     try:
         return scan(spec, sbom, advisories, statements, today=gate.today or date.today(),
-                    digests=named_by(sbom))  # fmt: skip
+                    digests=named_by(sbom), repositories=repositories)  # fmt: skip
     finally:
         advisories.close()
 
@@ -322,7 +386,9 @@ class Gated:
     result: ScanResult | None = None
 
 
-def run_gate(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path) -> Gated:
+def run_gate(
+    repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cache: Path, repositories: frozenset[str]
+) -> Gated:
     """A release's scan stage, between the smoke test and the publish. A finding it stops on
     raises, and nothing is published. Skipped only when said (``--no-scan REASON``); with no
     advisories it says that nothing was checked."""
@@ -332,7 +398,7 @@ def run_gate(repo: Repo, spec: ImageSpec, sbom: bytes, gate: GatePolicy, *, cach
     if not gate.advisories:
         why = f"{NO_ADVISORIES}: nothing was checked"
         return Gated(record_entry(None, skipped=why), why)
-    result = scan_image(repo, spec, sbom, gate, cache=cache)
+    result = scan_image(repo, spec, sbom, gate, cache=cache, repositories=repositories)
     if not result.passed:
         raise VulnerabilityGateFailed(gate_failure(result))
     excepted = sum(1 for f in result.findings if f.exception is not None)

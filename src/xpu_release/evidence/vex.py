@@ -12,23 +12,31 @@ The first three are exceptions: each carries ``review_by`` (a date; an xpu-relea
 OpenVEX has no expiry), past which it stops counting and the gate says so; a date further ahead
 than the manifest's ``security.review_horizon_days`` (default 365) is refused, so no exception
 escapes review for a century. ``fixed`` is a claim, never an exception: a finding it names is
-still a finding. A justification or statement that is only blanks is none. Every statement keeps
+still a finding. A justification or statement that shows a reader nothing (blanks, zero-width or
+other invisible characters) is none. Every statement keeps
 the file and line it was written at, so that a stale or expired one can be pointed at.
 
 A product is honoured as exactly as it is written: ``pkg:oci/<image>`` speaks of every release
 of the image, ``pkg:oci/<image>@<version>`` of that version only, ``pkg:oci/<image>@sha256:…``
-of that image (its id, or its manifest digest once published) only.
+of that image (its id, or its manifest digest once published) only. A ``repository_url``
+qualifier narrows it to that repository: it speaks of this image only where it names one the
+release is published to. A ``pkg:oci`` purl has no namespace; one written with one
+(``pkg:oci/someone-else/<image>``) is about another repository's image and silences nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..guard.reading import days_after
+from ..guard.shown import says_nothing
 from ..manifest.yamlsrc import Source, YamlProblems, load
+from ..oci.endpoint import Endpoint
 
 STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
 EXCEPTIONS = ("not_affected", "affected", "under_investigation")
@@ -79,17 +87,39 @@ class Purl:
 
 @dataclass(frozen=True)
 class Subject:
-    """The image a scan is about: its name, its version, and the digests that name it where
-    they are known (its id; its manifest digest once published)."""
+    """The image a scan is about: its name, its version, the digests that name it where they
+    are known (its id; its manifest digest once published), and the repositories it is
+    published to (``host/namespace/image``) where they are known."""
 
     name: str
     version: str
     digests: frozenset[str] = frozenset()
+    repositories: frozenset[str] = frozenset()
 
     def is_named_by(self, product: Purl) -> bool:
         """``product`` (a ``pkg:oci`` purl) names this image: by name alone, or by name and
-        this version or one of its digests."""
-        return product.name == self.name and product.version in (None, self.version, *self.digests)
+        this version or one of its digests. A ``pkg:oci`` purl has no namespace (the purl
+        spec): one written with a namespace names another repository's image of the same last
+        name, never this one; a ``repository_url`` names this image only where it is one of the
+        repositories it is published to."""
+        if product.namespace or product.name != self.name:
+            return False
+        where = product.qualifier("repository_url")
+        if where and repository_of(where) not in self.repositories:
+            return False
+        return product.version in (None, self.version, *self.digests)
+
+
+def published_at(image: str, endpoints: Iterable[Endpoint]) -> frozenset[str]:
+    """The repositories ``image`` is published to, as ``repository_of`` writes a purl's
+    ``repository_url``: one for each endpoint a release goes to."""
+    return frozenset(repository_of(f"{ep.prefix}/{image}") for ep in endpoints)
+
+
+def repository_of(url: str) -> str:
+    """A purl's ``repository_url`` as ``host/namespace/image`` (``docker.io/ns/img``): without
+    a scheme or a closing slash, in lower case (hosts and repository names are)."""
+    return url.removeprefix("https://").removeprefix("http://").rstrip("/").lower()
 
 
 @dataclass(frozen=True)
@@ -140,8 +170,9 @@ class Statement:
 
 
 def _str(value: Any) -> str:
-    """A text field as written; one that is only blanks says nothing, so it is ""."""
-    return value.strip() if isinstance(value, str) else ""
+    """A text field as written; one that shows a reader nothing (blanks, zero-width or other
+    invisible characters: ``guard.shown.says_nothing``) says nothing, so it is ""."""
+    return "" if not isinstance(value, str) or says_nothing(value) else value.strip()
 
 
 def _statement(
@@ -208,7 +239,7 @@ def read_vex(
 ) -> tuple[tuple[Statement, ...], list[Problem]]:
     """The statements of one OpenVEX document, and every problem of its shape (file:line); with
     ``today``, an exception to be reviewed later than ``horizon_days`` from it is one."""
-    latest = today + timedelta(days=horizon_days) if today is not None else None
+    latest = days_after(today, horizon_days) if today is not None else None
     try:
         src = load(path, display)
     except YamlProblems as exc:

@@ -27,6 +27,8 @@ import urllib3.exceptions
 
 from ..errors import WireError
 from . import limits
+from .reading import ascii_int
+from .shown import shown
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,11 +51,11 @@ def declared_length(resp: Any, what: str) -> int | None:
     text = resp.headers.get("Content-Length")
     if text is None:
         return None
-    text = text.strip()
-    if not text.isdigit() or len(text) > 19:
-        msg = f"{what}: the answer declares a Content-Length of {text[:40]!r}, which is no length"
+    length = ascii_int(text.strip(), most=19)
+    if length is None:
+        msg = f"{what}: the answer declares a Content-Length of {shown(text, 40)!r}, which is no length"
         raise WireError(msg)
-    return int(text)
+    return length
 
 
 class _Clock:

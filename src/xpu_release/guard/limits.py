@@ -46,6 +46,10 @@ MAX_CONFIG_BYTES = 4 << 20
 # leaves room for a gate that found thousands of vulnerabilities.
 MAX_RECORD_BYTES = 16 << 20
 
+# One entry of a release's re-scan history (one ``watch`` answer: a few kilobytes, one object per
+# finding): bounded as a release record is.
+MAX_HISTORY_ENTRY_BYTES = MAX_RECORD_BYTES
+
 # A YAML file the repository holds (a manifest, the registries file, image.yaml, a VEX
 # document): ours are a few kilobytes. The bound the YAML loader had before this module.
 MAX_YAML_BYTES = 256 << 10
@@ -101,8 +105,22 @@ MAX_DESCRIPTORS = 100_000
 # holds it): 100,000 is far past any image and bounds the manifests fetched for them.
 MAX_REFERRERS = 100_000
 
+# SBOMs attached to one release that ``watch`` reads (and scans as one): a release has one; a rerun
+# after the SBOM generator changed, or one attached again by hand, makes two or three. More is
+# no release of ours: refused, named, rather than fetched by the thousand.
+MAX_SBOMS = 16
+
 # Tags of one repository read by the tag list, over every page.
 MAX_TAGS = 100_000
+
+# --- reading: folder trees (guard/trees.py) --------------------------------------------------
+
+# Folders walked below a folder from outside (an advisories folder, the cache a runner shares):
+# osv.dev's exports are 2 deep, a build context (a source tree) rarely 30. A walk keeps one open
+# folder per level while it removes a tree, far under a process's 1,024 descriptors, and never
+# meets Python's recursion limit (1,000 frames), which its own walks (rglob, os.walk, rmtree) hit
+# at a tree 1,000 deep. A folder deeper is not entered: counted as skipped, named.
+MAX_FOLDER_DEPTH = 256
 
 # --- reading: a workload's figures (image/workload.py) -------------------------------------------
 
@@ -130,6 +148,14 @@ MAX_INFLATE_RATIO = 200
 # to about 5 GB; twice that bounds the time an index build may take.
 MAX_ARCHIVE_INFLATED = 10 << 30
 
+# What an advisory archive's index (``evidence/osvindex.py``: each record once, a row per package
+# it names) may be made of, against the archive's size: OSV JSON deflates 5 to 15 times, so an
+# index is about that much larger than its archive. Past 40 times (or MIN_INDEX_ALLOWANCE, for a
+# small archive) it is refused: a record naming thousands of packages, or members built to inflate,
+# cannot fill the runner's disk with an index.
+MAX_INDEX_GROWTH = 40
+MIN_INDEX_ALLOWANCE = 64 << 20
+
 # --- reading: the network ------------------------------------------------------------------------
 
 # A registry must send a body at least this fast, averaged over each RATE_WINDOW: a healthy
@@ -142,6 +168,27 @@ RATE_WINDOW = 30.0
 # A body read whole into memory (a manifest, an index, a config, a token) must arrive within this
 # many seconds: 4 MiB at MIN_RATE, with room to spare.
 BODY_DEADLINE = 300.0
+
+# (An answer's status line and headers must arrive within the request's socket timeout once the
+# request is sent, 60 s by default: ``oci.transport.RetryPolicy.timeout``, a deadline there.)
+
+# Redirects followed for one request: a registry sends a blob's GET to its storage once
+# (requests' default of 30 lets a server that redirects for ever hold a run 30 round trips).
+MAX_REDIRECTS = 10
+
+# Pages of one tag list: registries page at 100 tags or more (Docker Hub, Harbor, ACR), so
+# MAX_TAGS fits in 1,000 pages. A page that brings no new tag and names another ends the list
+# as an error (empty pages, a new ``Link`` each time: ``status --catalog`` asked for ever); this
+# bound stops one that sends a tag a page.
+MAX_TAG_PAGES = 1_000
+
+# A CA bundle named by the registries file (``ca_file``): the system's, with every public root,
+# is about 220 KB; a private CA is a few kilobytes.
+MAX_CA_BYTES = 4 << 20
+
+# A password or token given on standard input (``--password-stdin``): a registry token (a JWT,
+# an Aliyun STS token) is a few kilobytes; a file given by mistake is not read to its end.
+MAX_PASSWORD_BYTES = 64 << 10
 
 # --- showing outside text ------------------------------------------------------------------------
 

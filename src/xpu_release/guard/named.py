@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -14,7 +15,11 @@ from ..errors import OutputError
 from ..files import describe
 from .writing import write_bytes
 
-_SYSTEM_LINKS = ("/dev/", "/proc/")  # only root makes links there: /dev/stdout, /dev/fd/N
+# The folders whose links the system makes for a process's own streams, as real paths: /dev
+# itself (/dev/stdout, /dev/stderr: only root writes there) and a process's fd folder (/dev/fd
+# and /proc/self/fd are /proc/<pid>/fd once resolved). Not /dev/shm (anyone plants links there),
+# not /proc/self/cwd (a link to any folder).
+_SYSTEM_LINK_FOLDERS = re.compile(r"/dev|/proc/[0-9]+/(task/[0-9]+/)?fd")
 
 
 def write_named(path: Path, data: bytes, *, what: str) -> None:
@@ -26,8 +31,9 @@ def write_named(path: Path, data: bytes, *, what: str) -> None:
       tool would (there is nothing to replace);
     - a symbolic link: refused, exit 13. The user named the link, not the file it leads to,
       which may be anyone's (a link planted in a shared folder): it is never replaced, nor its
-      mode widened. Name the file itself, or remove the link. Links under ``/dev`` and
-      ``/proc`` are the system's (``/dev/stdout``, ``/dev/fd/N``): written through, in place;
+      mode widened. Name the file itself, or remove the link. The system's own links for a
+      process's streams (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``), told by the
+      folder they really are in (``system_link``), are written through, in place;
     - a folder, a socket or a block device: refused, exit 13.
     """
     try:
@@ -41,11 +47,12 @@ def write_named(path: Path, data: bytes, *, what: str) -> None:
         msg = f"{path}: is a directory; name a file to write the {what} to"
         raise OutputError(msg)
     if st is not None and stat.S_ISLNK(st.st_mode):
-        if not str(path.absolute()).startswith(_SYSTEM_LINKS):
+        system = system_link(path)
+        if system is None:
             msg = (f"{path}: is a symbolic link; the {what} is not written through it (name the file "
                    "itself, or remove the link)")  # fmt: skip
             raise OutputError(msg)
-        _stream(path, data, what, os.O_APPEND)
+        _stream(system, data, what, os.O_APPEND)
     elif st is not None and (stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode)):
         _stream(path, data, what, os.O_NOFOLLOW)
     elif st is not None and not stat.S_ISREG(st.st_mode):
@@ -53,6 +60,20 @@ def write_named(path: Path, data: bytes, *, what: str) -> None:
         raise OutputError(msg)
     else:
         write_bytes(path, data, what=what)
+
+
+def system_link(path: Path) -> Path | None:
+    """``path`` as the system's own link it is (``/dev/stdout``, ``/dev/fd/N``), at its real
+    place, or None when it is any other. Decided on the folder it really is in (``..`` and the
+    links of the folders above resolved as the kernel would), never on how it is spelled:
+    ``/dev/../home/x/link`` is in ``/home/x``, ``/proc/self/cwd/link`` in the current folder."""
+    folder = os.path.realpath(path.absolute().parent)
+    real = Path(folder) / path.name
+    try:
+        is_link = stat.S_ISLNK(real.lstat().st_mode)
+    except OSError:
+        return None
+    return real if is_link and _SYSTEM_LINK_FOLDERS.fullmatch(folder) else None
 
 
 def _stream(path: Path, data: bytes, what: str, flags: int) -> None:

@@ -9,7 +9,10 @@ and the bound.
   every walk over the value recurse: a document nested 5,000 deep would crash them), its
   numbers bounded in length and finite (``1e400`` is no size), ``NaN`` and ``Infinity``
   refused.
-- ``typed``: checks of one value's type where booleans are not integers (``True`` is no size).
+- ``typed``: checks of one value's type where booleans are not integers (``True`` is no size);
+  ``ascii_int``: a number in outside text, in ASCII digits only (never ``int()`` on it alone).
+- ``days_after``: a day and some days more, saturating at the calendar's end (a date read from
+  outside near year 9999 is data, never an ``OverflowError``).
 
 Errors are raised through ``error`` (a callable making the exception, ``DamagedFileError`` by
 default): a damaged layout is exit 12, a registry's answer 7, an option the user typed 3; the
@@ -24,6 +27,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
+from datetime import date, timedelta
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -137,14 +141,19 @@ def _size(n: int) -> str:
 
 # --- JSON ----------------------------------------------------------------------------------------
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string, escapes and all; one that never closes runs to the end of the text. So every quote
+# starts a match that cannot fail, and each byte is looked at once: linear. (Requiring the
+# closing quote made each quote of an unclosed ``"\\"\\"…`` scan to the end and fail: 30 KB took
+# seconds, a 4 MiB manifest hours.)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
 def depth_of(text: bytes | str) -> int:
     """How deep the brackets of a JSON text nest (strings skipped), without parsing it: the
-    bound is checked before anything recurses."""
+    bound is checked before anything recurses. Linear in the text's length, whatever it holds
+    (a string that never closes hides the rest of the text: a parser refuses that anyway)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     brackets = _STRING.sub(b"", data).translate(None, _BRACKETS).translate(_STEP)
     if not brackets:
@@ -216,6 +225,15 @@ def read_json(path: Path, *, what: str, limit: int, error: Fail = DamagedFileErr
 # --- typed values --------------------------------------------------------------------------------
 
 
+def ascii_int(text: str, *, most: int = 19) -> int | None:
+    """``text`` as a whole number written in ASCII digits only (at most ``most`` of them), else
+    None. Outside text never goes to ``int()`` or ``str.isdigit()`` alone: ``"²".isdigit()`` is
+    true and ``int("²")`` raises; ``int("٣")`` is 3 and ``int("1_0")`` 10."""
+    if not 0 < len(text) <= most or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
+
+
 def is_int(value: Any, *, low: int = 0, high: int = limits.MAX_INT64) -> TypeGuard[int]:
     """``value`` is an integer (never a boolean, never a float) from ``low`` to ``high``."""
     return type(value) is int and low <= value <= high
@@ -235,3 +253,16 @@ def str_list(value: Any) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         return None
     return list(value)
+
+
+# --- days ----------------------------------------------------------------------------------------
+
+
+def days_after(day: date, days: int) -> date:
+    """``day`` and ``days`` more (or fewer), or the calendar's last (first) day when that is past
+    it: an advisory published on 9999-12-25, or ``--today 9999-12-31``, has an SLA due "never
+    within the calendar", not an internal error."""
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        return date.max if days >= 0 else date.min

@@ -5,18 +5,28 @@ An advisory id with a newline in it would print as two lines, the second of the 
 choosing (a forged ``error:`` or ``passed`` line in a CI log); an escape sequence would move the
 cursor, recolour or retitle the terminal; a right-to-left override would show text reversed.
 ``shown`` writes every such character as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``) and
-cuts the text to a length that names it without filling a screen.
+cuts the text to a length that names it without filling a screen; a secret it quotes (a server
+that echoes our ``Authorization`` header) is hidden first, so no cut can leave half of one.
 """
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
+from ..secrets import redact
 from .limits import MAX_SHOWN_CHARS
 
 # Control characters (C0, DEL, C1), format characters (bidirectional overrides, zero-width
 # joiners), line and paragraph separators, and surrogates and unassigned code points.
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+# What a reader sees nothing of besides those: spaces of every width (Zs), combining marks with
+# nothing to combine with (Mn, Me), and the letters and symbols fonts draw blank (the Braille
+# pattern blank, the Hangul fillers, the Mongolian vowel separator), none of which ``str.strip``
+# removes.
+_UNSEEN = _HIDDEN | {"Zs", "Mn", "Me"}
+_DRAWN_BLANK = frozenset("\u2800\u3164\u115f\u1160\uffa0\u180e")
 
 
 def _escaped(ch: str) -> str:
@@ -26,16 +36,37 @@ def _escaped(ch: str) -> str:
 
 
 def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``text`` with every character that could hide, move or forge output written as a visible
-    escape, cut to ``limit`` characters (saying how long it was)."""
-    raw = text if isinstance(text, str) else str(text)
+    """``text`` with every registered secret hidden (``secrets.redact``), and every character
+    that could hide, move or forge output written as a visible escape, cut to ``limit``
+    characters (saying how long it was)."""
+    return _cut(redact(text if isinstance(text, str) else str(text)), limit)
+
+
+def _cut(raw: str, limit: int) -> str:
     cut = raw if len(raw) <= limit else raw[:limit]
     out = "".join(_escaped(ch) for ch in cut)
     return out if cut is raw else f"{out}... ({len(raw)} characters)"
 
 
+def says_nothing(text: str) -> bool:
+    """``text`` shows a reader nothing: it is empty, or every character of it is a blank, an
+    invisible one (zero-width, a direction mark, a control) or one drawn blank. A reason, a name
+    or a statement made of them reads as missing in a review, so it counts as missing."""
+    return all(ch.isspace() or ch in _DRAWN_BLANK or unicodedata.category(ch) in _UNSEEN for ch in text)
+
+
 def shown_lines(text: str) -> str:
     """A message of ours, several lines, with whatever outside text it quotes escaped as ``shown``
     does: its own line breaks stay, every other hidden character (an escape sequence, a carriage
-    return that would overwrite the line) is made visible. Nothing is cut."""
-    return "\n".join(shown(line, len(line)) for line in text.split("\n"))
+    return that would overwrite the line) is made visible, and a long secret is hidden (short
+    ones only in the outside text it quotes: ``secrets``). Nothing is cut."""
+    lines = [redact(line, outside=False) for line in text.split("\n")]
+    return "\n".join(_cut(line, len(line)) for line in lines)
+
+
+def path_text(path: object) -> str:
+    """A file's name as text that is valid UTF-8 whatever its bytes (a name is any bytes but
+    ``/`` and NUL): a byte that is not UTF-8 is written ``\\xNN``, so a JSON document or a log
+    that quotes it stays valid; nothing else is changed (JSON escapes the rest)."""
+    raw = os.fsencode(str(path))
+    return raw.decode("utf-8", "backslashreplace")

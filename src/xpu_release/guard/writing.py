@@ -30,6 +30,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import secrets
 import stat
 import time
@@ -151,6 +152,14 @@ class Out:
             raise
         return self
 
+    @property
+    def by_name(self) -> Path:
+        """The temporary as a path through this write's open folder (``/proc/self/fd/N/<name>``),
+        for a writer that opens the file by name itself (SQLite): the kernel reaches the folder
+        from its descriptor, not by walking a path again, so no link on the way is followed."""
+        assert self._file is not None, "Out.by_name outside its with block"
+        return Path(f"/proc/self/fd/{self._folder}") / self._tmp
+
     def write(self, data: bytes) -> None:
         assert self._file is not None, "Out.write outside its with block"
         try:
@@ -159,17 +168,31 @@ class Out:
             raise self._fail(exc) from None
         self.size += len(data)
 
-    def commit(self) -> Identity:
-        """Make the file durable and put it in place; returns what it is now."""
+    def commit(self, name: str | None = None, *, keep_existing: bool = False) -> Identity:
+        """Make the file durable and put it in place (under ``name`` in the same folder, for a
+        file named by what it holds: a blob known by its digest once written); returns what it
+        is now. With ``keep_existing``, whatever is at that name (a file, a link, made meanwhile
+        by anyone) stays as it is and ``FileExistsError`` is raised: the file is hard-linked
+        into place, which never replaces and never follows a link."""
         assert self._file is not None, "Out.commit outside its with block"
+        final = name or self.path.name
         try:
             self._file.flush()
             if self.durable:
                 os.fsync(self._file.fileno())
-            os.replace(self._tmp, self.path.name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
+            if keep_existing:
+                os.link(
+                    self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder, follow_symlinks=False
+                )
+                os.unlink(self._tmp, dir_fd=self._folder)
+            else:
+                os.replace(self._tmp, final, src_dir_fd=self._folder, dst_dir_fd=self._folder)
             self._tmp = ""
             self.identity = Identity.of(os.fstat(self._file.fileno()))
+            self.path = self.path.with_name(final)
         except OSError as exc:
+            if keep_existing and isinstance(exc, FileExistsError):
+                raise  # the caller's to say: "already exists", in its own words
             raise self._fail(exc) from None
         if self.durable:
             with contextlib.suppress(OSError):  # the rename's own durability; not every fs can
@@ -213,12 +236,19 @@ def _kept_mode(folder: int, path: Path) -> int | None:
 
 
 def write_bytes(
-    path: Path, data: bytes, *, within: Path | None = None, what: str = "file", durable: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    within: Path | None = None,
+    what: str = "file",
+    durable: bool = True,
+    keep_existing: bool = False,
 ) -> Identity:
-    """``data`` at ``path``, whole or not at all (see ``Out``)."""
+    """``data`` at ``path``, whole or not at all (see ``Out``); with ``keep_existing``, only if
+    nothing is at ``path`` (else ``FileExistsError``, and nothing changed)."""
     with Out(path, within=within, what=what, durable=durable) as out:
         out.write(data)
-        return out.commit()
+        return out.commit(keep_existing=keep_existing)
 
 
 class NotAsNamed(Exception):
@@ -277,10 +307,12 @@ def settle(folder: Path) -> None:
 # --- proving what landed ------------------------------------------------------------------------
 
 
-def landed(path: Path, *, within: Path) -> tuple[str, Identity] | None:
-    """The ``sha256:<hex>`` and identity of the regular file at ``path`` inside ``within``
-    (reached without following a link, the file itself not followed either), or None when
-    nothing trustworthy is there: missing, a link, a FIFO, a folder, unreadable."""
+def landed(path: Path, *, within: Path, size: int) -> tuple[str, Identity] | None:
+    """The ``sha256:<hex>`` and identity of the regular file of ``size`` bytes at ``path`` inside
+    ``within`` (reached without following a link, the file itself not followed either), or None
+    when nothing trustworthy is there: missing, a link, a FIFO, a folder, unreadable, or of
+    another size. The size is compared before a byte is read, and at most ``size`` + 1 bytes are
+    (a sparse file of a terabyte under an 11-byte blob's name is no blob, found at once)."""
     try:
         folder = open_folder(path.parent, within=within, make=False)
     except (OSError, OutputError):
@@ -293,13 +325,14 @@ def landed(path: Path, *, within: Path) -> tuple[str, Identity] | None:
         os.close(folder)
     try:
         before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
+        if not stat.S_ISREG(before.st_mode) or before.st_size != size:
             return None
-        h = hashlib.sha256()
-        while block := os.read(fd, COPY_BLOCK):
+        h, read = hashlib.sha256(), 0
+        while read <= size and (block := os.read(fd, min(COPY_BLOCK, size + 1 - read))):
             h.update(block)
+            read += len(block)
         after = Identity.of(os.fstat(fd))
-        return ("sha256:" + h.hexdigest(), after) if after == Identity.of(before) else None
+        return ("sha256:" + h.hexdigest(), after) if read == size and after == Identity.of(before) else None
     except OSError:
         return None
     finally:
@@ -317,9 +350,13 @@ def unchanged(path: Path, identity: Identity) -> bool:
 # --- killed runs' temporaries ---------------------------------------------------------------
 
 
+_TEMPORARY = re.compile(rf"\..+\.[0-9]+-[0-9a-f]{{8}}{re.escape(TEMPORARY_SUFFIX)}", re.DOTALL)
+
+
 def is_temporary(name: str) -> bool:
-    """A name ``Out`` gives its temporaries (``.<name>.<pid>-<token>.tmp``)."""
-    return name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)
+    """A name ``Out`` gives its temporaries (``.<name>.<pid>-<8 hex>.tmp``), and no other: a
+    hidden ``.tmp`` file of another tool or a person (``.notes.tmp``) is theirs, never swept."""
+    return _TEMPORARY.fullmatch(name) is not None
 
 
 def sweep(folder: Path, *, within: Path | None = None, now: float | None = None) -> list[str]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import OutputError
+from ..guard.trees import remove_tree
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
 from ..manifest.platforms import Platform
@@ -24,7 +26,7 @@ from ..manifest.registries import Registries
 from ..manifest.support import calver_month
 from ..oci.codec import Codec
 from ..oci.store import ObservedMap
-from ..settings import cache_dir, current
+from ..settings import cache_folder, current
 from . import baseimage, fetch, stages
 from .engine import Engine, LineSink
 from .inputs import BuildInputs, require_pinned
@@ -97,10 +99,13 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock, 
     """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact, and the
     workload the image carries (a folder per platform: each has its own wheels)."""
     suffix = f"-{platform.slug}" if spec.platformed else ""
-    ctx = cache_dir() / "contexts" / f"{spec.image}-{spec.version}{suffix}"
-    if ctx.exists():
-        shutil.rmtree(ctx)
-    ctx.mkdir(parents=True)
+    ctx = cache_folder("contexts") / f"{spec.image}-{spec.version}{suffix}"
+    # An earlier run's context, or whatever else is at its name (a link is removed, never
+    # followed; a tree of any depth is removed without recursion).
+    if not remove_tree(ctx):
+        msg = f"{ctx}: an earlier build context cannot be removed (no permission, or too deep); remove it"
+        raise OutputError(msg)
+    ctx.mkdir()
     (ctx / "Dockerfile").write_text(dockerfile, encoding="utf-8")
     (ctx / "pip-constraints.txt").write_text(lock.constraints(), encoding="utf-8")
     for layer in lock.layers:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import StackError
+from ..guard.reading import ascii_int
 from ..oci.store import DigestMap
 from .engine import Engine
 
@@ -68,7 +69,7 @@ class _Guess:
 
     def __init__(self, layers: Sequence[str], wanted: set[str]) -> None:
         known = layer_sizes()
-        self.sizes = {d: int(v) for d in layers if (v := known.get(d)) and v.isdigit()}
+        self.sizes = {d: n for d in layers if (n := ascii_int(known.get(d) or "")) is not None}
         self.others = {v for d, v in self.sizes.items() if d not in wanted}
         self.skipped = False
 

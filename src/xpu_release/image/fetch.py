@@ -19,7 +19,7 @@ from ..files import sha256_file, touch
 from ..guard.bodies import chunks
 from ..guard.limits import MAX_ARTIFACT_BYTES
 from ..secrets import redact
-from ..settings import cache_dir
+from ..settings import cache_dir, cache_folder
 
 
 def _download(url: str, dest: Path, token: str | None) -> None:
@@ -49,7 +49,7 @@ def fetch(
     if target.is_file():
         touch(target.parent)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    cache_folder("blobs", sha256)  # a folder inside the cache, never a link out of it
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         partial = Path(tmp) / filename
         try:

@@ -23,6 +23,8 @@ from typing import Any
 from ..errors import ConfigError, SmokeTestFailed
 from ..guard.limits import MAX_DOCUMENT_BYTES, MAX_RECORD_BYTES
 from ..guard.reading import Refused, read_file, read_json
+from ..guard.trees import Walk
+from ..guard.writing import write_bytes
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
 from ..manifest.platforms import AMD64, Platform
@@ -158,6 +160,9 @@ def smoke_test(
     started = time.monotonic()
     ref = platform.local_ref(spec.ref)
     image = engine.require_image(ref)
+    # The checks as they are staged (a deep or unreadable folder of them refused before a copy
+    # recurses into it), hashed once: the marker names the checks that ran.
+    tests = tests_sha256(root, spec)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         run = stage_run(root, spec, image.id, lock.provided, Path(tmp), platform)
         junit = run.folder / "junit.xml"
@@ -186,7 +191,7 @@ def smoke_test(
     result = SmokeResult(
         ref=ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
     )
-    _mark_tested(spec, image.id, tests_sha256(root, spec), passed)
+    _mark_tested(spec, image.id, tests, passed)
     return result
 
 
@@ -205,7 +210,13 @@ def tests_sha256(root: Path, spec: ImageSpec) -> str:
     """The checks themselves: a changed check means the image must be tested again."""
     h = hashlib.sha256()
     for name, folder in suites(root, spec):
-        for path in sorted(folder.rglob("*.py")):
+        walk = Walk(folder)  # without recursion: a tree of any depth is no RecursionError
+        checks = sorted(f.path for f in walk if not f.is_dir and f.path.name.endswith(".py"))
+        if walk.skipped:
+            msg = (f"{name}: {walk.skipped} folder(s) of the checks could not be read, or are deeper "
+                   f"than {walk.max_depth} levels; fix or remove them")  # fmt: skip
+            raise ConfigError(msg)
+        for path in checks:
             rel = f"{name}/{path.relative_to(folder)}"  # a check that is no file (a FIFO) is named
             check = read_file(path, what=rel, limit=MAX_DOCUMENT_BYTES, error=ConfigError)
             h.update(rel.encode() + b"\0" + check)
@@ -221,7 +232,7 @@ def already_tested(root: Path, spec: ImageSpec, image_id: str) -> bool:
 
 
 def _marker(image_id: str) -> Path:
-    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"
+    return cache_dir() / "tested" / f"{image_id.removeprefix('sha256:')}.json"  # written within the cache
 
 
 def _read_marker(image_id: str) -> dict[str, Any]:
@@ -236,7 +247,6 @@ def _read_marker(image_id: str) -> dict[str, Any]:
 
 def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> None:
     path = _marker(image_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "ref": spec.ref,
         "image_id": image_id,
@@ -245,7 +255,7 @@ def _mark_tested(spec: ImageSpec, image_id: str, tests: str, passed: int) -> Non
         "passed": passed,
         "at": time.time(),
     }
-    path.write_text(json.dumps(data), encoding="utf-8")
+    write_bytes(path, json.dumps(data).encode(), within=cache_dir(), what="smoke test marker")
 
 
 def require_tested(spec: ImageSpec, image_id: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..guard.writing import write_bytes
 from . import ImageSpec, Repo
 from .schema import Checker
 from .tokens import VERSION
@@ -121,18 +122,18 @@ def new_version(
 def write_child(repo: Repo, image: str, version: str, text: str) -> tuple[Path, ImageSpec]:
     """Write ``text`` as ``manifests/<image>/<version>.yaml`` (never over a file that is there)
     and load it; an invalid one is removed and its problems raised."""
-    from ..files import describe, kind_of
+    from ..files import kind_of
 
     path = repo.manifest_path(image, version)
     if kind_of(path) != "missing":
         msg = f"{repo.rel(path)} already exists; edit it instead"
         raise ConfigError(msg)
     try:
-        # "x": never through a link someone left there, never over a file made meanwhile.
-        with path.open("x", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        msg = f"{repo.rel(path)}: cannot write the new manifest ({describe(exc)})"
+        # Whole or not at all (a temporary of this run's own, never through a link), and never
+        # over a file or a link made meanwhile: a killed run leaves no half manifest behind.
+        write_bytes(path, text.encode(), within=path.parent, what="new manifest", keep_existing=True)
+    except FileExistsError:
+        msg = f"{repo.rel(path)} already exists; edit it instead"
         raise ConfigError(msg) from None
     try:
         spec = repo.load(image, version)

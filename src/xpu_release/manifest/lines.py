@@ -8,21 +8,16 @@ version and one more than the highest patch number with a manifest.
 
 from __future__ import annotations
 
-from ..errors import ReleaseError
-from .loader import Repo, version_key
+from ..errors import ConfigError, ReleaseError
+from .loader import VERSION_RX, Repo
 from .model import ImageSpec
-from .patchformat import split_patch
-
-LINE_TAG_SUFFIX = "-latest"
+from .patchformat import LINE_TAG_SUFFIX, MAX_PATCH, line_of_version, split_patch
+from .versions import version_key
 
 
 def line_of(spec: ImageSpec) -> str:
     """The version of the release ``spec`` belongs to: its own, or (a patch) the one it patches."""
-    if spec.release.patch is not None:
-        split = split_patch(spec.version)
-        if split is not None:
-            return split[0]
-    return spec.version
+    return line_of_version(spec.version, spec.release.patch is not None)
 
 
 def line_tag(spec: ImageSpec) -> str:
@@ -58,7 +53,18 @@ def newest_of_line(repo: Repo, spec: ImageSpec) -> bool:
 
 def next_patch(repo: Repo, spec: ImageSpec) -> str:
     """The version of the next patch of ``spec``'s line: ``25.03`` → ``25.03.1`` (or one more
-    than the highest patch number already taken by a manifest, whatever it holds)."""
+    than the highest patch number already taken by a manifest, whatever it holds). A line whose
+    numbers are used up (past ``MAX_PATCH``, or a version longer than a version may be) is
+    refused with what to do, never named a version the numbering rejects."""
     line = line_of(spec)
     taken = [s[1] for v in repo.versions(spec.image) if (s := split_patch(v)) is not None and s[0] == line]
-    return f"{line}.{max(taken, default=0) + 1}"
+    n = max(taken, default=0) + 1
+    version = f"{line}.{n}"
+    if split_patch(version) != (line, n) or not VERSION_RX.fullmatch(version):
+        msg = (
+            f"{spec.image}:{line} has no patch number left: {version[:140]!r} is not a patch version "
+            f"(patch numbers go from 1 to {MAX_PATCH}, a version has at most 128 characters); release "
+            "a new version of the image instead"
+        )
+        raise ConfigError(msg)
+    return version

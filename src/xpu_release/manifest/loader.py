@@ -10,8 +10,9 @@ from typing import Any
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
 from . import inherit, rules, schema
 from .model import ImageSpec
-from .patchformat import numbering_problem
+from .patchformat import LINE_TAG_SUFFIX, line_of_version, numbering_problem
 from .platforms import KNOWN, of_names
+from .versions import version_key
 from .yamlsrc import Source, YamlProblems, load
 
 ROOT_MARKERS = ("manifests", "templates", "registries.yaml")
@@ -236,6 +237,8 @@ class Repo:
             why = numbering_problem(version, src.data.get("extends"), exists)
             if why:
                 checker.fail(("release", "patch"), why)
+        if not checker.problems:
+            _check_floating_tags(self, image, version, src.data, checker)
         if checker.problems:
             raise ManifestError(checker.problems)
         return ImageSpec.from_dict(src.data, manifest_path=src.file)
@@ -273,6 +276,22 @@ class Repo:
                         ]
                     )
         return specs, problems
+
+
+def _check_floating_tags(
+    repo: Repo, image: str, version: str, data: dict[str, Any], c: schema.Checker
+) -> None:
+    """No floating tag of a release is another release's version tag (``25.03``) or another
+    line's tag (``25.03-latest`` moved by a release of 25.04): a tag that moves would take it."""
+    line = line_of_version(version, (data.get("release") or {}).get("patch") is not None)
+    for i, tag in enumerate(data.get("floating_tags") or ()):
+        named = str(tag).removesuffix(LINE_TAG_SUFFIX)
+        if named == str(tag) and repo.manifest_path(image, named).is_file():
+            c.fail(("floating_tags", i), f"{tag!r} is the version tag of {image}:{named}, which never moves: "
+                   "name the floating tag otherwise")  # fmt: skip
+        elif named != str(tag) and named != line and repo.manifest_path(image, named).is_file():
+            c.fail(("floating_tags", i), f"{tag!r} is the line's tag of {image}:{named}, which moves "
+                   f"with that line only; this release's is {line}{LINE_TAG_SUFFIX}: drop it")  # fmt: skip
 
 
 def _check_base_chain(repo: Repo, image: str, version: str, src: Source, c: schema.Checker) -> None:
@@ -316,13 +335,3 @@ def _base_serves_every_platform(
         where = ("platforms",) if "platforms" in data else ("base", "image")
         c.fail(where, f"{', '.join(missing)}: the base release {ref} is built for {', '.join(theirs)} only; "
                "add the platform to its manifest and release it first")  # fmt: skip
-
-
-def version_key(v: str) -> tuple[int, tuple[tuple[int, str], ...], str]:
-    """Sort key for versions: numeric dotted versions (25.03 < 25.10) before anything else.
-    Numbers compare by their digits (length, then text), never through ``int()``: a version of
-    5,000 digits is a user's mistake to report, not Python's int limit to trip over."""
-    parts = v.split(".")
-    if all(p.isascii() and p.isdigit() for p in parts):
-        return (0, tuple((len(p.lstrip("0")), p.lstrip("0")) for p in parts), "")
-    return (1, (), v)

@@ -3,7 +3,8 @@ release that builds on a set of them, and an order to build them in, wave after 
 
 from __future__ import annotations
 
-from .loader import Repo, parse_ref, version_key
+from .loader import Repo, parse_ref
+from .versions import version_key
 
 
 def descendants(repo: Repo, refs: set[str]) -> set[str]:

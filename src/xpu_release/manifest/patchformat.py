@@ -3,11 +3,13 @@ writes (each advisory it fixes, the base it moves, what it does not fix yet), it
 the rule of patch numbers.
 
 A patch of ``25.03`` is ``25.03.1``, then ``25.03.2``; of ``2.13.0`` it is ``2.13.0.1``: the
-version of the release it patches (its **line**) and one more number. ``loader.version_key``
-sorts them after the line's release and before its next regular version (``25.03 < 25.03.1 <
-25.04``, ``2.13.0 < 2.13.0.1 < 2.13.1``). A release is a patch when it carries ``release.patch``;
-its line is then its version without the last number, and it ``extends`` its line's release or
-an earlier patch of it. The notes of a patch say why it exists from this section.
+version of the release it patches (its **line**) and one more number, from 1 to ``MAX_PATCH``.
+``versions.version_key`` sorts them after the line's release, in numeric order, and before its
+next regular version (``25.03 < 25.03.1 < 25.03.10 < 25.04``, ``2.13.0 < 2.13.0.1 < 2.13.1``,
+``25.03-py3 < 25.03-py3.10``, ``2.14.0-rc.1 < 2.14.0-rc.1.1 < 2.14.0-rc.2``). A release is a
+patch when it carries ``release.patch``; its line is then its version without the last number,
+and it ``extends`` its line's release or an earlier patch of it. The notes of a patch say why
+it exists from this section.
 """
 
 from __future__ import annotations
@@ -156,13 +158,21 @@ class Patch:
 
 # --- numbering ------------------------------------------------------------------------------
 
-_PATCH_RX = re.compile(r"(?P<line>.+)\.(?P<n>[1-9][0-9]{0,5})")
+LINE_TAG_SUFFIX = "-latest"  # a line's floating tag: 25.03-latest (lines.line_tag)
+MAX_PATCH = 999_999  # patch numbers of one line: 1 to 999999, never with a leading 0
+_PATCH_RX = re.compile(rf"(?P<line>.+)\.(?P<n>[1-9][0-9]{{0,{len(str(MAX_PATCH)) - 1}}})")
 
 
 def split_patch(version: str) -> tuple[str, int] | None:
     """``25.03.2`` → (``25.03``, 2): the line and the patch number, if ``version`` can be one."""
     m = _PATCH_RX.fullmatch(version)
     return (m["line"], int(m["n"])) if m else None
+
+
+def line_of_version(version: str, is_patch: bool) -> str:
+    """The line a release belongs to: its own version, or (a patch) the one it patches."""
+    split = split_patch(version) if is_patch else None
+    return split[0] if split is not None else version
 
 
 def numbering_problem(version: str, extends: Any, exists: Callable[[str], bool]) -> str | None:

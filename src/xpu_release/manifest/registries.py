@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ManifestError
-from ..oci.endpoint import Endpoint
+from ..oci.endpoint import Endpoint, host_problem
 from . import schema, tokens
 from .yamlsrc import Source
 
@@ -42,6 +42,12 @@ REGISTRY = schema.Obj(
             description="Per-region host overrides.",
         ),
         "insecure": schema.Bool(description="Plain HTTP (loopback test registries only)."),
+        "token_hosts": schema.List(
+            item=schema.Str(pattern=r"[A-Za-z0-9.\-]+(?::[0-9]{1,5})?", what="a host", max_len=255),
+            unique=True,
+            description="Hosts besides `host` whose token service (the realm a 401 names) may be sent "
+            "our login, e.g. `auth.docker.io` for Docker Hub; a realm on any other host is refused.",
+        ),
         "ca_file": schema.Str(
             pattern=r"[^\n\r]+",
             what="a path",
@@ -87,6 +93,10 @@ class Registries:
         elif "{region}" in host:
             msg = f"{self.source}: registry {alias!r} is per-region; name a region"
             raise ConfigError(msg)
+        problem = host_problem(host)
+        if problem is not None:
+            msg = f"{self.source}: registry {alias!r}: the host {host!r} {problem}"
+            raise ConfigError(msg)
         return Endpoint(
             registry=alias,
             role=e["role"],
@@ -95,6 +105,7 @@ class Registries:
             namespace=e["namespace"],
             insecure=bool(e.get("insecure", False)),
             ca_file=e.get("ca_file"),
+            token_hosts=tuple(e.get("token_hosts") or ()),
         )
 
     def publish_endpoints(self) -> tuple[Endpoint, ...]:

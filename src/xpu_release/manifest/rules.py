@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from . import evaluation, platforms
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
+from .patchformat import LINE_TAG_SUFFIX
 from .support import calver_month
 from .types import Checker
 
@@ -174,6 +175,51 @@ def support_months_count_from_a_date(m: Resolved, c: Checker) -> None:
                "to read one from: give support.released (YYYY-MM-DD) or support.until")  # fmt: skip
 
 
+def a_version_is_never_a_floating_tag(m: Resolved, c: Checker) -> None:
+    """A version tag never moves and a floating tag does: a version is not ``latest``, does not
+    end in ``-latest`` (a line's tag: ``25.03-latest`` follows 25.03 and its patches), and is
+    none of its own ``floating_tags``. (That a floating tag is no other release's version is
+    checked where the repository is known: the loader.)"""
+    version = str(m.data.get("version"))
+    tags = list(m.data.get("floating_tags") or ())
+    if version == "latest" or version.endswith(LINE_TAG_SUFFIX):
+        c.fail(("version",), f"{version!r} is named like a floating tag (latest, <line>{LINE_TAG_SUFFIX}), "
+               "which moves, and a version tag never does: name the version otherwise")  # fmt: skip
+    elif version in tags:
+        c.fail(("floating_tags", tags.index(version)), f"{version!r} is this release's version tag, which "
+               "never moves: drop it from floating_tags")  # fmt: skip
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def a_patch_makes_the_fixes_it_claims(m: Resolved, c: Checker) -> None:
+    """Each fix ``release.patch`` claims (its notes say it) is one the manifest makes: ``by:
+    component``, a pip component installs the package at ``new``; ``by: constraint``,
+    ``pip.constraints`` raises it to ``new`` (``NAME>=NEW``)."""
+    patch = (m.data.get("release") or {}).get("patch") or {}
+    pins = {canonical_name(comp.get("package") or cid): str(comp["version"]) for cid, comp in m.pip.items()}
+    floors: dict[str, str] = {}
+    for text in (m.data.get("pip") or {}).get("constraints") or ():
+        name, sep, version = str(text).partition(">=")
+        if sep:
+            floors[canonical_name(name.strip())] = version.strip()
+    for i, fix in enumerate(patch.get("fixes") or ()):
+        name, new, by = canonical_name(str(fix["package"])), str(fix["new"]), fix.get("by") or "component"
+        made = pins if by == "component" else floors
+        if name in made and _same_version(made[name], new):
+            continue
+        where = "a pip component" if by == "component" else "pip.constraints"
+        has = f"says {made[name]}" if name in made else "does not name it"
+        c.fail(("release", "patch", "fixes", i, "new"), f"claims {fix['id']} fixed in {fix['package']} "
+               f"{fix['old']} → {new} by: {by}, but {where} {has}: make the fix (pin {new}), or drop the "
+               "claim: the notes say what this section says")  # fmt: skip
+
+
 def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
     """``evaluation:`` names each variant once, has a command, and accepts only a regression it
     can find (``evaluation.RULES``, beside its format)."""
@@ -199,6 +245,8 @@ RULES: tuple[Rule, ...] = (
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
     support_months_count_from_a_date,
+    a_version_is_never_a_floating_tag,
+    a_patch_makes_the_fixes_it_claims,
     the_evaluation_holds_together,
     platform_versions_name_declared_platforms,
 )

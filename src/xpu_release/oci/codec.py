@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal, Protocol, cast
 
 from ..errors import ConfigError
+from ..guard.reading import ascii_int
 
 Library = Literal["isal", "zlib-ng", "zlib", "zstd"]
 GZIP_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -127,8 +128,8 @@ def parse_codec(text: str, *, accept_zstd: bool, where: str) -> Codec:
     levels = LEVELS[library]
     if not level_text:
         level = DEFAULT.level if library == "isal" else (3 if library == "zstd" else 6)
-    elif level_text.isdigit() and int(level_text) in levels:
-        level = int(level_text)
+    elif (given := ascii_int(level_text, most=2)) is not None and given in levels:
+        level = given
     else:
         msg = f"{where}: {library} takes a level from {levels.start} to {levels.stop - 1}, not {level_text!r}"
         raise ConfigError(msg)

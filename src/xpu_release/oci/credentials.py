@@ -11,14 +11,26 @@ from pathlib import Path
 from ..errors import RegistryAuthError
 from ..guard.limits import MAX_DOCKER_CONFIG_BYTES
 from ..guard.reading import Refused, parse_json, read_json
-from ..secrets import register
+from ..secrets import basic_credentials, register
 from ..settings import Settings
 
 
 @dataclass(frozen=True, kw_only=True)
 class Credentials:
+    """A login. Its password and the forms it travels in (``base64(user:password)``) are
+    registered for redaction when it is made, wherever it came from."""
+
     username: str
     password: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        register(self.password)
+        basic_credentials(self.username, self.password)
+
+    @property
+    def basic(self) -> str:
+        """The ``Authorization`` header's value for basic authentication (UTF-8, as docker)."""
+        return f"Basic {basic_credentials(self.username, self.password)}"
 
     def docker_auth(self) -> dict[str, str]:
         return {"username": self.username, "password": self.password}
@@ -56,7 +68,7 @@ def _helper(name: str, host: str) -> Credentials | None:
         # Never echo the helper's output: it may hold the secret.
         msg = f"credential helper docker-credential-{name} answered for {host} with no Username/Secret JSON"
         raise RegistryAuthError(msg) from None
-    return Credentials(username=username, password=register(secret) or "")
+    return Credentials(username=username, password=secret)
 
 
 @dataclass
@@ -98,13 +110,14 @@ class CredentialStore:
         auths = config.get("auths") or {}
         entry = auths.get(host) if isinstance(auths, dict) else None
         if isinstance(entry, dict) and entry.get("auth"):
+            register(str(entry["auth"]))  # as it is stored, which a server may be sent and echo
             try:
                 raw = base64.b64decode(str(entry["auth"]), validate=True).decode()
             except ValueError:  # binascii.Error and UnicodeDecodeError: never echo it (a secret)
                 msg = f"the docker config's auth for {host} is not base64 of user:password; log in again"
                 raise RegistryAuthError(msg) from None
             user, _, password = raw.partition(":")
-            return Credentials(username=user, password=register(password) or "")
+            return Credentials(username=user, password=password)
         store = config.get("credsStore")
         if isinstance(store, str) and store:
             return _helper(store, host)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..guard.writing import Out
 from ..progress import Tally
-from ..settings import cache_dir
+from ..settings import cache_folder
 from .codec import DEFAULT, GZIP_TYPE, Codec
 from .store import DigestMap
 
@@ -33,10 +33,9 @@ class Blob:
 
 
 def spool_dir() -> Path:
-    """The publish spool: compressed layers and documents by digest, in the cache."""
-    folder = cache_dir() / "oci-blobs"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """The publish spool: compressed layers and documents by digest, in the cache (a folder of
+    it, never a link out of it: ``settings.cache_folder``)."""
+    return cache_folder("oci-blobs")
 
 
 def blob_file(spool: Path, digest: str) -> Path:
@@ -85,7 +84,10 @@ class Members:
     ) -> None:
         self.spool, self.codec, self.tally = spool, codec, tally
         self._pool, self._member_of = pool, codec.compressor()
-        self._out = tempfile.NamedTemporaryFile(dir=spool, prefix=".gz-", delete=False)  # noqa: SIM115
+        # The guarded way out: a temporary of this run's own, readable by the runner's other jobs,
+        # renamed to the blob's digest once known. Not fsync'd: an entry is hashed again the
+        # first time a process uses it (a torn one is made again).
+        self._out = Out(spool / "layer", within=spool, what="compressed layer", durable=False).__enter__()
         self._sha, self._size = hashlib.sha256(), 0
         self._held: list[bytes | memoryview] = []  # the next piece's bytes so far, as they came
         self._held_size = 0
@@ -131,9 +133,9 @@ class Members:
             self._submit(self._take_piece())
         while self._pending:
             self._write_oldest()
-        self._out.close()
         digest = "sha256:" + self._sha.hexdigest()
-        Path(self._out.name).replace(blob_file(self.spool, digest))
+        self._out.commit(blob_file(self.spool, digest).name)
+        self._out.__exit__(None, None, None)
         return Blob(digest=digest, size=self._size, media_type=self.codec.media_type)
 
     def discard(self) -> None:
@@ -143,8 +145,7 @@ class Members:
             if not job.cancelled():
                 job.exception()
         self._pending.clear()
-        self._out.close()
-        Path(self._out.name).unlink(missing_ok=True)
+        self._out.__exit__(None, None, None)  # the temporary is removed
 
 
 def compress(

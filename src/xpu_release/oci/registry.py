@@ -314,28 +314,47 @@ class RegistryClient:
 
     def tags(self, repo: str, *, page: int = 1000) -> list[str]:
         """Every tag of ``repo``, following ``Link: <…>; rel="next"`` pages (ACR and Harbor page
-        tag lists; the distribution spec's ``n``/``last``)."""
-        out: list[str] = []
-        url = f"/v2/{repo}/tags/list?n={page}"
-        seen: set[str] = set()
-        while url and url not in seen:
-            seen.add(url)
-            resp = self.t.request("GET", url, scope=f"repository:{repo}:pull")
-            if resp.status_code == 404:
-                return out
-            out.extend(_tags_of(resp.content, f"{self.endpoint.name}: the tags of {repo}", len(out)))
-            url = _next_link(resp.headers.get("Link", ""))
-        return out
+        tag lists; the distribution spec's ``n``/``last``), each tag once. A WireError for a
+        list that does not end: a page that names a next one but brought no tag not seen before
+        (a registry whose every page is empty and names another), more than ``MAX_TAG_PAGES``
+        pages or ``MAX_TAGS`` tags."""
+        return _tag_list(self.t, repo, page)
 
 
-def _tags_of(body: bytes, what: str, before: int) -> list[str]:
-    """The tags one page of a tag list names; ``before`` tags came on earlier pages."""
+def _tag_list(t: Transport, repo: str, page: int) -> list[str]:
+    """``RegistryClient.tags``."""
+    out: dict[str, None] = {}  # the tags in the order they came, each once
+    url = f"/v2/{repo}/tags/list?n={page}"
+    seen: set[str] = set()
+    what = f"{t.endpoint.name}: the tags of {repo}"
+    while url and url not in seen:
+        if len(seen) >= limits.MAX_TAG_PAGES:
+            msg = f"{what}: more than {limits.MAX_TAG_PAGES} pages; the limit is {limits.MAX_TAG_PAGES}"
+            raise WireError(msg)
+        seen.add(url)
+        resp = t.request("GET", url, scope=f"repository:{repo}:pull")
+        if resp.status_code == 404:
+            break
+        before = len(out)
+        out.update(dict.fromkeys(_tags_of(resp.content, what)))
+        if len(out) > limits.MAX_TAGS:
+            msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
+            raise WireError(msg)
+        url = _next_link(resp.headers.get("Link", ""))
+        if url and len(out) == before:
+            msg = f"{what}: page {len(seen)} brought no new tag yet names a next page; the list never ends"
+            raise WireError(msg)
+    return list(out)
+
+
+def _tags_of(body: bytes, what: str) -> list[str]:
+    """The tags one page of a tag list names (at most ``MAX_TAGS``)."""
     data = parse_json(body, what=what, error=WireError)
     tags = str_list(data.get("tags") or []) if isinstance(data, dict) else None
     if tags is None:
         msg = f"{what}: the answer is not a list of tags"
         raise WireError(msg)
-    if before + len(tags) > limits.MAX_TAGS:
+    if len(tags) > limits.MAX_TAGS:
         msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
         raise WireError(msg)
     return [shown(t, 128) for t in tags]  # a tag is shown to people: one of no tag's shape, escaped
@@ -359,11 +378,18 @@ def _names_unknown_content(message: str) -> bool:
     return any(code in message for code in UNKNOWN_CONTENT)
 
 
+# One link of a Link header and the parameters after it, up to the next link. Neither part can
+# hold a "<", so each byte is looked at once (a search for "<…>" from every "<" of a header of
+# 64 KB of "<" took 12 s).
+_LINK = re.compile(r"<([^<>]*)>([^<]*)")
+_NEXT = re.compile(r';\s*rel\s*=\s*"?next"?(?:[\s;,]|$)')
+
+
 def _next_link(header: str) -> str:
-    """The target of ``rel="next"`` in a Link header (RFC 8288), relative to the registry."""
-    m = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', header)
-    if not m:
-        return ""
-    target = m.group(1)
-    parsed = urlparse(target)
-    return f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
+    """The target of ``rel="next"`` in a Link header (RFC 8288), as a path of the registry
+    (whatever host it names: the page is asked of this endpoint)."""
+    for m in _LINK.finditer(header):
+        if _NEXT.search(m[2]):
+            parsed = urlparse(m[1])
+            return f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
+    return ""

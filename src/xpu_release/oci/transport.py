@@ -1,60 +1,38 @@
 """The transport under the registry client: one endpoint's HTTP session, TLS, the auth flows
-(basic, bearer tokens per scope), retries with capped exponential backoff and jitter, and
-statistics. It knows nothing of manifests or blobs (``registry.py`` does), as
+(basic, bearer tokens per scope), redirects, retries with capped exponential backoff and
+jitter, and statistics. It knows nothing of manifests or blobs (``registry.py`` does), as
 go-containerregistry's ``transport`` package sits under its ``remote``.
 
 Transient failures (429 with Retry-After, 5xx, connection resets, timeouts) are retried; 401
-gets one answer to its challenge; 401/403/404 are otherwise definitive. Credentials never
-travel over plain HTTP beyond loopback, and a token realm must be https unless the registry
-itself is an insecure loopback one.
+gets one answer to its challenge; 401/403/404 are otherwise definitive. Our login goes to the
+endpoint's own origin only (``scheme://host:port``): on every request, the authorization is
+added for that origin and no other, so a redirect or an upload ``Location`` on another host
+gets none; a token realm gets it as ``auth`` says. Redirects of a GET or HEAD are followed here,
+each hop checked (``connection.followed``), at most ``MAX_REDIRECTS``.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, BinaryIO
-from urllib.parse import urlparse
 
 import requests
-from requests.adapters import HTTPAdapter
 
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
 from ..guard import limits
 from ..guard.bodies import Pace, chunks, read_body
-from ..guard.reading import parse_json
+from ..guard.reading import ascii_int, parse_json
 from ..guard.shown import shown
 from ..progress import Sink
-from ..secrets import redact
+from .auth import Challenge, anonymous_realm, check_login_goes, no_login, token_of
+from .connection import Failed, Failure, checked_ca_file, failure, followed, session
 from .credentials import Credentials
-from .endpoint import Endpoint
+from .endpoint import Endpoint, Origin
 
 RETRYABLE = {429, 500, 502, 503, 504}
-BLOCK = 1 << 20  # bytes of a request body per send: urllib3's 16 KiB took twice the CPU (bench)
-
-
-class _Adapter(HTTPAdapter):
-    """requests' adapter, sending a body a mebibyte at a time: a 2.35 GB blob to four
-    endpoints is 9,000 reads and sends, not 575,000 (0.44 -> 0.19 CPU s per 800 MB here)."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **{**kwargs, "blocksize": BLOCK})
-
-
-def _is_loopback(host: str) -> bool:
-    """``host[:port]`` names this machine: localhost, 127.0.0.0/8 or ::1."""
-    import ipaddress
-
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    name = name.strip("[]")
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+REDIRECTS = {301, 302, 303, 307, 308}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,15 +40,17 @@ class RetryPolicy:
     attempts: int = 6
     base_delay: float = 0.2
     max_delay: float = 5.0
-    timeout: float = 60.0  # of one socket operation (connect, one read)
+    # Of one socket operation (connect, one read), and the deadline of an answer's status line
+    # and headers once the request is sent (``connection``): a trickle does not reset it.
+    timeout: float = 60.0
     pace: Pace | None = None  # how fast a body must arrive (None: ``bodies.DEFAULT_PACE``)
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_delay * 4.0)
-            except ValueError:
-                pass
+        """Seconds to wait before attempt ``attempt + 1``: what ``Retry-After`` says, in whole
+        seconds (capped; a date, a negative or a ``nan`` is not read), else capped backoff."""
+        seconds = ascii_int(retry_after.strip(), most=6) if retry_after else None
+        if seconds is not None:
+            return min(float(seconds), self.max_delay * 4.0)
         capped = min(self.max_delay, self.base_delay * float(2**attempt))
         return capped / 2 + random.uniform(0, capped / 2)  # jitter, not crypto
 
@@ -97,69 +77,111 @@ class Transport:
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry or (lambda _: None)
         self.base = f"{endpoint.scheme}://{endpoint.host}"
-        self.session = requests.Session()
-        self.session.mount("https://", _Adapter())
-        self.session.mount("http://", _Adapter())
-        # Passed on every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE.
-        self.verify: str | bool = endpoint.ca_file or True
+        self.origin = Origin.of(self.base + "/")
+        self.session = session()
+        self._verify: str | bool | None = None  # the CA bundle, once checked (``verify``)
+        self._basic: str | None = None  # our login, once a Basic challenge asked for it
         self._tokens: dict[str, str] = {}
         self.stats = {"requests": 0, "retries": 0, "uploaded_bytes": 0, "mounted": 0, "skipped_blobs": 0,
                       "sent_bytes": 0}  # fmt: skip
 
     def adopt(self, other: Transport) -> None:
         """Start with what ``other`` (a transport to the same endpoint, of the same run) has
-        earned: its bearer tokens and its basic credentials, so a second client of one run does
-        not authenticate again. A token that expires is renewed on its 401, by each on its own."""
+        earned: its bearer tokens and its basic login, so a second client of one run does not
+        authenticate again. A token that expires is renewed on its 401, by each on its own."""
         assert other.endpoint == self.endpoint
         self._tokens.update(other._tokens)
-        self.session.auth = other.session.auth
+        self._basic = other._basic
+        self._verify = other._verify
 
-    def url(self, path: str) -> str:
-        return path if path.startswith("http") else f"{self.base}{path}"
+    @property
+    def verify(self) -> str | bool:
+        """What requests checks the host's TLS with: the endpoint's ``ca_file``, read once
+        through the guard (a regular file, bounded, holding certificates), else the system's."""
+        if self._verify is None:
+            self._verify = checked_ca_file(self.endpoint) if self.endpoint.ca_file else True
+        return self._verify
+
+    def url(self, path: str, base: str | None = None) -> str:
+        """The URL of an API ``path`` of this endpoint, or of a URL the registry named (an
+        upload's ``Location``, relative to ``base``, the URL of the answer that named it),
+        checked as a redirect is (``connection.followed``)."""
+        if base is None and path.startswith("/") and not path.startswith("//"):
+            return f"{self.base}{path}"
+        return followed(base or self.base + "/", path, what=self.endpoint.name)
+
+    def authorization(self, url: str, scope: str) -> str | None:
+        """Our ``Authorization`` for a request to ``url``: the bearer token earned for ``scope``
+        or our basic login, and only when ``url`` is on the endpoint's own origin."""
+        if Origin.of(url) != self.origin:
+            return None
+        if scope in self._tokens:
+            return f"Bearer {self._tokens[scope]}"
+        return self._basic
+
+    # --- one exchange ----------------------------------------------------------------------------
+
+    def send(self, method: str, url: str, *, headers: dict[str, str], data: Any = None, scope: str = "",
+             login: tuple[Origin | None, str] | None = None, params: dict[str, str] | None = None,
+             ) -> requests.Response:  # fmt: skip
+        """One exchange, its answer's body not read: ``method`` on ``url``, with this endpoint's
+        authorization for ``scope``, or with ``login`` (an origin and the ``Authorization``
+        that goes to it and nowhere else). Redirects of a GET or HEAD are followed, each hop
+        checked; a hop to another origin is sent no authorization. ``connection.Failed`` when
+        no usable answer came; TLSVerifyFailed; WireError for a redirect we do not follow."""
+        for _ in range(limits.MAX_REDIRECTS + 1):
+            origin, authorization = login or (self.origin, self.authorization(url, scope))
+            sent = dict(headers)
+            if authorization is not None and Origin.of(url) == origin:
+                sent["Authorization"] = authorization
+            resp = self._exchange(method, url, sent, data, params)
+            location = resp.headers.get("Location")
+            if resp.status_code not in REDIRECTS or method not in ("GET", "HEAD") or not location:
+                return resp
+            resp.close()
+            url = followed(url, location, what=f"{self.endpoint.name}: {method} {shown(url, 120)}")
+            params = None  # the redirect's URL is whole
+        msg = f"{self.endpoint.name}: {method} was redirected more than {limits.MAX_REDIRECTS} times; stopped"
+        raise WireError(msg)
+
+    def _exchange(self, method: str, url: str, headers: dict[str, str], data: Any,
+                  params: dict[str, str] | None) -> requests.Response:  # fmt: skip
+        self.stats["requests"] += 1
+        try:
+            return self.session.request(
+                method, url, params=params, headers=headers, data=data, verify=self.verify,
+                stream=True, timeout=self.retry.timeout, allow_redirects=False,
+            )  # fmt: skip
+        except requests.exceptions.SSLError:
+            msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
+            raise TLSVerifyFailed(msg) from None
+        except requests.RequestException as exc:
+            raise Failed(failure(exc)) from None
+        except ValueError as exc:  # a URL the HTTP client cannot send to, past our checks
+            why = f"the URL cannot be used ({shown(str(exc), 80)})"
+            raise Failed(Failure(why, temporary=False)) from None
+
+    # --- with retries and authentication ---------------------------------------------------------
 
     def authenticate(self, resp: requests.Response, scope: str) -> bool:
-        """Answer a 401 challenge once: basic credentials, or a bearer token from the realm.
-        Credentials never travel over plain HTTP beyond loopback, and a token realm must be
-        https unless the registry itself is an insecure loopback one."""
-        challenge = resp.headers.get("WWW-Authenticate", "")
+        """Answer a 401 challenge once: our basic login, or a bearer token from the realm (with
+        our login where ``auth.check_login_goes`` lets it go, else anonymously)."""
+        challenge = Challenge.read(resp.headers.get("WWW-Authenticate", ""))
         if self.credentials is not None:
-            self._check_transport(challenge)
-        if self.credentials is None and not challenge.lower().startswith("bearer"):
-            msg = f"{self.endpoint.name} ({self.endpoint.host}) wants credentials and we have none"
-            raise RegistryAuthError(msg)
-        if challenge.lower().startswith("basic"):
+            check_login_goes(self.endpoint, challenge)
+        elif challenge.scheme != "bearer":
+            raise no_login(self.endpoint)
+        if challenge.scheme == "basic":
             assert self.credentials is not None
-            self.session.auth = (self.credentials.username, self.credentials.password)
+            self._basic = self.credentials.basic
             return True
-        if challenge.lower().startswith("bearer"):
-            params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
-            realm = params.pop("realm", "")
+        if challenge.scheme == "bearer":
+            realm = anonymous_realm(self.endpoint, challenge)
+            params = {k: v for k, v in challenge.params.items() if k != "realm"}
             params.setdefault("scope", scope)
-            auth = (self.credentials.username, self.credentials.password) if self.credentials else None
-            what = f"{self.endpoint.name}: the token service"
-            # the token answers this request's challenge
-            self._tokens[scope] = fetch_token(realm, params, auth, self.retry, self.verify, what)
+            self._tokens[scope] = fetch_token(self, realm, params)  # it answers this request's challenge
             return True
         return False
-
-    def _check_transport(self, challenge: str) -> None:
-        loopback = _is_loopback(self.endpoint.host)
-        if self.endpoint.scheme == "http" and not loopback:
-            msg = (
-                f"{self.endpoint.name} ({self.endpoint.host}) asks for credentials over plain HTTP; "
-                "they are sent over HTTPS only (insecure registries: loopback only)"
-            )
-            raise RegistryAuthError(msg)
-        if challenge.lower().startswith("bearer"):
-            realm = dict(re.findall(r'(\w+)="([^"]*)"', challenge)).get("realm", "")
-            parsed = urlparse(realm)
-            local = self.endpoint.scheme == "http" and loopback and _is_loopback(parsed.netloc)
-            if parsed.scheme != "https" and not local:
-                msg = (
-                    f"{self.endpoint.name} ({self.endpoint.host}) names the token realm {realm!r}; "
-                    "credentials go to an https realm only"
-                )
-                raise RegistryAuthError(msg)
 
     def request(
         self,
@@ -179,57 +201,32 @@ class Transport:
         404's, at most a short preview); with ``stream`` the caller reads it (``bodies``)."""
         authed_once = False
         attempt = 0
+        url = self.url(path)
+        what = f"{self.endpoint.name}: {method} {shown(path, 200)}"
         while True:
-            self.stats["requests"] += 1
             try:
-                resp = self.session.request(
-                    method,
-                    self.url(path),
-                    verify=self.verify,
-                    headers=self.with_token(headers or {}, scope),
-                    data=data,
-                    stream=True,  # read here, bounded (or by the caller, through `bodies`)
-                    timeout=self.retry.timeout,
-                    allow_redirects=True,
-                )
-            except requests.exceptions.SSLError:
-                msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
-                raise TLSVerifyFailed(msg) from None
-            except (
-                requests.ConnectionError,
-                requests.Timeout,
-                requests.exceptions.ChunkedEncodingError,
-            ) as exc:
+                resp = self.send(method, url, headers=headers or {}, data=data, scope=scope)
+                if resp.status_code in ok or resp.status_code == 404:
+                    if not stream:
+                        preload(resp, what, limit, self.retry.pace)
+                    return resp
+            except Failed as exc:
+                said = exc.failure
+                if not said.temporary:
+                    msg = f"{what}: {said.why}"
+                    raise WireError(msg) from None
                 if attempt + 1 >= self.retry.attempts:
-                    why = type(exc).__name__
-                    msg = f"{self.endpoint.name}: {method} {path} failed after {attempt + 1} attempts ({why})"
-                    unanswered = isinstance(
-                        exc, requests.ConnectionError | requests.exceptions.ConnectTimeout
-                    )
-                    raise WireError(msg, temporary=True, unanswered=unanswered) from None
-                self.backoff(attempt, None, f"{type(exc).__name__}")
+                    msg = f"{what} failed after {attempt + 1} attempts ({said.why})"
+                    raise WireError(msg, temporary=True, unanswered=said.unanswered) from None
+                self.backoff(attempt, None, said.why)
                 attempt += 1
                 continue
-            except OSError:
-                # requests reads the CA bundle before it connects: a ca_file that is missing or
-                # unreadable is the registries file's mistake, told as a TLS failure (exit 7).
-                msg = (
-                    f"{self.endpoint.name} ({self.endpoint.host}): the ca_file {self.verify} cannot be "
-                    "read as a CA bundle; check ca_file in the registries file"
-                )
-                raise TLSVerifyFailed(msg) from None
-            if resp.status_code in ok or resp.status_code == 404:
-                if stream:
-                    return resp
-                try:
-                    preload(resp, f"{self.endpoint.name}: {method} {path}", limit, self.retry.pace)
-                except WireError as exc:
-                    if not exc.temporary or attempt + 1 >= self.retry.attempts:
-                        raise
-                    self.backoff(attempt, None, exc.message)
-                    attempt += 1
-                    continue
-                return resp
+            except WireError as exc:  # a body too slow (preload): another attempt may do
+                if not exc.temporary or attempt + 1 >= self.retry.attempts:
+                    raise
+                self.backoff(attempt, None, exc.message)
+                attempt += 1
+                continue
             text = preview(resp, self.retry.pace)
             if resp.status_code == 401 and not authed_once:
                 authed_once = True
@@ -246,12 +243,6 @@ class Transport:
             msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
             raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
 
-    def with_token(self, headers: dict[str, str], scope: str) -> dict[str, str]:
-        """``headers`` plus the bearer token earned for ``scope``, if any."""
-        if scope in self._tokens:
-            return {**headers, "Authorization": f"Bearer {self._tokens[scope]}"}
-        return headers
-
     def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
         delay = self.retry.delay(attempt, retry_after)
         self.stats["retries"] += 1
@@ -264,20 +255,14 @@ class Transport:
         """One upload request, no retry here: a broken upload session is restarted whole. With
         ``renew``, a 401 (a token that expired during a long upload) earns a new token and
         restarts the upload (TokenRenewed) instead of failing it."""
-        headers = self.with_token(headers, scope)
-        self.stats["requests"] += 1
+        what = f"{self.endpoint.name}: {method} of an upload"
         try:
-            resp = self.session.request(
-                method,
-                self.url(url),
-                headers=headers,
-                data=body,
-                timeout=self.retry.timeout,
-                verify=self.verify,
-                stream=True,
-            )
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise BrokenUpload(type(exc).__name__) from None
+            resp = self.send(method, self.url(url), headers=headers, data=body, scope=scope)
+        except Failed as exc:
+            if exc.failure.temporary:
+                raise BrokenUpload(exc.failure.why) from None
+            msg = f"{what}: {exc.failure.why}"
+            raise WireError(msg) from None
         resp._content = _preview_bytes(resp, self.retry.pace)  # no caller reads an upload answer's body
         if resp.status_code == 401 and renew:
             self._tokens.pop(scope, None)
@@ -322,22 +307,21 @@ def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
 
 def preview(resp: requests.Response, pace: Pace | None) -> str:
     """The start of an error answer's text, as it may be shown: redacted, sanitized, short."""
-    text = _preview_bytes(resp, pace)[:300].decode("utf-8", "replace")
-    return shown(redact(text), 300)
+    text = _preview_bytes(resp, pace).decode("utf-8", "replace")
+    return shown(text, 300)  # a secret it quotes is hidden before it is cut
 
 
-def fetch_token(
-    realm: str, params: dict[str, str], auth: tuple[str, str] | None, retry: RetryPolicy, verify: str | bool,
-    what: str,
-) -> str:  # fmt: skip
-    """A bearer token from ``realm``'s token service (its answer bounded like any other)."""
+def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:
+    """A bearer token from ``realm``'s token service (its answer bounded like any other),
+    asked with our login where there is one (``Transport.authenticate`` checked the realm)."""
+    what = f"{t.endpoint.name}: the token service"
+    login = (Origin.of(realm), t.credentials.basic) if t.credentials is not None else (None, "")
     try:
-        resp = requests.get(
-            realm, params=params, auth=auth, timeout=retry.timeout, verify=verify, stream=True
-        )
-    except requests.RequestException as exc:
-        msg = f"{what} failed: {type(exc).__name__}"
-        raise WireError(msg, temporary=True) from None
+        resp = t.send("GET", realm, headers={}, params=params, login=login)
+    except Failed as exc:
+        said = exc.failure
+        msg = f"{what} failed: {said.why}"
+        raise WireError(msg, temporary=said.temporary) from None
     if resp.status_code in (401, 403):
         resp.close()
         msg = f"{what} refused our credentials ({resp.status_code})"
@@ -346,10 +330,5 @@ def fetch_token(
         resp.close()
         msg = f"{what} answered {resp.status_code}"
         raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
-    body = read_body(resp, what=what, limit=limits.MAX_SMALL_ANSWER_BYTES, pace=retry.pace)
-    data = parse_json(body, what=what, error=WireError)
-    token = (data.get("token") or data.get("access_token")) if isinstance(data, dict) else None
-    if not isinstance(token, str) or not token:
-        msg = f"{what} answered without a token"
-        raise WireError(msg)
-    return token
+    body = read_body(resp, what=what, limit=limits.MAX_SMALL_ANSWER_BYTES, pace=t.retry.pace)
+    return token_of(parse_json(body, what=what, error=WireError), what)

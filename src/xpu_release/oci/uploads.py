@@ -1,13 +1,16 @@
 """Blob uploads (OCI distribution spec): monolithic (POST, then one PUT) or chunked (PATCH with
 Content-Range, then an empty PUT). A broken upload starts again from a fresh session; a token
-that expires during one is renewed once."""
+that expires during one is renewed once. The ``Location`` each answer names is checked by the
+transport, which sends credentials to the endpoint's own origin only (a ``Location`` on another
+host, a storage service's, is sent none)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import urljoin
+
+import requests
 
 from ..errors import WireError
 from .transport import BrokenUpload, TokenRenewed, Transport
@@ -24,7 +27,7 @@ def upload_blob(
     renewals = 1
     for attempt in range(t.retry.attempts):
         start = t.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope, ok=(202,))
-        location = urljoin(t.base + "/", start.headers.get("Location", ""))
+        location = t.url(_location(start, name), start.url)
         try:
             if chunk_size:
                 location = _patch_chunks(t, location, path, size, chunk_size, scope, renewals > 0)
@@ -63,8 +66,18 @@ def _patch_chunks(
             if resp.status_code != 202:
                 msg = f"PATCH answered {resp.status_code}"
                 raise BrokenUpload(msg)
-            location = urljoin(t.base + "/", resp.headers.get("Location", location))
+            location = t.url(resp.headers.get("Location") or location, location)
             offset = end + 1
+    return location
+
+
+def _location(resp: requests.Response, name: str) -> str:
+    """Where an upload goes on, as the answer that started it says (checked by ``Transport.url``:
+    a URL on another host is sent no credentials, one we cannot follow is refused)."""
+    location = resp.headers.get("Location")
+    if not location:
+        msg = f"{name}: the registry started an upload without saying where it goes (no Location)"
+        raise WireError(msg)
     return location
 
 

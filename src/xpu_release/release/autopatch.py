@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..errors import ReleaseError
+from ..errors import NeedsPatch, OutputError, ReleaseError
 from .watch import Watched, Watcher, exit_code, watch_all
 
 Outcome = Literal["released", "resumed", "nothing to fix", "waits for its base", "up to date now", "failed"]
@@ -51,13 +51,18 @@ class Summary:
     steps: tuple[Step, ...]
     final: tuple[Watched, ...] = ()  # every release, checked again after the releases
     error: ReleaseError | None = field(default=None, compare=False)
+    unwritten: tuple[tuple[str, str], ...] = ()  # (ref, why) whose first answer no history took
 
     @property
     def exit_code(self) -> int:
-        return self.error.exit_code if self.error is not None else exit_code(list(self.final))
+        if self.error is not None:
+            return self.error.exit_code
+        code = exit_code(list(self.final))
+        return OutputError.exit_code if self.unwritten and code in (0, NeedsPatch.exit_code) else code
 
     def to_json(self) -> dict[str, Any]:
         return {"patched": [s.to_json() for s in self.steps], "releases": [w.to_json() for w in self.final],
+                "history_errors": [{"ref": r, "message": m} for r, m in self.unwritten],
                 "exit_code": self.exit_code}  # fmt: skip
 
 
@@ -77,7 +82,9 @@ def due(watcher: Watcher, results: list[Watched], order: Callable[[list[str]], l
 def run(watcher: Watcher, refs: list[str], order: Callable[[list[str]], list[list[str]]],
         steps: Steps) -> Summary:  # fmt: skip
     """Patch and release what needs it, parents first; the summary, then every release again."""
-    todo = due(watcher, watch_all(watcher, refs, order), order)
+    first = watch_all(watcher, refs, order)
+    unwritten = tuple((w.ref, w.history_error) for w in first if w.history_error)
+    todo = due(watcher, first, order)
     watcher.keep_history = False  # one history entry per release and run: the first answer
     done: list[Step] = []
     error: ReleaseError | None = None
@@ -104,4 +111,4 @@ def run(watcher: Watcher, refs: list[str], order: Callable[[list[str]], list[lis
         done.append(Step(ref=ref, outcome=outcome, why=why, patch=patch, digest=digest, notes=notes))
     watcher.forget_all()
     final = tuple(watch_all(watcher, [*refs, *(s.patch for s in done if s.patch)], order))
-    return Summary(steps=tuple(done), final=final, error=error)
+    return Summary(steps=tuple(done), final=final, error=error, unwritten=unwritten)

@@ -51,10 +51,12 @@ class Unchecked:
 
     what: str
     error: ReleaseError = field(compare=False)
+    about: str = ""  # what it is about when the error is another release's (its base's)
 
     @property
     def message(self) -> str:
-        return self.error.message.splitlines()[0]
+        said = self.error.message.splitlines()[0]
+        return f"{self.about}: {said}" if self.about else said
 
     @property
     def exit_code(self) -> int:
@@ -65,11 +67,23 @@ def unchecked(what: str, exc: ReleaseError) -> Unchecked:
     return Unchecked(what=what, error=exc)
 
 
+class BaseUnchecked(Exception):
+    """Our base release could not be checked: whether it needs a patch (and its child one
+    *through* it) is unknown, so the child's answer is incomplete too, with the base's reason
+    and exit code."""
+
+    def __init__(self, ref: str, why: Unchecked) -> None:
+        super().__init__(ref)
+        about = f"its base release {ref} could not be checked ({why.what})"
+        self.unchecked = Unchecked(what="base", error=why.error, about=about)
+
+
 def base_reasons(
     repo: Repo, spec: ImageSpec, reader: Reader, needs_patch: Callable[[str], bool]
 ) -> tuple[list[Reason], list[Unchecked]]:
     """Why ``spec``'s base asks for a patch; what about it could not be checked.
-    ``needs_patch(ref)``: whether our release ``ref`` needs a patch itself (asked parents first)."""
+    ``needs_patch(ref)``: whether our release ``ref`` needs a patch itself (asked parents
+    first; ``BaseUnchecked`` when it could not be checked)."""
     try:
         pinned = load_locks(repo.root, spec, current=False).base_digest  # a platformed lock's: its index
     except ReleaseError as exc:
@@ -81,6 +95,8 @@ def base_reasons(
         return _release_moved(repo, spec, reader, pinned, needs_patch), []
     except ReleaseError as exc:
         return [], [unchecked("base", exc)]
+    except BaseUnchecked as exc:
+        return [], [exc.unchecked]
 
 
 def _tag_moved(spec: ImageSpec, reader: Reader, pinned: str, named: str) -> list[Reason]:

@@ -8,9 +8,12 @@ entry's mtime):
 - ``oci-blobs``: compressed layers and documents (the publish spool);
 - ``blobs``: fetched artifacts and wheels (one folder per sha256);
 - ``contexts``: build contexts;
+- ``advisories``: the index of an advisory archive (made again from the archive by the next scan
+  that reads it; a scan touches the one it uses);
 - and what a killed run left: temporary folders (a mirror's spool, ``xpu-mirror-*``; the shared
   ``mirror`` folder of earlier versions), ``*.partial`` downloads and the temporary files of the
-  guarded way out (``.<name>.<pid>-<token>.tmp``), wherever in the cache they are. While a prune
+  guarded way out (``.<name>.<pid>-<token>.tmp``; an index build's ``.index-*.db`` of earlier
+  versions), wherever in the cache they are. While a prune
   holds the cache exclusively no command runs, so every one of them is a dead run's.
 
 The rest are small facts (digest maps, configs, smoke-test markers, build observations, kept
@@ -20,18 +23,21 @@ build run), so they stay.
 Every command that uses the cache holds ``in_use`` (a shared ``flock`` on ``.in-use.lock``) for
 its whole run; a prune takes it exclusively, so it never removes what a running release holds:
 ``cache prune`` waits for them, the automatic cap after a release skips when another runs.
+
+The cache is walked and removed without recursion (``guard.trees``): a folder deeper than
+``MAX_FOLDER_DEPTH`` is counted as skipped, and an entry that cannot be removed whole is named.
+Choosing is linear in the entries (the automatic cap runs it after every publish).
 """
 
 from __future__ import annotations
 
 import fcntl
-import os
 import re
-import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +46,7 @@ from ..errors import ConfigError
 from ..guard.limits import MAX_INT64
 from ..guard.locks import LockFile
 from ..guard.shown import shown
+from ..guard.trees import Found, Walk, remove_tree
 
 if TYPE_CHECKING:  # only `--engine` needs them: a command taking the lock does not load them
     from ..image.engine import Engine
@@ -50,10 +57,15 @@ BULKY = {
     "oci-blobs": "compressed layers and documents (the publish spool)",
     "blobs": "fetched artifacts and wheels",
     "contexts": "build contexts",
+    "advisories": "advisory indexes (each made again from its archive)",
     "leftovers": "what a killed run left (temporary folders, mirror spools, partial downloads)",
 }
 FACTS = "facts kept (digest maps, configs, smoke-test markers, build observations, kept evaluations)"
-LEFTOVER = re.compile(r"^(xpu-(push|normalize|repro|config|mirror)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*)$")
+# A killed run's: temporary folders, partial downloads, the guarded way out's temporaries, a
+# compressor's scratch, an advisory index build of earlier versions (``.index-*.db``).
+LEFTOVER = re.compile(
+    r"^(xpu-(push|normalize|repro|config|mirror)-.*|.*\.partial|\..*\.tmp.*|\.gz-.*|\.index-.*\.db)$"
+)
 LEGACY_SPOOLS = {"mirror"}  # earlier versions' shared mirror spool: only ever temporary files
 UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 AGES = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -81,6 +93,8 @@ class PruneReport:
     kept_size: int  # bulky entries kept
     facts_size: int
     dry_run: bool
+    stayed: tuple[Entry, ...] = ()  # chosen, but not removed whole (too deep, no permission)
+    skipped: int = 0  # folders not walked (deeper than MAX_FOLDER_DEPTH, unreadable)
 
     @property
     def freed(self) -> int:
@@ -90,7 +104,7 @@ class PruneReport:
 def parse_size(text: str, *, what: str) -> int:
     """``20G``, ``500MB``, ``1.5g``, ``1048576``: bytes (binary units), at most an int64 (a
     400-digit size is a mistake, named, never an overflow)."""
-    m = re.fullmatch(r"\s*(\d{1,20}(?:\.\d{1,9})?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
+    m = re.fullmatch(r"\s*([0-9]{1,20}(?:\.[0-9]{1,9})?)\s*([kmgt]?)(?:i?b)?\s*", text.lower())
     if not m:
         msg = f"{what}: {shown(repr(text), 60)} is not a size; write it like 20G, 500M or 1048576"
         raise ConfigError(msg)
@@ -103,69 +117,79 @@ def parse_size(text: str, *, what: str) -> int:
 
 def parse_age(text: str, *, what: str) -> float:
     """``7d``, ``12h``, ``30m``, ``2w``: seconds (at most 12 digits: some 30,000 years)."""
-    m = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*([smhdw])\s*", text.lower())
+    m = re.fullmatch(r"\s*([0-9]{1,12}(?:\.[0-9]{1,9})?)\s*([smhdw])\s*", text.lower())
     if not m:
         msg = f"{what}: {shown(repr(text), 60)} is not an age; write it like 7d, 12h, 30m or 2w"
         raise ConfigError(msg)
     return float(m[1]) * AGES[m[2]]
 
 
-def _tree_size(path: Path, leftovers: list[Entry] | None = None) -> tuple[int, float]:
-    """Bytes under ``path`` (not following links) and its latest mtime. With ``leftovers``, what
-    a killed run left inside (a temporary, a partial download) is added there instead."""
-    if not path.is_dir() or path.is_symlink():
-        st = path.lstat()
+def _tree_size(path: Path, survey: Survey | None = None) -> tuple[int, float]:
+    """Bytes under ``path`` (not following links) and its latest mtime. With ``survey``, what a
+    killed run left inside (a temporary, a partial download) is added there as a leftover
+    instead, and the folders not walked (deeper than ``MAX_FOLDER_DEPTH``, unreadable) are
+    counted there."""
+    st = path.lstat()
+    if not stat.S_ISDIR(st.st_mode):
         return st.st_size, st.st_mtime
-    size, used = 0, path.lstat().st_mtime
-    for dirpath, dirs, files in os.walk(path):
-        for name in [*files, *dirs]:
-            item = Path(dirpath) / name
-            if leftovers is not None and LEFTOVER.match(name):
-                leftovers.append(Entry("leftovers", item, *_tree_size(item)))
-                if name in dirs:
-                    dirs.remove(name)
-                continue
-            if name in dirs:
-                continue
-            try:
-                st = item.lstat()
-            except OSError:
-                continue
-            size += st.st_size
-            used = max(used, st.st_mtime)
+    size, used = 0, st.st_mtime
+
+    def enter(found: Found) -> bool:
+        return survey is None or not LEFTOVER.match(found.path.name)
+
+    walk = Walk(path, enter=enter)
+    for found in walk:
+        if survey is not None and LEFTOVER.match(found.path.name):
+            survey.entries.append(Entry("leftovers", found.path, *_tree_size(found.path)))
+        elif not found.is_dir:
+            size += found.st.st_size
+            used = max(used, found.st.st_mtime)
+    if survey is not None:
+        survey.skipped += walk.skipped
     return size, used
 
 
-def entries(cache: Path) -> tuple[list[Entry], int]:
-    """The bulky entries of ``cache`` (what a prune may remove) and the bytes of facts kept."""
-    out: list[Entry] = []
-    facts = 0
+@dataclass
+class Survey:
+    """What the cache holds: its bulky entries (what a prune may remove), the bytes of facts
+    kept, and the folders not walked (deeper than ``MAX_FOLDER_DEPTH``, unreadable)."""
+
+    entries: list[Entry] = field(default_factory=list)
+    facts: int = 0
+    skipped: int = 0
+
+
+def entries(cache: Path) -> Survey:
+    """Every entry of ``cache``, by kind (see the module's docstring)."""
+    survey = Survey()
     if not cache.is_dir():
-        return out, 0
+        return survey
     for top in sorted(cache.iterdir()):
         if top.name == LOCK_NAME:
             continue
-        if LEFTOVER.match(top.name) or top.name in LEGACY_SPOOLS:
-            out.append(Entry("leftovers", top, *_tree_size(top)))
-        elif top.name in BULKY and top.is_dir() and not top.is_symlink():
-            for item in sorted(top.iterdir()):
-                if LEFTOVER.match(item.name):
-                    out.append(Entry("leftovers", item, *_tree_size(item)))
-                else:
-                    out.append(Entry(top.name, item, *_tree_size(item, out)))
-        else:
-            facts += _tree_size(top, out)[0]
-    return out, facts
+        try:
+            if LEFTOVER.match(top.name) or top.name in LEGACY_SPOOLS:
+                survey.entries.append(Entry("leftovers", top, *_tree_size(top)))
+            elif top.name in BULKY and top.is_dir() and not top.is_symlink():
+                for item in sorted(top.iterdir()):
+                    if LEFTOVER.match(item.name):
+                        survey.entries.append(Entry("leftovers", item, *_tree_size(item)))
+                    else:
+                        survey.entries.append(Entry(top.name, item, *_tree_size(item, survey)))
+            else:
+                survey.facts += _tree_size(top, survey)[0]
+        except OSError:  # gone meanwhile, or unreadable: not counted, said
+            survey.skipped += 1
+    return survey
 
 
-def usage(cache: Path) -> tuple[list[Usage], int]:
-    """Per kind of bulky entry: how many and how big; and the bytes of facts kept."""
-    found, facts = entries(cache)
-    out = []
-    for kind, what in BULKY.items():
-        mine = [e for e in found if e.kind == kind]
-        out.append(Usage(kind, what, len(mine), sum(e.size for e in mine)))
-    return out, facts
+def usage(cache: Path) -> tuple[list[Usage], Survey]:
+    """Per kind of bulky entry: how many and how big; and the survey they were counted from."""
+    survey = entries(cache)
+    sizes: dict[str, list[int]] = {kind: [] for kind in BULKY}
+    for e in survey.entries:
+        sizes[e.kind].append(e.size)
+    return [Usage(kind, what, len(sizes[kind]), sum(sizes[kind])) for kind, what in BULKY.items()], survey
 
 
 def choose(
@@ -177,7 +201,8 @@ def choose(
     if older_than is not None:
         doomed += [e for e in found if e.kind != "leftovers" and now - e.used > older_than]
     if keep_storage is not None:
-        left = sorted((e for e in found if e not in doomed), key=lambda e: (e.used, str(e.path)))
+        gone = {id(e) for e in doomed}
+        left = sorted((e for e in found if id(e) not in gone), key=lambda e: (e.used, str(e.path)))
         total = sum(e.size for e in left)
         for e in left:
             if total <= keep_storage:
@@ -195,17 +220,17 @@ def prune(
     dry_run: bool = False,
     now: float | None = None,
 ) -> PruneReport:
-    """Remove what ``choose`` picks (the caller holds the cache exclusively, see ``exclusive``)."""
-    found, facts = entries(cache)
+    """Remove what ``choose`` picks (the caller holds the cache exclusively, see ``exclusive``).
+    An entry that cannot be removed whole (deeper than ``MAX_FOLDER_DEPTH``, no permission) is
+    reported in ``stayed``; what of it could go is gone."""
+    survey = entries(cache)
+    found = survey.entries
     doomed = choose(found, keep_storage=keep_storage, older_than=older_than, now=now or time.time())
-    if not dry_run:
-        for e in doomed:
-            if e.path.is_dir() and not e.path.is_symlink():
-                shutil.rmtree(e.path, ignore_errors=True)
-            else:
-                e.path.unlink(missing_ok=True)
-    kept = sum(e.size for e in found if e not in doomed)
-    return PruneReport(removed=tuple(doomed), kept_size=kept, facts_size=facts, dry_run=dry_run)
+    stayed = () if dry_run else tuple(e for e in doomed if not remove_tree(e.path))
+    gone = {id(e) for e in doomed}
+    kept = sum(e.size for e in found if id(e) not in gone)
+    return PruneReport(removed=tuple(doomed), kept_size=kept, facts_size=survey.facts, dry_run=dry_run,
+                       stayed=stayed, skipped=survey.skipped)  # fmt: skip
 
 
 # --- the lock --------------------------------------------------------------------------------

@@ -2,24 +2,61 @@
 beside its release record (``out/releases/<image>/<version>.watch/<UTC time>.json``).
 
 Append-only: an entry is written to a temporary file and linked to its name, which fails rather
-than replace an entry that is there; no entry and never the release record is rewritten.
-``status`` and ``list`` show the latest; ``watch`` reads it for the first time it saw each
-finding (the SLA's clock when the advisory says nothing of its publication).
+than replace an entry that is there; no entry and never the release record is rewritten. A
+folder that cannot take an entry (a file, a FIFO or a link loop where the folder goes) is an
+``OutputError`` naming it and what to do; ``watch`` gives that release its answer anyway.
+
+Read back only what ``watch`` writes: a file named by a UTC time (``20261203T010203.000004Z``,
+``-<n>`` when two runs met in one microsecond), read through the guarded layer (a regular file,
+at most ``MAX_HISTORY_ENTRY_BYTES``: a FIFO, a link to a device or a huge file is passed over,
+never waited on or read whole), a JSON object for this release whose ``state`` is one of
+watch's. Anything else in the folder is ignored. ``status`` and ``list`` show the latest entry;
+``watch`` reads it for the first time it saw each finding (the SLA's clock when the advisory
+says nothing of its publication).
+
+Each entry carries every finding any re-scan saw (``seen``: id, package, the first day), open
+now or not: a run that read no advisory, or one in which a finding is excepted for a while,
+does not restart a clock, and the latest entry alone holds the earliest day over the whole
+history (reading every entry of a year of nightly runs for 240 releases would not be cheap).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from ..errors import OutputError
+from ..errors import DamagedFileError, OutputError
+from ..files import describe as os_reason
+from ..files import kind_of
+from ..guard.limits import MAX_HISTORY_ENTRY_BYTES
+from ..guard.reading import read_json
 from .record import default_path
 
+State = Literal[
+    "up to date",
+    "needs a patch",
+    "superseded",
+    "out of SLA",
+    "not published",
+    "could not check",
+    "end of life",
+]
+STATES: tuple[str, ...] = get_args(State)
 SUFFIX = ".watch"
+_NAME = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}\.[0-9]{6}Z)(?:-(?P<n>[1-9][0-9]?))?\.json")
+_WHAT = {
+    "file": "is a file",
+    "special": "is a FIFO, socket or device",
+    "dangling-link": "is a symbolic link to nothing",
+    "link-loop": "is a symbolic link loop",
+    "unreadable": "cannot be examined",
+}
+Seen = dict[tuple[str, str], date]  # (advisory id, package) → the first day a re-scan saw it
 
 
 def folder(root: Path, image: str, version: str) -> Path:
@@ -30,6 +67,13 @@ def folder(root: Path, image: str, version: str) -> Path:
 def append(root: Path, image: str, version: str, entry: dict[str, Any], now: datetime) -> Path:
     """Add ``entry`` as the newest file of the history, named by ``now`` (UTC); never over one."""
     where = folder(root, image, version)
+    kind = kind_of(where)
+    if kind not in ("missing", "directory"):
+        msg = (
+            f"{where}: cannot write the re-scan history: it {_WHAT.get(kind, kind)}, not a folder; "
+            "move it away (or remove it), and the next watch starts the history there"
+        )
+        raise OutputError(msg)
     stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
     body = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
     try:
@@ -47,67 +91,93 @@ def append(root: Path, image: str, version: str, entry: dict[str, Any], now: dat
         finally:
             tmp.unlink(missing_ok=True)
     except OSError as exc:
-        msg = f"{where}: cannot write the re-scan history ({exc.strerror or type(exc).__name__})"
+        msg = (
+            f"{where}: cannot write the re-scan history ({os_reason(exc)}); make it a folder this "
+            "user can write to"
+        )
         raise OutputError(msg) from None
     msg = f"{where}: 100 entries already named {stamp}; nothing was written"
     raise OutputError(msg)
 
 
-def latest(root: Path, image: str, version: str) -> dict[str, Any] | None:
-    """The newest entry that reads as one (a damaged file is passed over, never guessed from)."""
-    where = folder(root, image, version)
+def _entries(where: Path) -> list[str]:
+    """The names of the entries ``watch`` wrote, newest first (time, then the clash number)."""
+    if kind_of(where) != "directory":
+        return []
     try:
-        names = sorted((p.name for p in where.iterdir() if p.suffix == ".json"), key=_order, reverse=True)
+        names = [p.name for p in where.iterdir()]
     except OSError:
-        return None
-    for name in names:
+        return []
+    found = [(m["stamp"], int(m["n"] or 0), name) for name in names if (m := _NAME.fullmatch(name))]
+    return [name for *_, name in sorted(found, reverse=True)]
+
+
+def is_entry(data: Any, ref: str) -> bool:
+    """``data`` has the shape of an entry ``watch`` writes for ``ref``."""
+    return (
+        isinstance(data, dict)
+        and data.get("ref") == ref
+        and data.get("state") in STATES
+        and isinstance(data.get("checked_at"), str)
+    )
+
+
+def latest(root: Path, image: str, version: str) -> dict[str, Any] | None:
+    """The newest entry that reads as one (anything else is passed over, never guessed from)."""
+    where = folder(root, image, version)
+    for name in _entries(where):
         try:
-            data = json.loads((where / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+            data = read_json(where / name, what=str(where / name), limit=MAX_HISTORY_ENTRY_BYTES)
+        except DamagedFileError:
             continue
-        if (
-            isinstance(data, dict)
-            and data.get("ref") == f"{image}:{version}"
-            and isinstance(data.get("state"), str)
-        ):
-            return data
+        if is_entry(data, f"{image}:{version}"):
+            return dict(data)
     return None
 
 
-def _order(name: str) -> tuple[str, int]:
-    """Entries in the order they were written: by time, then by the number a clash added."""
-    stamp, _, n = name.removesuffix(".json").partition("-")
-    return stamp, int(n) if n.isdigit() else 0
-
-
-def first_seen(entry: dict[str, Any] | None) -> dict[tuple[str, str], date]:
-    """(advisory id, package) → the day a scan first saw it, as ``entry`` carries it forward."""
-    out: dict[tuple[str, str], date] = {}
-    findings = entry.get("findings") if isinstance(entry, dict) else None
-    for f in findings if isinstance(findings, list) else ():
-        if not isinstance(f, dict):
-            continue
-        try:
-            out[(str(f["id"]), str(f["package"]))] = date.fromisoformat(str(f["first_seen"]))
-        except (KeyError, ValueError):
-            continue
+def first_seen(entry: dict[str, Any] | None) -> Seen:
+    """(advisory id, package) → the day a re-scan first saw it, as ``entry`` carries it forward
+    (``seen``; and its open findings, as entries written before ``seen`` say it)."""
+    out: Seen = {}
+    if not isinstance(entry, dict):
+        return out
+    for key in ("seen", "findings"):
+        listed = entry.get(key)
+        for f in listed if isinstance(listed, list) else ():
+            if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in ("id", "package")):
+                continue
+            try:
+                day = date.fromisoformat(str(f.get("first_seen")))
+            except ValueError:
+                continue
+            mark = (f["id"], f["package"])
+            out[mark] = min(day, out.get(mark, day))
     return out
+
+
+def seen_json(seen: Seen) -> list[dict[str, str]]:
+    """``seen`` as an entry writes it, in a stable order."""
+    return [{"id": i, "package": p, "first_seen": str(d)} for (i, p), d in sorted(seen.items())]
 
 
 def security(root: Path, image: str, version: str) -> dict[str, Any] | None:
     """A release's security state as its latest re-scan found it, for ``status`` and ``list``:
-    its answer, open findings by severity, the SLA, what patched it, when (None: never watched)."""
+    its answer, open findings by severity, the SLA, what patched it, when, against how many
+    advisories (None: never watched)."""
     entry = latest(root, image, version)
     if entry is None:
         return None
     found = entry.get("open")
     counts: dict[Any, Any] = found if isinstance(found, dict) else {}
+    sla = entry.get("sla")
+    read = entry.get("advisories")
     return {
         "state": entry["state"],
-        "checked_at": str(entry.get("checked_at") or ""),
-        "open": {str(k): v for k, v in counts.items() if isinstance(v, int)},
-        "sla": str(entry.get("sla") or "none"),
+        "checked_at": entry["checked_at"],
+        "open": {str(k): v for k, v in counts.items() if type(v) is int and v >= 0},
+        "sla": sla if sla in ("within", "out", "none") else "none",
         "superseded_by": entry.get("superseded_by") if isinstance(entry.get("superseded_by"), str) else None,
+        "advisories": read if type(read) is int and read >= 0 else None,
     }
 
 
@@ -119,4 +189,5 @@ def describe(state: dict[str, Any]) -> str:
         words.append(f"{opened} open")
     if state["sla"] == "out":
         words.append("out of SLA")
-    return "; ".join(words) + f" (watched {state['checked_at'] or 'at an unknown time'})"
+    against = " against no advisory" if state.get("advisories") == 0 else ""
+    return "; ".join(words) + f" (watched {state['checked_at'] or 'at an unknown time'}{against})"

@@ -4,12 +4,13 @@ air-gapped region), and back from one into a registry.
 
 What travels: the image manifest and its blobs; every referrer of it (SBOM, provenance, VEX,
 cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag. Of an image
-index (a platformed release), each image it names first, each with its blobs, its referrers
-and its ``.att`` (an index naming an image the source does not serve is refused before any
-write), then the index with its own. Then the version tag, last, once every blob is proven at
-the target, so that a broken copy is never visible at the tag. Digests never change (the bytes
-are copied, nothing is re-serialized). A target whose version tag holds another image is
-refused (exit 9), nothing written. Floating tags are not copied: they are the release's to move.
+index at the tag (a platformed release), each image it names first, each with its blobs, its
+referrers and its ``.att`` (an index naming an image the source does not serve is refused
+before any write), then the index with its own. Then the version tag, last, once every blob is
+proven at the target, so that a broken copy is never visible at the tag. Digests never change
+(the bytes are copied, nothing is re-serialized). A target whose version tag holds another
+image is refused (exit 9), nothing written. Floating tags are not copied: they are the
+release's to move.
 
 A copy is proven where it lands. A blob the target already holds is skipped only once proven
 intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is
@@ -35,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import (
-    DamagedFileError,
     NotFoundError,
     RegistryAuthError,
     StackError,
@@ -46,12 +46,10 @@ from ..errors import (
 from ..evidence.cosign import att_tag
 from ..evidence.referrers import kind_of
 from ..guard.writing import NotAsNamed
-from ..oci.model import is_sha256
 from ..oci.registry import Manifest
 from ..progress import Sink, Tally
-from .sides import LayoutSide, Listing, RegistrySide, Side
-
-__all__ = ["LayoutSide", "MirrorReport", "NothingAtTag", "RegistrySide", "Side", "mirror"]
+from .attached import blobs_of, is_index, members
+from .sides import Side
 
 
 class NothingAtTag(NotFoundError):
@@ -85,19 +83,11 @@ class MirrorReport:
         return not self.problems
 
 
-def _blobs(side: Side, manifest: Manifest) -> list[tuple[str, int]]:
-    """The blobs a manifest read from ``side`` lists (each descriptor was checked when it was
-    read); one that is not sha256 is named: a layout holds sha256 blobs only."""
-    out = manifest.blobs()
-    if not all(is_sha256(d) for d, _ in out):
-        msg = f"{side.name}: {manifest.digest} lists a blob that is not a sha256 digest"
-        raise DamagedFileError(msg)
-    return out
-
-
 @dataclass
 class _Copier:
-    """The blobs of a mirror, each copied (or proven present) once however many manifests list it."""
+    """The blobs of a mirror, each copied (or proven present) once however many manifests list
+    it: every one is looked up at the target first (``plan``), the ones it lacks are checked at
+    the source, and only then is anything copied (``copy_missing``)."""
 
     source: Side
     target: Side
@@ -105,19 +95,31 @@ class _Copier:
     report: MirrorReport
     on_line: Sink
     blobs: dict[str, int] = field(default_factory=dict)  # digest → size, in the order met
+    missing: list[tuple[str, int]] = field(default_factory=list)  # what the target lacks
 
     def __post_init__(self) -> None:
         self.tally = Tally(f"copying to {self.target.name}")
 
-    def blobs_of(self, manifest: Manifest) -> None:
-        for digest, size in _blobs(self.source, manifest):
+    def plan(self, manifest: Manifest) -> None:
+        for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
             self.blobs[digest] = size
             if self.target.holds(digest, size):
                 self.report.blobs_skipped += 1
             else:
-                self.copy(digest, size)
+                self.missing.append((digest, size))
+
+    def copy_missing(self) -> None:
+        """What the target lacks: checked at the source before the first write (a damaged layout
+        leaves the target as it was), then copied."""
+        total = sum(size for _, size in self.missing)
+        self.source.check(self.missing, Tally(f"checking {self.source.name}", total))
+        step = max(1, len(self.missing) // 20)
+        for i, (digest, size) in enumerate(self.missing, 1):
+            self.copy(digest, size)
+            if len(self.missing) >= 100 and (i % step == 0 or i == len(self.missing)):
+                self.on_line(f"blobs: {i:,} of {len(self.missing):,} copied")
 
     def copy(self, digest: str, size: int) -> None:
         blocks = self.source.blocks(digest, size)
@@ -177,30 +179,39 @@ def mirror(
 
 @dataclass(frozen=True)
 class _Subject:
-    """A manifest the mirror carries with its referrers and its ``.att`` tag (an image; an index
-    and each image it names)."""
+    """A manifest the mirror carries with its referrers, what the attached indexes among them
+    list (``parts``) and its ``.att`` tag: an image; an index and each image it names."""
 
     manifest: Manifest
     referrers: list[Manifest]
+    parts: list[Manifest]
     att: Manifest | None
 
     @classmethod
     def read(cls, source: Side, manifest: Manifest) -> _Subject:
-        return cls(manifest, source.referrers(manifest.digest), source.get_manifest(att_tag(manifest.digest)))
+        referrers = source.referrers(manifest.digest)
+        return cls(
+            manifest, referrers, members(source, referrers), source.get_manifest(att_tag(manifest.digest))
+        )
 
     @property
-    def listing(self) -> Listing:
+    def manifests(self) -> list[Manifest]:
+        return [self.manifest, *self.referrers, *self.parts, *([self.att] if self.att else [])]
+
+    @property
+    def listing(self) -> list[tuple[Manifest, str | None]]:
         att = [(self.att, att_tag(self.manifest.digest))] if self.att is not None else []
         return [(self.manifest, None), *((m, None) for m in self.referrers), *att]
 
 
 def _subjects(source: Side, top: Manifest) -> list[_Subject]:
-    """What a copy of ``top`` carries: each image an index names (first: a copy never names a
-    manifest its target lacks), then ``top``; each with its referrers and ``.att``."""
+    """What a copy of ``top`` carries: of an image index at the tag (a platformed release), each
+    image it names first (a copy never names a manifest its target lacks), then the index; each
+    with its referrers and ``.att``."""
     images = []
-    for entry in top.manifests:
+    for entry in top.manifests if is_index(top) else ():
         image = source.get_manifest(entry.digest)
-        if image is None or image.is_index:
+        if image is None or is_index(image):
             msg = f"{source.name}: the index {top.digest} names {entry.digest}, not served as an image"
             raise NotFoundError(msg)
         images.append(image)
@@ -219,29 +230,32 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
                "mirror into another repository, or remove that tag first")  # fmt: skip
         raise TagConflict(msg)
-    # Everything the copy is made of is read (and checked) before the first write: a damaged
-    # source leaves the target as it was.
+    # Everything the copy is made of is read and checked before the first write (a layout's
+    # blobs hashed; a registry's each proven before it is put): a damaged layout leaves the
+    # target as it was.
     subjects = _subjects(source, image)
     for subject in subjects:
-        for m, _ in subject.listing:
-            _blobs(source, m)
+        for m in subject.manifests:
+            blobs_of(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
     for subject in subjects:
-        copier.blobs_of(subject.manifest)
+        copier.plan(subject.manifest)
         referrers = subject.referrers
         step = max(1, len(referrers) // 20)
         for i, m in enumerate(referrers, 1):
-            copier.blobs_of(m)
+            copier.plan(m)
             if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
-                on_line(f"referrers: {i:,} of {len(referrers):,} copied")
-        if subject.att is not None:
-            copier.blobs_of(subject.att)
+                on_line(f"referrers: {i:,} of {len(referrers):,} checked")
+        for m in (*subject.parts, *([subject.att] if subject.att else [])):
+            copier.plan(m)
+    copier.copy_missing()
     every = [m for subject in subjects for m in subject.referrers]
     report.referrers = [m.digest for m in every]
     report.kinds = sorted({k for m in every if (k := kind_of(m))})
     report.att = subjects[-1].att is not None
     for subject in subjects:
+        target.put_members(subject.parts)  # before the indexes that list them
         target.put_manifests(subject.listing, None)
         if subject.referrers:
             target.list_referrers(subject.manifest, subject.referrers)

@@ -12,8 +12,8 @@ from ..errors import ConfigError, ReleaseError
 from ..image.templating import render_template
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
-from ..manifest.loader import version_key
 from ..manifest.registries import Registries
+from ..manifest.versions import version_key
 from . import history
 from .evalnotes import LABELS as EVALUATION_LABELS
 from .evalnotes import section as evaluation_section
@@ -258,9 +258,11 @@ def _rescanned(f: Any) -> RecordedFinding | None:
 
 def rescanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], RecordedFinding] | None:
     """(id, package) → finding as the latest re-scan of ``spec``'s published SBOM saw it (its
-    ``watch`` history), else as its release record's gate did (None: neither)."""
+    ``watch`` history; not one that read no advisory: it saw nothing), else as its release
+    record's gate did (None: neither)."""
     entry = history.latest(repo.root, spec.image, spec.version)
-    if entry is not None and entry.get("scanned") and isinstance(entry.get("findings"), list):
+    read_some = entry is not None and entry.get("advisories") != 0
+    if entry is not None and read_some and entry.get("scanned") and isinstance(entry.get("findings"), list):
         found = [_rescanned(f) for f in entry["findings"]]
         if all(f is not None for f in found):
             return {(f.id, f.package): f for f in found if f is not None}

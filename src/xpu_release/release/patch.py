@@ -1,9 +1,11 @@
 """``patch``: prepare the next patch release of a published release from what ``watch`` found:
 a manifest that extends it (``manifest/bump.py``), its lock and its Dockerfile.
 
-- each package with open findings is bumped to the smallest version that fixes them all and
-  that the package index offers (``image/index.py``): a manifest component by its pin; a
-  dependency no component pins by a floor in ``pip.constraints``, which ``lock`` holds to;
+- each package with open findings is bumped to the smallest version that fixes them all, that
+  no advisory of the package affects, and that the package index offers (``image/index.py``):
+  one the advisories name, else (the index has none of those) the smallest later version it
+  has; a manifest component by its pin; a dependency no component pins by a floor in
+  ``pip.constraints``, which ``lock`` holds to;
 - a base tag that moved is re-pinned by the lock; a base release of ours that has a published
   patch is moved to it (``base.version``, and the version of the component it carries);
 - ``release.patch`` records why it exists: each advisory fixed (id, package, old → new), the
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..evidence.osv import Advisories
-from ..evidence.remedy import fixes, records_for
+from ..evidence.remedy import fixes, to_leave
 from ..guard.writing import write_bytes
 from ..image import render as rendering
 from ..image.lock import Lock
@@ -38,6 +40,7 @@ from .basewatch import Reason
 from .watch import Open, Watched
 
 Offers = Callable[[ImageSpec, str, str], bool]  # (spec, distribution, version) → on the index
+Versions = Callable[[ImageSpec, str], tuple[str, ...]]  # (spec, distribution) → what the index has
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,10 +85,12 @@ def _fixed(o: Open, new: str, by: str) -> Fixed:
 
 
 class _Planner:
-    def __init__(self, spec: ImageSpec, lock: Lock, advisories: Advisories, offers: Offers) -> None:
+    def __init__(self, spec: ImageSpec, lock: Lock, advisories: Advisories, offers: Offers,
+                 versions: Versions | None) -> None:  # fmt: skip
         self.spec = spec
         self.advisories = advisories
         self.offers = offers
+        self.versions = versions
         self.components = {canonical_name(c.package or c.id): c for c in spec.of_kind("pip")}
         self.layered = {canonical_name(n) for n, _ in lock.versions}
         self.from_base = {canonical_name(n) for n, _ in lock.provided} | spec.base_provides
@@ -109,9 +114,11 @@ class _Planner:
             self.open += [_unfixed(o, why) for o in fixable if why]
             return
         package = fixable[0].finding.package
-        records = [r for o in fixable for r in records_for(self.advisories, o.finding)]
+        records = to_leave(self.advisories, package, (o.finding for o in fixable))
         wanted = fixes(package, {v for o in fixable for v in o.finding.fixed}, records)
         chosen = next((v for v in wanted if self.offers(self.spec, name, v)), None)
+        if chosen is None and self.versions is not None:  # none the advisories name: a later one
+            chosen = next(iter(fixes(package, self.versions(self.spec, name), records)), None)
         if chosen is None:
             self.open += [_unfixed(o, "not-on-index") for o in fixable]
             return
@@ -131,16 +138,18 @@ class _Planner:
 
 
 def prepare(repo: Repo, spec: ImageSpec, watched: Watched, advisories: Advisories, lock: Lock,
-            offers: Offers) -> Prepared:  # fmt: skip
+            offers: Offers, versions: Versions | None = None) -> Prepared:  # fmt: skip
     """The next patch of ``spec`` (published; ``watched`` is what ``watch`` found of it, ``lock``
-    its committed lock): what it bumps, where its base moves, what stays open."""
+    its committed lock): what it bumps, where its base moves, what stays open. ``offers``:
+    whether the index has a version; ``versions``: every version it has (asked only when it has
+    none of the fixes the advisories name)."""
     if watched.pending:
         msg = (
             f"{watched.pending} is prepared and not published: release it (xpu-release release "
             f"{watched.pending}), or remove its manifest to prepare another patch of {spec.ref}"
         )
         raise ConfigError(msg)
-    planner = _Planner(spec, lock, advisories, offers)
+    planner = _Planner(spec, lock, advisories, offers, versions)
     for (ecosystem, name), group in sorted(_group(watched.open).items()):
         planner.package(ecosystem, name, group)
     out = Prepared(spec=spec, version=next_patch(repo, spec), reasons=watched.reasons)
@@ -198,31 +207,48 @@ def manifest_text(prepared: Prepared) -> str:
     return child_text(spec.image, prepared.version, spec.version, prepared.bumps, extra)
 
 
+def _as_locked(prepared: Prepared, lock: Lock) -> Prepared:
+    """``prepared`` as its lock found the base: the tag moved again meanwhile (the move is to
+    where the lock pins it), or moved back to the digest the release pins (no move at all)."""
+    base = prepared.patch.base
+    if base is None or lock.base_digest == base.new_digest:
+        return prepared
+    if lock.base_digest == base.old_digest and prepared.base_version is None:
+        return replace(prepared, patch=replace(prepared.patch, base=None))
+    return replace(prepared, patch=replace(prepared.patch, base=replace(base, new_digest=lock.base_digest)))
+
+
 def write(
     repo: Repo, prepared: Prepared, lock_with: Callable[[ImageSpec], Lock], registries: Registries
 ) -> tuple[Path, ...]:
     """Write the patch's manifest, then its lock (``lock_with``: as ``xpu-release lock`` makes
-    it) and its Dockerfile; on any failure, remove what was written."""
+    it) and its Dockerfile; on any failure, remove what was written. When the lock leaves the
+    patch nothing to change (its only reason, a base tag that moved, moved back), what was
+    written is removed and nothing is returned: nothing to fix."""
     spec = prepared.spec
     path, new = write_child(repo, spec.image, prepared.version, manifest_text(prepared))
     written = [path]
     try:
         lock = lock_with(new)
-        base = prepared.patch.base
-        if base is not None and lock.base_digest != base.new_digest:  # the tag moved again meanwhile
-            moved = replace(
-                prepared, patch=replace(prepared.patch, base=replace(base, new_digest=lock.base_digest))
-            )
-            write_bytes(path, manifest_text(moved).encode(), what="manifest")
+        locked = _as_locked(prepared, lock)
+        if not locked.changes:
+            _remove(repo, prepared, written)
+            return ()
+        if locked != prepared:
+            write_bytes(path, manifest_text(locked).encode(), what="manifest")
         written.append(write_lock(repo.root, new, lock))
         rendered = rendering.render(repo.root, new, registries)
         rendering.write(rendered)
         written.append(rendered.path)
     except BaseException:
-        for p in written:
-            p.unlink(missing_ok=True)
-        folder = repo.root / "images" / spec.image / prepared.version
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        _remove(repo, prepared, written)
         raise
     return tuple(written)
+
+
+def _remove(repo: Repo, prepared: Prepared, written: list[Path]) -> None:
+    for p in written:
+        p.unlink(missing_ok=True)
+    folder = repo.root / "images" / prepared.spec.image / prepared.version
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()

@@ -65,11 +65,18 @@ class Plan:
         return moving(self.spec, newest=self.newer is None, newest_of_line=self.newest_of_line)
 
     def to_json(self) -> dict[str, Any]:
+        """As ``plan --json`` prints it: each target's ``floating_refs`` are the refs of the tags
+        this publish moves there (``moves``), never one that stays where it is."""
+        tags = floating_tags(self.spec)
+
+        def moved(t: Target) -> list[str]:
+            return [ref for tag, ref in zip(tags, t.floating_refs, strict=True) if tag in self.moves]
+
         return {
             "image": self.spec.ref,
             "manifest": self.spec.manifest_path,
             "manifest_sha256": self.spec.content_hash,
-            "targets": [t.to_json() for t in self.targets],
+            "targets": [{**t.to_json(), "floating_refs": moved(t)} for t in self.targets],
             "moves_floating": self.moves_floating,
             "moves": list(self.moves),
             "newer_version": self.newer,

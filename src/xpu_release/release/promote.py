@@ -36,10 +36,11 @@ from ..evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ..labels import INPUTS_LABEL
 from ..oci.registry import Manifest
 from ..progress import Sink
-from .mirror import MirrorReport, RegistrySide, mirror
+from .mirror import MirrorReport, mirror
 from .plan import Target
 from .pool import EndpointPool, version_served
 from .record import EndpointRecord, Promotion, ReleaseRecord
+from .sides import RegistrySide
 from .tags import TagRules
 from .verify import verify
 from .withdraw import withdrawal_in_force

@@ -11,12 +11,13 @@ in this run), one that refuses our credentials (8), an SBOM missing, damaged or 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
 from ..evidence.referrers import fetch_attachment, list_referrers
-from ..evidence.scan import Package, packages_of
+from ..evidence.scan import Package, components_of, packages_in
+from ..guard.limits import MAX_SBOMS
+from ..guard.reading import parse_json
 from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
@@ -123,73 +124,88 @@ class Reader:
             out.append(entry.digest)
         return tuple(out)
 
-    def sbom(self, ep: Endpoint, image: str, digest: str) -> bytes:
-        """The CycloneDX SBOM attached to ``digest``, its bytes checked against their digest."""
+    def sboms(self, ep: Endpoint, image: str, digest: str) -> tuple[bytes, ...]:
+        """Every CycloneDX SBOM of ours attached to ``digest`` (one, unless a rerun or a hand
+        attached another), each checked against its digest, the same bytes once. Several are
+        scanned as one, whatever order the registry lists them in (the referrers API and the
+        tag schema list them in opposite orders); more than ``MAX_SBOMS`` is refused."""
         repo = ep.repository(image)
         where = f"{ep.name}: {ep.prefix}/{image}@{digest[:19]}…"
 
-        def read(client: RegistryClient) -> bytes:
-            listed = list_referrers(client, repo, digest).ours("sbom")
+        def read(client: RegistryClient) -> tuple[bytes, ...]:
+            listed = list({d.digest: d for d in list_referrers(client, repo, digest).ours("sbom")}.values())
             if not listed:
                 msg = (
                     f"{where} has no SBOM attached (its referrers list none); attach it again: "
                     "rerun its release (it finishes what an endpoint lacks)"
                 )
                 raise VerifyFailed(msg)
-            return fetch_attachment(client, repo, listed[0], "sbom").payload
+            if len(listed) > MAX_SBOMS:
+                msg = (
+                    f"{where} has {len(listed)} SBOMs attached; watch reads at most {MAX_SBOMS}: "
+                    "remove the stray ones (each is a referrer manifest of that digest)"
+                )
+                raise VerifyFailed(msg)
+            payloads = (fetch_attachment(client, repo, d, "sbom").payload for d in listed)
+            return tuple(dict.fromkeys(payloads))
 
         try:
-            payload: bytes = self._ask(ep, f"the SBOM of {image}@{digest[:19]}", read)
+            found: tuple[bytes, ...] = self._ask(ep, f"the SBOM of {image}@{digest[:19]}", read)
         except ReleaseError as exc:
             if isinstance(exc, StackError | RegistryAuthError | TLSVerifyFailed | VerifyFailed):
                 raise
             msg = f"{where}: its SBOM cannot be read ({exc.message.splitlines()[0][:200]})"
             raise VerifyFailed(msg) from None
-        return payload
+        return found
 
 
-def check_sbom(payload: bytes, where: str) -> tuple[Package, ...]:
-    """The packages a published SBOM names, refusing what is not a CycloneDX SBOM (damaged,
-    another format) with what is wrong, never a guess: the scan reads only what passed here."""
+def read_sboms(payloads: tuple[bytes, ...], where: str) -> tuple[Package, ...]:
+    """The packages the published SBOMs name, read as one (``scan.packages_in``), refusing what
+    is not a CycloneDX SBOM (damaged, too deeply nested, another format) with what is wrong,
+    never a guess: the scan reads only what passed here. Each is parsed once."""
+    documents = []
+    for n, payload in enumerate(payloads):
+        which = f"{where}: the attached SBOM"
+        if len(payloads) > 1:
+            which += f" (the {_nth(n)} of {len(payloads)})"
+        try:
+            data = parse_json(payload, what=which, error=VerifyFailed)
+        except VerifyFailed as exc:
+            msg = f"{exc.message}; it cannot be scanned"
+            raise VerifyFailed(msg) from None
+        if not isinstance(data, dict) or data.get("bomFormat") != "CycloneDX":
+            msg = f"{which} is not a CycloneDX JSON document (no bomFormat: CycloneDX); it cannot be scanned"
+            raise VerifyFailed(msg)
+        bad = _first_bad_component(data)
+        if bad:
+            msg = f"{which} is damaged ({bad}); it cannot be scanned"
+            raise VerifyFailed(msg)
+        documents.append(data)
     try:
-        data = json.loads(payload)
-    except (ValueError, RecursionError):
-        data = None
-    if not isinstance(data, dict) or data.get("bomFormat") != "CycloneDX":
-        msg = f"{where}: the attached SBOM is not a CycloneDX JSON document; it cannot be scanned"
-        raise VerifyFailed(msg)
-    components = data.get("components", [])
-    bad = _first_bad_component(components)
-    if bad:
-        msg = f"{where}: the attached SBOM is damaged ({bad}); it cannot be scanned"
-        raise VerifyFailed(msg)
-    try:
-        return packages_of(payload)
+        return packages_in(*documents)
     except ValueError as exc:  # a package URL that does not parse
         msg = f"{where}: the attached SBOM is damaged ({str(exc)[:120]}); it cannot be scanned"
         raise VerifyFailed(msg) from None
 
 
-def _first_bad_component(components: Any) -> str | None:
-    if not isinstance(components, list):
+def check_sbom(payload: bytes, where: str) -> tuple[Package, ...]:
+    """``read_sboms`` of one SBOM."""
+    return read_sboms((payload,), where)
+
+
+def _nth(n: int) -> str:
+    return {0: "first", 1: "second", 2: "third"}.get(n, f"{n + 1}th")
+
+
+def _first_bad_component(data: dict[str, Any]) -> str | None:
+    if not isinstance(data.get("components", []), list):
         return "components is not a list"
-    for i, c in enumerate(components):
+    for where, c in components_of(data):
         if not isinstance(c, dict) or not isinstance(c.get("purl", ""), str):
-            return f"components[{i}] is not a component with a package URL"
+            return f"{where} is not a component with a package URL"
+        if not isinstance(c.get("components", []), list):
+            return f"{where}.components is not a list"
         props = c.get("properties", [])
         if not isinstance(props, list) or not all(isinstance(p, dict) for p in props):
-            return f"components[{i}].properties is not a list of properties"
+            return f"{where}.properties is not a list of properties"
     return None
-
-
-def merged_sbom(payloads: list[bytes]) -> bytes:
-    """One CycloneDX SBOM of every component the checked SBOMs name (each platform's image of a
-    platformed release: their packages differ), each package once, in the order met."""
-    if len(payloads) == 1:
-        return payloads[0]
-    components: dict[str, Any] = {}
-    for payload in payloads:
-        for c in json.loads(payload).get("components", []):
-            components.setdefault(c.get("purl") or json.dumps(c, sort_keys=True), c)
-    first = json.loads(payloads[0])
-    return json.dumps({**first, "components": list(components.values())}).encode()

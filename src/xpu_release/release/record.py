@@ -17,6 +17,7 @@ from ..errors import DamagedFileError, NotFoundError
 from ..evidence.attachment import ALL_KINDS
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
+from ..guard.shown import shown
 from ..guard.writing import write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
 
@@ -71,9 +72,7 @@ class ReleaseRecord:
     manifest: str
     manifest_sha256: str
     inputs_sha256: str
-    tested_image_id: (
-        str  # the config digest the smoke tests ran against (a platformed release: its first platform's)
-    )
+    tested_image_id: str  # the config digest tested (a platformed release: its first platform's)
     digest: str | None  # the manifest digest every endpoint serves (a platformed release: its index's)
     published_at: str
     complete: bool  # every endpoint verified
@@ -98,11 +97,8 @@ class ReleaseRecord:
     # (none for a release of linux/amd64 alone, whose record has no such key).
     platforms: tuple[PlatformRecord, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.platforms:
-            out.pop("platforms")
-        return out
+    def to_json(self) -> dict[str, Any]:  # a release of one platform has no "platforms" key
+        return {k: v for k, v in asdict(self).items() if k != "platforms" or self.platforms}
 
     def gate(self) -> RecordedScan | None:
         """The gate's result as typed values (None: no release ran it). The record was checked
@@ -120,10 +116,8 @@ class ReleaseRecord:
         promotions = tuple(
             Promotion(**{**p, "endpoints": tuple(p["endpoints"])}) for p in data.get("promotions") or ()
         )
-        platforms = tuple(
-            PlatformRecord(**{**p, "attachments": dict(p.get("attachments") or {})})
-            for p in data.get("platforms") or ()
-        )
+        platforms = tuple(PlatformRecord(**{**p, "attachments": dict(p.get("attachments") or {})})
+                          for p in data.get("platforms") or ())  # fmt: skip
         return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
                       "attachments": dict(data.get("attachments") or {}),
                       "promotions": promotions, "platforms": platforms})  # fmt: skip
@@ -131,7 +125,11 @@ class ReleaseRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedFinding:
-    """One finding as the record keeps it (``scan.record_entry`` writes it)."""
+    """One finding as the record keeps it (``scan.record_entry`` writes it), read back from a
+    file anyone may have written (a record, a re-scan history): every text in it is made safe to
+    show as it is made (``guard.shown``: a newline or an escape sequence in an id, a package or a
+    justification is written as a visible escape), so ``notes`` and ``diff`` cannot print a
+    forged line. A justification is escaped whole, never cut."""
 
     id: str
     package: str
@@ -142,6 +140,15 @@ class RecordedFinding:
     fixed: tuple[str, ...] = ()
     vex: str | None = None  # the status of the exception that covers it
     justification: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("id", "package", "installed", "severity"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
+        for name in ("aliases", "purls", "fixed"):
+            object.__setattr__(self, name, tuple(shown(x) for x in getattr(self, name)))
+        if self.vex is not None:
+            object.__setattr__(self, "vex", shown(self.vex))
+        object.__setattr__(self, "justification", shown(self.justification, len(self.justification)))
 
     @classmethod
     def from_json(cls, f: dict[str, Any]) -> RecordedFinding:
@@ -278,9 +285,8 @@ SCHEMA: dict[str, Any] = {
         }]},
         "evaluation": {"anyOf": [{"type": "null"}, EVALUATION_SCHEMA]},
         "platforms": {"type": "array", "items": {
-            "type": "object",
+            "type": "object", "additionalProperties": False,
             "required": ["platform", "digest", "tested_image_id", "inputs_sha256"],
-            "additionalProperties": False,
             "properties": {"platform": _STR, "digest": _OPT_DIGEST, "tested_image_id": _DIGEST,
                            "inputs_sha256": _STR, "size": {"type": "integer", "minimum": 0},
                            "attachments": {"type": "object", "propertyNames": {"enum": list(ALL_KINDS)},

@@ -1,7 +1,13 @@
-"""The two ends of a ``mirror`` (``mirror.py``): a registry repository (``RegistrySide``) or an
-OCI image layout directory (``LayoutSide``), each as a source (its manifests, referrers and blob
-bytes) and as a target (blobs stored, manifests put, referrers listed, every blob proven where it
-landed)."""
+"""The two ends a ``mirror`` copies between (``mirror.py``): a registry repository
+(``RegistrySide``) and an OCI image layout directory (``LayoutSide``), each as a source and as a
+target, behind one protocol (``Side``).
+
+As a source, a side is checked before the first write (``check``): a layout's blobs are local,
+so each one to be copied is hashed (its size compared first); a registry's are proven as they are
+copied, each before it is put in place. As a target, a side says what it already holds (proven:
+hashed in a layout, read back from a registry after the copy), stores blobs only once proven, and
+lists the manifests.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from ..errors import DamagedFileError, NotFoundError, ReleaseError, WireError
 from ..evidence.referrers import findable, list_referrers
@@ -30,7 +36,10 @@ PROVING_THREADS = 4  # blobs read back at once from a registry target
 
 
 class Side(Protocol):
-    """One end of a mirror: a registry repository, or a layout."""
+    """One end of a mirror: a registry repository, or a layout. ``wrong``: the error of an
+    answer of it that cannot be used (a registry's: exit 7; a layout's damage: exit 12)."""
+
+    wrong: ClassVar[type[ReleaseError]]
 
     @property
     def name(self) -> str: ...
@@ -40,12 +49,14 @@ class Side(Protocol):
     def referrers(self, subject: str) -> list[Manifest]: ...
 
     # as the source
+    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None: ...
     def blocks(self, digest: str, size: int) -> Iterator[bytes]: ...
     def damaged(self, digest: str, why: str) -> ReleaseError: ...
 
     # as the target
     def holds(self, digest: str, size: int) -> bool: ...
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
+    def put_members(self, manifests: list[Manifest]) -> None: ...  # by digest, not listed
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
     def listed(self, subject: str) -> set[str]: ...
@@ -56,6 +67,7 @@ class Side(Protocol):
 class RegistrySide:
     client: RegistryClient
     repo: str
+    wrong: ClassVar[type[ReleaseError]] = WireError
 
     @property
     def name(self) -> str:
@@ -75,8 +87,13 @@ class RegistrySide:
             if m is None:
                 msg = f"{self.name}: the referrer {d.digest} is listed but not served"
                 raise NotFoundError(msg)
-            out.append(m)
+            if m.subject == subject:  # one of another subject is not ours to copy (a layout's too)
+                out.append(m)
         return out
+
+    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None:
+        """Nothing before the copy (reading every blob twice over the network would double the
+        copy): each blob is proven as it is copied, before it is put in place."""
 
     def blocks(self, digest: str, size: int) -> Iterator[bytes]:
         return read_blob(self.client, self.repo, digest, COPY_BLOCK, size=size)
@@ -94,6 +111,9 @@ class RegistrySide:
             self.client.upload_blob(self.repo, digest, path)
         finally:
             path.unlink(missing_ok=True)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self.put_manifests([(m, None) for m in manifests], None)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         for m, tag in manifests:
@@ -125,6 +145,7 @@ class LayoutSide:
     layout: Layout
     proven: dict[str, Identity] = field(default_factory=dict)  # this run's: hashed, or written
     made: bool = False  # created (and swept) by this run's first write
+    wrong: ClassVar[type[ReleaseError]] = DamagedFileError
 
     @property
     def name(self) -> str:
@@ -139,12 +160,23 @@ class LayoutSide:
     def referrers(self, subject: str) -> list[Manifest]:
         return self.layout.referrers(subject) if self.layout.exists() else []
 
+    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None:
+        """Every blob to be copied hashed before the first write (a layout is local: reading it
+        twice is cheap beside a damaged copy): one missing, of another size or hash is damage,
+        and the target is left as it was."""
+        for digest, size in blobs:
+            if not self.layout.has_blob(digest):
+                raise self.damaged(digest, "is missing, or is not a regular file")
+            if self.layout.proven(digest, size) is None:
+                raise self.damaged(digest, f"is not the {size} bytes that hash to its name")
+            if tally is not None:
+                tally.add(size)
+
     def blocks(self, digest: str, size: int) -> Iterator[bytes]:
         """The blob's bytes, bounded by ``size`` (a regular file only: never a link followed or
         a FIFO waited on; one of another size is damage)."""
         if not self.layout.has_blob(digest):
-            msg = f"{self.name}: blob {digest} is missing (or is not a regular file); copy the layout again"
-            raise NotFoundError(msg)
+            raise self.damaged(digest, "is missing, or is not a regular file")
         return self.layout.blob_chunks(digest, size)
 
     def damaged(self, digest: str, why: str) -> ReleaseError:
@@ -168,6 +200,11 @@ class LayoutSide:
     def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
         self._begin()
         self.proven[digest] = self.layout.write_blob(digest, size, blocks)
+
+    def put_members(self, manifests: list[Manifest]) -> None:
+        self._begin()
+        for m in manifests:  # blobs only: index.json lists what the index is listed by, not them
+            self.layout.put_bytes(m.body)
 
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None:
         self._begin()

@@ -3,14 +3,20 @@
 180, low none, as AWS's deep-learning containers publish theirs). A finding's clock starts when
 its advisory was published (OSV's ``published``), else the first time a scan of the release saw
 it; it is within the SLA until its due day, out of it after. A severity without a limit (low,
-unknown, or ``null``) has no clock."""
+unknown, or ``null``) has no clock.
+
+Dates come from outside (an advisory's ``published``, ``--today``) and are data: a publication
+later than the day a scan first saw the finding (a date in the future, a damaged record) is not
+believed, the clock runs from first seen; a due day past the calendar's end is its last day,
+never an error."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any, Literal
 
+from ..guard.reading import days_after
 from ..manifest import ImageSpec
 
 SlaState = Literal["within", "out", "none"]
@@ -31,7 +37,7 @@ class Clock:
 
     @property
     def due(self) -> date | None:
-        return self.since + timedelta(days=self.days) if self.days is not None else None
+        return days_after(self.since, self.days) if self.days is not None else None
 
     @property
     def state(self) -> SlaState:
@@ -50,7 +56,9 @@ def limit(spec: ImageSpec, level: str) -> int | None:
 
 
 def clock(spec: ImageSpec, level: str, *, published: date | None, first_seen: date, today: date) -> Clock:
-    if published is not None:
+    """The clock of a finding of ``level``: from ``published`` unless it is later than
+    ``first_seen`` (no scan saw a finding before its advisory was published)."""
+    if published is not None and published <= first_seen:
         return Clock(since=published, source="published", days=limit(spec, level), today=today)
     return Clock(since=first_seen, source="first-seen", days=limit(spec, level), today=today)
 

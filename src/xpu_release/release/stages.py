@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from ..errors import PerformanceRegression, PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
 from ..evidence.scan import Gated, plan_of_gate, run_gate
+from ..evidence.vex import published_at
 from ..guard.writing import write_bytes
 from ..image.build import build_image
 from ..image.engine import Engine
@@ -104,7 +105,8 @@ class Evidence:
 def scan(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[Evidence]:
     spec, lock = ctx.spec, ctx.inputs.lock
     sbom = image_sbom(ctx.repo, spec, lock, engine, image_id)
-    gated = run_gate(ctx.repo, spec, sbom, ctx.gate, cache=cache_dir())
+    where = published_at(spec.image, (t.endpoint for t in ctx.pool.plan.targets))
+    gated = run_gate(ctx.repo, spec, sbom, ctx.gate, cache=cache_dir(), repositories=where)
     state = Status.DONE if gated.result is not None else Status.SKIPPED
     return Outcome(status=state, detail=gated.detail, value=Evidence(sbom=sbom, gated=gated))
 

@@ -25,31 +25,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any
 
-from ..errors import ManifestError, NeedsPatch, ReleaseError
+from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError
 from ..evidence.osv import Advisories
 from ..evidence.remedy import fixes, published, records_for
-from ..evidence.scan import Finding, scan
-from ..evidence.vex import Statement, read_vex, vex_path
+from ..evidence.scan import Finding, scan_packages
+from ..evidence.vex import Statement, published_at, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import line_of, newer_in_line
 from ..manifest.support import state as support_state
 from . import history
-from .basewatch import Reason, Unchecked, base_reasons, unchecked
-from .published import Reader, check_sbom, merged_sbom
+from .basewatch import BaseUnchecked, Reason, Unchecked, base_reasons, unchecked
+from .history import Seen, State
+from .published import Reader, read_sboms
 from .record import default_path, read_optional
 from .sla import Clock, clock, overall
 
-State = Literal[
-    "up to date",
-    "needs a patch",
-    "superseded",
-    "out of SLA",
-    "not published",
-    "could not check",
-    "end of life",
-]
 ORDER = ("critical", "high", "medium", "low", "unknown")
 
 
@@ -82,7 +74,10 @@ class Watched:
     pending: str | None = None  # a later release of its line with a manifest, not published
     unchecked: tuple[Unchecked, ...] = ()
     scanned: bool = False  # its SBOM as published was read and scanned
+    sboms: int = 0  # the SBOMs attached to it, scanned as one (one, unless attached again)
     history: str | None = None  # the re-scan history entry written
+    history_error: str | None = None  # why no entry could be written (the answer stands)
+    seen: tuple[tuple[tuple[str, str], date], ...] = ()  # every finding any re-scan saw, first day
     end_of_life: str | None = None  # the date its support ended (state "end of life": skipped)
 
     @property
@@ -107,7 +102,8 @@ class Watched:
             "superseded_by": self.superseded_by, "pending": self.pending,
             "unchecked": [{"what": u.what, "message": u.message, "exit_code": u.exit_code}
                           for u in self.unchecked],
-            "scanned": self.scanned, "history": self.history, "end_of_life": self.end_of_life,
+            "scanned": self.scanned, "sboms": self.sboms, "history": self.history,
+            "history_error": self.history_error, "end_of_life": self.end_of_life,
         }  # fmt: skip
 
 
@@ -145,8 +141,14 @@ class Watcher:
         return self._done[ref]
 
     def base_needs_patch(self, ref: str) -> bool:
-        """Whether our base release ``ref`` needs a patch (a chain that loops says no)."""
-        return ref not in self._asking and self.watch(ref).state == "needs a patch"
+        """Whether our base release ``ref`` needs a patch (a chain that loops says no); a base
+        that could not be checked raises ``BaseUnchecked``: its child's answer is incomplete."""
+        if ref in self._asking:
+            return False
+        answer = self.watch(ref)
+        if answer.state == "could not check" and answer.unchecked:
+            raise BaseUnchecked(ref, answer.unchecked[0])
+        return answer.state == "needs a patch"
 
     def _watch(self, ref: str) -> Watched:
         try:
@@ -174,7 +176,8 @@ class Watcher:
         published_later = [v for v, d in later if d is not None]
         pending = next((v for v, d in later if d is None), None)
         if published_later:
-            done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}")
+            done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}",
+                         seen=tuple(sorted(self._first_seen(spec).items())))  # fmt: skip
             return self._keep(spec, done)
         head = _with(head, pending=f"{spec.image}:{pending}" if pending else None)
         return self._keep(spec, self._check(spec, head, digest))
@@ -183,24 +186,28 @@ class Watcher:
         problems: list[Unchecked] = []
         opened: list[Open] = []
         excepted = 0
+        seen = self._first_seen(spec)
         ep = self.reader.public()
         statements, problem = self._statements(spec)
+        sboms = 0
         images: tuple[str, ...] = (digest,)
         try:
             if spec.platformed:  # an index: each platform's image carries its own SBOM
                 images = self.reader.images(ep, spec.image, digest, spec.platforms)
-            sboms = [self.reader.sbom(ep, spec.image, d) for d in images]
-            for d, sbom in zip(images, sboms, strict=True):
-                check_sbom(sbom, f"{ep.name}: {spec.ref}" + (f" ({d[:19]})" if spec.platformed else ""))
+            payloads = tuple(p for d in images for p in self.reader.sboms(ep, spec.image, d))
+            packages = read_sboms(payloads, f"{ep.name}: {spec.ref}")
+            sboms = len(payloads)
         except ReleaseError as exc:
             problems.append(unchecked("sbom", exc))
         else:
             if problem is not None:
                 problems.append(problem)
-            result = scan(spec, merged_sbom(sboms), self.advisories, statements, today=self.today,
-                          digests=frozenset({digest, *images}))  # fmt: skip
+            where = published_at(spec.image, self.reader.registries.publish_endpoints())
+            result = scan_packages(spec, packages, self.advisories, statements, today=self.today,
+                                   digests=frozenset({digest, *images}), repositories=where)  # fmt: skip
             excepted = sum(1 for f in result.findings if f.exception is not None)
-            seen = self._first_seen(spec)
+            for f in result.findings:  # excepted ones too: an exception that expires keeps the day
+                seen[(f.ids[0], f.package.name)] = self._first_day(f, seen)
             opened = [self._open(spec, f, seen) for f in result.findings if f.exception is None]
         reasons = [
             _advisory_reason(o) for o in opened if o.fix and (o.clock.days is not None or o.finding.blocking)
@@ -217,28 +224,33 @@ class Watcher:
             state = "out of SLA"
         scanned = not any(u.what == "sbom" for u in problems)
         return _with(head, state=state, reasons=tuple(reasons), open=tuple(opened), excepted=excepted,
-                     unchecked=tuple(problems), scanned=scanned)  # fmt: skip
+                     unchecked=tuple(problems), scanned=scanned, sboms=sboms,
+                     seen=tuple(sorted(seen.items())))  # fmt: skip
 
-    def _open(self, spec: ImageSpec, f: Finding, seen: dict[tuple[str, str], date]) -> Open:
+    def _first_day(self, f: Finding, seen: Seen) -> date:
+        """The first day a scan saw ``f`` (by any of its ids): never later than this run's day
+        (a what-if run in the past sees it on its day)."""
+        return min([d for i in f.ids if (d := seen.get((i, f.package.name))) is not None] + [self.today])
+
+    def _open(self, spec: ImageSpec, f: Finding, seen: Seen) -> Open:
         records = records_for(self.advisories, f)
         smallest = next(iter(fixes(f.package, f.fixed, records)), None)
-        first = min(
-            (d for i in f.ids if (d := seen.get((i, f.package.name))) is not None), default=self.today
-        )
+        first = self._first_day(f, seen)
         when = clock(spec, f.level, published=published(records), first_seen=first, today=self.today)
         return Open(finding=f, fix=smallest, first_seen=first, clock=when)
 
-    def _first_seen(self, spec: ImageSpec) -> dict[tuple[str, str], date]:
-        """When a scan first saw each finding: the latest history entry carries it forward; the
-        release record's scan saw its findings on the day it was published."""
-        seen: dict[tuple[str, str], date] = {}
+    def _first_seen(self, spec: ImageSpec) -> Seen:
+        """When a scan first saw each finding: the latest history entry carries every one
+        forward (the earliest over the whole history); the release record's scan saw its
+        findings on the day it was published."""
+        seen: Seen = {}
         try:
             record = read_optional(default_path(self.repo.root, spec.image, spec.version))
         except ReleaseError:  # a record that is not one says nothing (status names it)
             record = None
         if record is not None and record.scan and record.scan.get("status") != "skipped":
             try:
-                day = date.fromisoformat(record.published_at[:10])
+                day = min(date.fromisoformat(record.published_at[:10]), self.today)
             except ValueError:
                 day = self.today
             for f in record.scan.get("findings") or ():
@@ -261,11 +273,17 @@ class Watcher:
         return self._vex[spec.image]
 
     def _keep(self, spec: ImageSpec, done: Watched) -> Watched:
-        """Add a release's answer to its history (when it has one: scanned, or superseded)."""
+        """Add a release's answer to its history (when it has one: scanned, or superseded),
+        with every finding seen and how many advisories were read. A history that cannot be
+        written leaves the answer as it is, with why (the run ends in 13: ``exit_code``)."""
         if not self.keep_history or not (done.scanned or done.state == "superseded"):
             return done
-        entry = done.to_json()
-        path = history.append(self.repo.root, spec.image, spec.version, entry, self.now)
+        entry = {**done.to_json(), "seen": history.seen_json(dict(done.seen)),
+                 "advisories": self.advisories.counts.records}  # fmt: skip
+        try:
+            path = history.append(self.repo.root, spec.image, spec.version, entry, self.now)
+        except OutputError as exc:
+            return _with(done, history_error=exc.message)
         return _with(done, history=self.repo.rel(path))
 
 
@@ -285,18 +303,29 @@ def _advisory_reason(o: Open) -> Reason:
 def watch_all(
     watcher: Watcher, refs: list[str], order: Callable[[list[str]], list[list[str]]]
 ) -> list[Watched]:
-    """Every ref, parents first (a child's answer may go *through* its base's)."""
+    """Every ref, parents first (a child's answer may go *through* its base's); then, for each
+    one superseded, the release that superseded it (the newest published of its line: what
+    the line's users pull), which is checked instead."""
     ranked = {r: i for i, r in enumerate(r for wave in order(refs) for r in wave)}
     for ref in sorted(refs, key=lambda r: ranked.get(r, len(ranked))):
         watcher.watch(ref)
-    return [watcher.watch(r) for r in refs]
+    asked = list(dict.fromkeys(refs))
+    for ref in asked:  # grows as it goes: a superseding release is asked in turn
+        later = watcher.watch(ref).superseded_by
+        if later is not None and later not in asked:
+            asked.append(later)
+    return [watcher.watch(r) for r in asked]
 
 
 def exit_code(results: list[Watched]) -> int:
     """0: nothing needs doing; 15: a release needs a patch or is out of SLA; a release that
     could not be checked ends in its error's code (the first such), whatever the others need:
-    an incomplete answer is never read as "only patches are due"."""
+    an incomplete answer is never read as "only patches are due"; then 13 when a release's
+    re-scan history could not be written (its answer stands, the SLA clocks it carries would
+    not)."""
     for w in results:
         if w.unchecked:
             return w.unchecked[0].exit_code
+    if any(w.history_error for w in results):
+        return OutputError.exit_code
     return NeedsPatch.exit_code if any(w.needs_attention for w in results) else 0

@@ -32,9 +32,9 @@ from ..errors import ConfigError, NotFoundError, PublishError, ReleaseError
 from ..evidence.lifecycle import MAX_REASON, Notice, in_force, make_notice, notices_at, now
 from ..evidence.referrers import attach
 from ..manifest import ImageSpec, Repo
-from ..manifest.loader import version_key
 from ..manifest.registries import Registries
 from ..manifest.types import first_unsafe_char
+from ..manifest.versions import version_key
 from ..oci.members import spool_dir
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink

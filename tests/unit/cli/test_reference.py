@@ -109,5 +109,8 @@ def test_a_page_that_cannot_be_written_is_named_and_nothing_is_left_behind(repo:
     result = run(repo, "docs")
 
     assert result.exit_code == 13
-    assert result.stderr == "error: docs/reference/commands.md: cannot write (Is a directory)\n"
+    assert result.stderr == (
+        f"error: {folder / 'commands.md'}: cannot write the reference page docs/reference/commands.md "
+        "(is a directory)\n"
+    )
     assert sorted(p.name for p in folder.iterdir()) == ["commands.md"]  # no temporary file

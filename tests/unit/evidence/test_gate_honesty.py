@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from xpu_release.evidence.scan import gate_failure, scan
-from xpu_release.evidence.vex import read_vex
+from xpu_release.evidence.vex import published_at, read_vex
 from xpu_release.evidence.vexdoc import release_vex, unqualified
+from xpu_release.oci.endpoint import Endpoint
 
 from .test_vulnerabilities import SBOM, TODAY, advisories, spec, vex_file
 
@@ -33,10 +34,13 @@ def excepting(product: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def demo_blocks(tmp_path: Path, *statements: dict[str, Any]) -> bool:
+def demo_blocks(
+    tmp_path: Path, *statements: dict[str, Any], repositories: frozenset[str] = frozenset()
+) -> bool:
     read, problems = read_vex(vex_file(tmp_path, *statements), "vex.openvex.json", today=TODAY)
     assert problems == []
-    result = scan(spec(), SBOM, advisories(tmp_path), read, today=TODAY, digests=frozenset({IMAGE_ID}))
+    result = scan(spec(), SBOM, advisories(tmp_path), read, today=TODAY, digests=frozenset({IMAGE_ID}),
+                  repositories=repositories)  # fmt: skip
     return next(f for f in result.findings if f.package.name == "demo").blocking
 
 
@@ -58,6 +62,34 @@ def test_a_statement_about_a_version_or_digest_counts_for_that_one_only(
     tmp_path: Path, product: str, blocks: bool
 ) -> None:
     assert demo_blocks(tmp_path, excepting(product)) is blocks
+
+
+PUBLIC = Endpoint(registry="public", role="public", region=None, host="Registry.Ex:5000", namespace="xpu")
+OURS = published_at("demo-image", [PUBLIC])
+HERE = "registry.ex%3A5000%2Fxpu%2Fdemo-image"
+
+
+@pytest.mark.parametrize(
+    ("product", "blocks"),
+    [
+        (f"pkg:oci/demo-image?repository_url={HERE}", False),
+        (f"pkg:oci/demo-image?repository_url=https%3A%2F%2F{HERE}%2F", False),
+        (f"pkg:oci/demo-image@25.03?repository_url={HERE}", False),
+        (f"pkg:oci/demo-image@25.04?repository_url={HERE}", True),
+        ("pkg:oci/demo-image?repository_url=registry.ex%3A5000%2Fxpu%2Fother-image", True),
+        ("pkg:oci/demo-image?repository_url=elsewhere.example%2Fxpu%2Fdemo-image", True),
+        ("pkg:oci/xpu/demo-image", True),  # a namespace is another repository's image
+    ],
+)
+def test_a_repository_url_counts_where_the_release_is_published_only(
+    tmp_path: Path, product: str, blocks: bool
+) -> None:
+    assert {"registry.ex:5000/xpu/demo-image"} == OURS
+    assert demo_blocks(tmp_path, excepting(product), repositories=OURS) is blocks
+
+
+def test_a_repository_url_counts_for_nothing_where_the_scan_knows_no_repository(tmp_path: Path) -> None:
+    assert demo_blocks(tmp_path, excepting(f"pkg:oci/demo-image?repository_url={HERE}")) is True
 
 
 # --- a reason, and a review within the horizon --------------------------------------------------

@@ -125,6 +125,21 @@ def test_a_stale_attachment_of_ours_is_replaced_and_foreign_ones_are_kept(
     assert len(digests) == 3
 
 
+def test_a_referrer_the_tag_index_lists_many_times_is_listed_once(
+    registry: tuple[RegistryClient, State], tmp_path: Path
+) -> None:
+    client, state = registry
+    subject = image()
+    attach(client, REPO, subject, [SBOM, PROVENANCE], created=CREATED, spool=tmp_path)
+    entries = tag_index(state, subject)
+    body = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries * 50}).encode()
+    state.manifests[(REPO, referrers_tag(subject.digest))] = (OCI_INDEX, body)
+
+    found = list_referrers(client, REPO, subject.digest)
+
+    assert [d.digest for d in found.descriptors] == [e["digest"] for e in entries]  # as first listed
+
+
 def test_a_registry_with_the_referrers_api_lists_them_itself(tmp_path: Path) -> None:
     with fake_registry(State(referrers_api=True)) as (host, state):
         client = client_for(host, state)

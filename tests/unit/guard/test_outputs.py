@@ -4,10 +4,12 @@ records and notes are readable by others."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,16 @@ import pytest
 from xpu_release import settings
 from xpu_release.errors import OutputError
 from xpu_release.guard.named import write_named
+from xpu_release.image import smoke
+from xpu_release.image.fetch import fetch
+from xpu_release.manifest import Repo
+from xpu_release.oci.members import compress, spool_dir
 from xpu_release.oci.store import DigestMap, known_config, remember_config
 
 from ..helpers import run
 from .hostile import deadline, snapshot
+
+CPU = "training-cpu-pytorch"
 
 
 @pytest.fixture
@@ -64,9 +72,45 @@ def test_an_output_file_is_written_whole_readable_by_others_and_keeps_a_mode_it_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "private.json", "repo"]
 
 
-@pytest.mark.parametrize("link", ["configs", "compressed"])
+LAYER = b"layer bytes" * 100
+
+
+def _layer(tmp_path: Path) -> Path:
+    layer = tmp_path / "layer.tar"
+    layer.write_bytes(LAYER)
+    return layer
+
+
+def _compressed(repo: Path, tmp_path: Path) -> None:
+    DigestMap("compressed/zlib-6").put("sha256:" + "a" * 64, "sha256:" + "b" * 64)
+
+
+def _spooled(repo: Path, tmp_path: Path) -> None:  # the publish spool
+    with ThreadPoolExecutor(1) as pool:
+        compress(_layer(tmp_path), spool_dir(), pool)
+
+
+def _tested(repo: Path, tmp_path: Path) -> None:
+    smoke._mark_tested(Repo(repo).load(CPU, "25.03"), "sha256:" + "c" * 64, "t", 1)
+
+
+def _fetched(repo: Path, tmp_path: Path) -> None:  # an artifact a build downloads
+    fetch(_layer(tmp_path).as_uri(), hashlib.sha256(LAYER).hexdigest(), "f")
+
+
+# Each folder of the cache a writer puts files under, and that writer.
+CACHE_WRITERS: dict[str, Callable[[Path, Path], object]] = {
+    "configs": lambda repo, tmp: remember_config(b'{"config":1}'),
+    "compressed": _compressed,
+    "oci-blobs": _spooled,
+    "tested": _tested,
+    "blobs": _fetched,
+}
+
+
+@pytest.mark.parametrize("link", sorted(CACHE_WRITERS))
 def test_a_cache_folder_that_is_a_link_is_refused_and_nothing_lands_outside(
-    cache: Path, tmp_path: Path, link: str
+    cache: Path, repo: Path, tmp_path: Path, link: str
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -74,17 +118,23 @@ def test_a_cache_folder_that_is_a_link_is_refused_and_nothing_lands_outside(
     (cache / link).symlink_to(outside)
     before = snapshot(outside)
 
-    def write() -> None:
-        if link == "configs":
-            remember_config(b'{"config":1}')
-        else:
-            DigestMap("compressed/zlib-6").put("sha256:" + "a" * 64, "sha256:" + "b" * 64)
-
     with pytest.raises(OutputError) as refused:
-        write()
+        CACHE_WRITERS[link](repo, tmp_path)
 
     assert snapshot(outside) == before
     assert f"{cache / link}: is a symbolic link" in refused.value.message
+    assert refused.value.exit_code == 13
+
+
+@pytest.mark.parametrize("link", sorted(CACHE_WRITERS))
+def test_each_cache_writer_writes_inside_the_cache(
+    cache: Path, repo: Path, tmp_path: Path, link: str
+) -> None:
+    CACHE_WRITERS[link](repo, tmp_path)
+
+    made = [p for p in (cache / link).rglob("*") if p.is_file()]
+    assert made, f"nothing written under {cache / link}: the case above proves nothing"
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in made if not p.name.startswith(".")), made
 
 
 def test_cache_facts_are_written_and_read_back(cache: Path) -> None:
@@ -164,3 +214,44 @@ def test_a_folder_as_output_is_refused(tmp_path: Path) -> None:
         write_named(tmp_path, b"x", what="notes")
 
     assert "is a directory" in refused.value.message
+
+
+def test_the_systems_own_stream_links_are_written_through(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with deadline(5):
+            write_named(Path(f"/dev/fd/{write_end}"), b"one ", what="SARIF")
+            write_named(Path(f"/proc/self/fd/{write_end}"), b"two", what="SARIF")
+        os.close(write_end)
+        write_end = -1
+        assert os.read(read_end, 100) == b"one two"
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        lambda link: Path(f"/dev/..{link}"),  # /dev/../tmp/…: spelled under /dev, is not
+        lambda link: Path(f"/proc/self/cwd/{link.name}"),  # the current folder, through /proc
+        lambda link: Path(f"/dev/fd/../../..{link}"),  # out of the fd folder again
+        lambda link: link,
+    ],
+    ids=["/dev/..", "/proc/self/cwd", "/dev/fd/../../..", "as it is"],
+)
+def test_a_link_of_anyones_is_refused_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelled: object
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    link = tmp_path / "out.sarif"
+    link.symlink_to(victim)
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(OutputError) as refused:
+        write_named(spelled(link), b"{}", what="SARIF")  # type: ignore[operator]
+
+    assert "is a symbolic link" in refused.value.message
+    assert victim.read_text() == "keep me"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,7 +191,7 @@ def test_landed_never_opens_a_fifo_for_long_nor_follows_a_link(tmp_path: Path) -
     (tmp_path / "file").write_bytes(b"x")
 
     with deadline(5):
-        found = {n: landed(tmp_path / n, within=tmp_path) for n in ("fifo", "link", "file", "gone")}
+        found = {n: landed(tmp_path / n, within=tmp_path, size=1) for n in ("fifo", "link", "file", "gone")}
 
     assert found["fifo"] is None
     assert found["link"] is None
@@ -214,7 +215,7 @@ def test_a_sweep_removes_a_dead_runs_temporary_but_not_one_being_written(tmp_pat
     dead = tmp_path / ".blob.999999-0000abcd.tmp"  # its writer was killed: nobody holds it
     dead.write_bytes(b"half")
     (tmp_path / "young.tmp").write_bytes(b"not a temporary's name")
-    os.mkfifo(tmp_path / ".fifo.1-2.tmp")  # a temporary's name, but not ours: left alone
+    os.mkfifo(tmp_path / ".fifo.1-0000abcd.tmp")  # a temporary's name, but no file of ours: left alone
     later = dead.stat().st_mtime + TEMPORARY_GRACE_SECONDS + 1
 
     with Out(tmp_path / "blob") as live:
@@ -223,12 +224,77 @@ def test_a_sweep_removes_a_dead_runs_temporary_but_not_one_being_written(tmp_pat
         live.commit()
 
     assert removed == [dead.name]
-    assert names(tmp_path) == [".fifo.1-2.tmp", "blob", "young.tmp"]
+    assert names(tmp_path) == [".fifo.1-0000abcd.tmp", "blob", "young.tmp"]
 
 
 def test_a_sweep_leaves_a_temporary_younger_than_the_grace(tmp_path: Path) -> None:
-    fresh = tmp_path / ".blob.1-2.tmp"
+    fresh = tmp_path / ".blob.1-0000abcd.tmp"
     fresh.write_bytes(b"just made, perhaps not locked yet")
 
+    assert is_temporary(fresh.name)
     assert sweep(tmp_path) == []
     assert fresh.exists()
+
+
+@pytest.mark.parametrize(
+    "theirs", [".notes.tmp", ".other-client-upload.tmp", ".blob.123.tmp", ".blob.1-XYZXYZXY.tmp", ".tmp"]
+)
+def test_a_sweep_removes_only_names_of_our_own_pattern(tmp_path: Path, theirs: str) -> None:
+    (tmp_path / theirs).write_bytes(b"another tool's")
+    old = time.time() + TEMPORARY_GRACE_SECONDS + 1
+
+    assert not is_temporary(theirs)
+    assert sweep(tmp_path, now=old) == []
+    assert names(tmp_path) == [theirs]
+
+
+def test_landed_compares_the_size_before_it_reads_and_reads_no_further(tmp_path: Path) -> None:
+    with (tmp_path / "sparse").open("wb") as f:
+        f.truncate(1 << 40)  # a terabyte of nothing under an 11-byte blob's name
+    (tmp_path / "blob").write_bytes(b"layer bytes")
+
+    with deadline(5):  # hashed to its end: some 40 minutes
+        assert landed(tmp_path / "sparse", within=tmp_path, size=11) is None
+    found = landed(tmp_path / "blob", within=tmp_path, size=11)
+
+    assert found is not None
+    assert found[0] == digest(b"layer bytes")
+    assert landed(tmp_path / "blob", within=tmp_path, size=10) is None  # one byte more than listed
+
+
+# --- a file put in place only where nothing is -------------------------------------------------
+
+
+@pytest.mark.parametrize("there", ["a file", "a link to a file", "a dangling link"])
+def test_keep_existing_leaves_whatever_is_at_the_name_and_no_temporary(tmp_path: Path, there: str) -> None:
+    folder, victim = tmp_path / "manifests", tmp_path / "victim"
+    folder.mkdir()
+    if there == "a file":
+        (folder / "25.04.yaml").write_bytes(b"theirs")
+    else:
+        if there == "a link to a file":
+            victim.write_bytes(b"precious")
+        (folder / "25.04.yaml").symlink_to(victim)
+    before = snapshot(tmp_path)
+
+    with pytest.raises(FileExistsError):
+        write_bytes(folder / "25.04.yaml", b"ours", within=folder, keep_existing=True)
+
+    assert snapshot(tmp_path) == before  # nothing changed, nothing created where a link leads
+
+
+def test_keep_existing_puts_a_new_file_in_place_whole(tmp_path: Path) -> None:
+    write_bytes(tmp_path / "25.04.yaml", b"ours", within=tmp_path, keep_existing=True)
+
+    assert (tmp_path / "25.04.yaml").read_bytes() == b"ours"
+    assert mode(tmp_path / "25.04.yaml") == 0o644
+    assert os.listdir(tmp_path) == ["25.04.yaml"]  # noqa: PTH208
+
+
+def test_a_file_named_by_what_it_holds_is_committed_under_that_name(tmp_path: Path) -> None:
+    with Out(tmp_path / "layer", within=tmp_path) as out:
+        out.write(b"blob")
+        out.commit("sha256-" + hashlib.sha256(b"blob").hexdigest())
+
+    assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"blob"]
+    assert out.path.name == "sha256-" + hashlib.sha256(b"blob").hexdigest()

@@ -175,14 +175,18 @@ def test_the_index_says_what_it_offers_and_an_index_that_does_not_answer_is_an_e
     repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from xpu_release.errors import LockError
-    from xpu_release.image.index import offers
+    from xpu_release.image.index import offers, versions
 
     root, _house = repo
     spec = Repo(root).load_ref("kit:1.0")
 
     assert offers(spec, "beta", "1.1")
     assert not offers(spec, "beta", "9.9")
+    assert versions(spec, "beta") == ("1.1", "1.0")  # as pip lists them: newest first
+    assert versions(spec, "nothere") == ()
     monkeypatch.delenv("PIP_NO_INDEX")
     nowhere = replace(spec, pip_index_url="http://127.0.0.1:1/simple", pip_find_links=())
     with pytest.raises(LockError, match=r"cannot ask the package index whether beta 1\.1 is there"):
         offers(nowhere, "beta", "1.1")
+    with pytest.raises(LockError, match=r"cannot ask the package index which versions of beta it has"):
+        versions(nowhere, "beta")

@@ -8,8 +8,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from xpu_release.errors import ConfigError
+from xpu_release.guard.limits import MAX_FOLDER_DEPTH
 from xpu_release.image import smoke
 from xpu_release.manifest import Repo
+
+from ..guard.hostile import chain
 
 ROOT = Path(__file__).resolve().parents[3]
 REF = "pytorch-cpu-sdk:2.13.0"
@@ -61,3 +67,26 @@ def test_what_the_checks_hash_to_does_not_depend_on_where_the_repository_is(tmp_
     assert smoke.tests_sha256(here, spec) == smoke.tests_sha256(there, Repo(there).load_ref(REF))
     (there / "images" / "pytorch-cpu-sdk" / "tests" / "test_sdk.py").write_text("# changed\n")
     assert smoke.tests_sha256(here, spec) != smoke.tests_sha256(there, Repo(there).load_ref(REF))
+
+
+def test_checks_nested_deeper_than_a_walk_goes_are_a_configuration_error_naming_the_suite(
+    tmp_path: Path,
+) -> None:
+    # Path.rglob recursed once per level: 1,100 folders ended the hash in a RecursionError (exit 70).
+    here = clone(tmp_path / "a")
+    spec = Repo(here).load_ref(REF)
+    chain(here / "images" / "pytorch-cpu-sdk" / "tests" / "deep", MAX_FOLDER_DEPTH + 3)
+
+    with pytest.raises(ConfigError, match=r"^images/pytorch-cpu-sdk/tests: 1 folder\(s\) of the checks"):
+        smoke.tests_sha256(here, spec)
+
+
+def test_checks_in_nested_folders_are_hashed(tmp_path: Path) -> None:
+    here = clone(tmp_path / "a")
+    spec = Repo(here).load_ref(REF)
+    before = smoke.tests_sha256(here, spec)
+    nested = here / "images" / "pytorch-cpu-sdk" / "tests" / "more" / "test_more.py"
+    nested.parent.mkdir()
+    nested.write_text("def test_more() -> None: ...\n")
+
+    assert smoke.tests_sha256(here, spec) != before

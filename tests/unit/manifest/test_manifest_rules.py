@@ -171,3 +171,50 @@ def test_check_runs_every_rule() -> None:
     rules.check(rules.Resolved(data, NAMES), checker)
 
     assert [p.path for p in checker.problems] == ["release.added[0]", "env.PATH"]
+
+
+# --- what a patch claims, what a version is called ------------------------------------------------
+
+
+def fix(**more: str) -> dict[str, Any]:
+    return {"id": "CVE-2026-0001", "package": "six", "old": "1.16.0", "new": "1.17.0", **more}
+
+
+@pytest.mark.parametrize(
+    ("claimed", "pip", "found"),
+    [
+        ([fix(new="1.16.0")], None, []),  # the component is at `new`
+        ([fix(new="1.16")], None, []),  # the same version, as PEP 440 compares them
+        ([fix(by="constraint", package="urllib3", new="2.5.0")], {"constraints": ["urllib3>=2.5.0"]}, []),
+        ([fix()], None, ["claims CVE-2026-0001 fixed in six 1.16.0 → 1.17.0 by: component, but a pip "
+                         "component says 1.16.0"]),
+        ([fix(package="ray")], None, ["but a pip component does not name it"]),
+        ([fix(by="constraint", package="Urllib3", new="2.5.0")], {"constraints": ["urllib3>=2.4"]},
+         ["by: constraint, but pip.constraints says 2.4"]),
+        ([fix(by="constraint", new="1.17.0")], None, ["but pip.constraints does not name it"]),
+    ],
+)  # fmt: skip
+def test_a_patch_makes_every_fix_it_claims(claimed: list[Any], pip: Any, found: list[str]) -> None:
+    changes: dict[str, Any] = {"release": {"patch": {"fixes": claimed}}}
+    if pip is not None:
+        changes["pip"] = pip
+
+    said = problems(rules.a_patch_makes_the_fixes_it_claims, **changes)
+
+    assert [p for p, _ in said] == ["release.patch.fixes[0].new"] * len(found)
+    assert all(f in m for f, (_, m) in zip(found, said, strict=True)), said
+
+
+@pytest.mark.parametrize(
+    ("version", "tags", "where"),
+    [
+        ("25.03", ["latest"], None),
+        ("25.03-latest", ["latest"], "version"),
+        ("latest", [], "version"),
+        ("25.03", ["latest", "25.03"], "floating_tags[1]"),
+    ],
+)
+def test_a_version_is_never_a_floating_tag(version: str, tags: list[str], where: str | None) -> None:
+    said = problems(rules.a_version_is_never_a_floating_tag, version=version, floating_tags=tags)
+
+    assert [p for p, _ in said] == ([where] if where else [])

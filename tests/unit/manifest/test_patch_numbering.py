@@ -10,8 +10,8 @@ import pytest
 
 from xpu_release.manifest import Repo
 from xpu_release.manifest.lines import line_of, line_tag, line_versions, newest_of_line, next_patch
-from xpu_release.manifest.loader import version_key
 from xpu_release.manifest.patchformat import numbering_problem, split_patch
+from xpu_release.manifest.versions import version_key
 
 from ..helpers import run, write_manifest
 

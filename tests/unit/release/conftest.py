@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .published_kit import World, world
+from .published_kit import Calendar, World, world
 
 
 @pytest.fixture
@@ -18,3 +18,9 @@ def published(tmp_path: Path) -> Iterator[World]:
         made.released()
         made.osv.mkdir()
         yield made
+
+
+@pytest.fixture
+def calendar(monkeypatch: pytest.MonkeyPatch) -> Calendar:
+    """It is 2026-12-03 (noon UTC) for ``watch`` and ``patch``: the day the tests count SLAs to."""
+    return Calendar(monkeypatch, "2026-12-03")

@@ -5,14 +5,17 @@ pointing every registry there, and OSV records written by the test."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.osv import Advisories
@@ -44,6 +47,7 @@ class World:
     osv: Path  # the advisories folder
     client: RegistryClient  # what the test uses to publish
     spool: Path  # where attach() writes the blobs it sends
+    calendar: Calendar | None = None  # the day it is for the command line, when a test says
 
     def publish(self, image: str, version: str, sbom: bytes | None, *, salt: str = "") -> str:
         """``image:version`` served at its version tag with ``sbom`` attached (None: none)."""
@@ -161,6 +165,23 @@ def empty_image(config: dict[str, str]) -> Manifest:
     return Manifest(
         digest=sha256_digest(body), media_type="application/vnd.oci.image.manifest.v1+json", body=body
     )
+
+
+class Calendar:
+    """The day it is for the command line's ``watch`` and ``patch`` (``cli.watching.clock``): a
+    run on that day adds to the re-scan history, a ``--today`` of another day is a what-if.
+    Each reading is a second later than the one before, from noon UTC."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, day: str) -> None:
+        self._monkeypatch = monkeypatch
+        self.set(day)
+
+    def set(self, day: str) -> None:
+        ticks = itertools.count()
+        noon = datetime.fromisoformat(f"{day}T12:00:00+00:00")
+        self._monkeypatch.setattr(
+            "xpu_release.cli.watching.clock", lambda: noon + timedelta(seconds=next(ticks))
+        )
 
 
 # What training-cpu-pytorch 25.03's SBOM names (a few of them): its pins, a dependency, the SDK's torch.

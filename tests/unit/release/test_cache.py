@@ -146,7 +146,7 @@ def test_a_use_makes_an_entry_the_newest(cache: Path) -> None:
 
 def test_the_lock_file_is_not_an_entry(cache: Path) -> None:
     with in_use(cache):
-        found, _ = entries(cache)
+        found = entries(cache).entries
     assert ".in-use.lock" not in names([e.path for e in found])
 
 
@@ -159,7 +159,7 @@ def test_a_killed_mirrors_spool_and_partial_downloads_are_leftovers_a_prune_remo
     put(cache / "configs" / ".ab12.json.4242-0badcafe.tmp", 70, 0)
     put(cache / "configs" / "ab12.json", 30, 40)  # a fact beside it
     put(cache / "blobs" / ("a" * 64) / "wheel.whl.77.partial", 80, 0)
-    facts_before = entries(cache)[1]
+    facts_before = entries(cache).facts
 
     report = prune(cache, now=NOW)
 
@@ -223,7 +223,8 @@ def test_cache_du_counts_each_kind(repo: Path, cache: Path) -> None:
 
     data = json.loads(result.stdout)  # type: ignore[attr-defined]
     kinds = {k["kind"]: (k["entries"], k["bytes"]) for k in data["kinds"]}
-    assert kinds == {"oci-blobs": (3, 9000), "blobs": (1, 1000), "contexts": (1, 500), "leftovers": (2, 1600)}
+    assert kinds == {"oci-blobs": (3, 9000), "blobs": (1, 1000), "contexts": (1, 500), "advisories": (0, 0),
+                     "leftovers": (2, 1600)}  # fmt: skip
     assert data["facts_bytes"] == 171
 
 

@@ -17,9 +17,10 @@ from xpu_release.manifest.platforms import AMD64
 from xpu_release.oci.layout import Layout
 from xpu_release.oci.registry import Manifest
 from xpu_release.release.indexpublish import image_index, publish_index
-from xpu_release.release.mirror import LayoutSide, RegistrySide, mirror
+from xpu_release.release.mirror import mirror
 from xpu_release.release.publish import Options
 from xpu_release.release.record import ReleaseRecord
+from xpu_release.release.sides import LayoutSide, RegistrySide
 
 from ..fake_registry import fake_registry
 from ..oci.test_registry_client import client_for

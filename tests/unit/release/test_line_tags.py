@@ -5,6 +5,7 @@ moves backwards."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from xpu_release.manifest import Repo
@@ -59,6 +60,19 @@ def test_plan_says_which_floating_tags_a_patch_moves(repo: Path) -> None:
     assert f"latest stay where they are: {CPU}:25.04 is newer" in patched
     assert "then move" not in again
     assert "latest, 25.03-latest stay where they are" in again
+
+
+def test_plan_json_lists_as_floating_refs_only_the_tags_it_moves(repo: Path) -> None:
+    write_manifest(repo, CPU, "25.04", f'image: {CPU}\nversion: "25.04"\nextends: "25.03"\n')
+    patch_of(repo, "25.03.1", "25.03")
+
+    def planned(version: str) -> tuple[list[str], set[str]]:
+        said = json.loads(run(repo, "plan", f"{CPU}:{version}", "--json").stdout)
+        return said["moves"], {ref.rpartition(":")[2] for t in said["targets"] for ref in t["floating_refs"]}
+
+    assert planned("25.03.1") == (["25.03-latest"], {"25.03-latest"})
+    assert planned("25.03") == ([], set())  # nothing moves: no target lists a floating ref
+    assert planned("25.04") == (["latest", "25.04-latest"], {"latest", "25.04-latest"})
 
 
 def test_publish_moves_only_the_tags_it_is_given_at_every_endpoint(tmp_path: Path) -> None:

@@ -16,10 +16,12 @@ from click.testing import CliRunner, Result
 from xpu_release.cli import cli
 from xpu_release.errors import DamagedFileError, WireError
 from xpu_release.oci.layout import REF_NAME, Layout
-from xpu_release.release.mirror import LayoutSide, RegistrySide, mirror
+from xpu_release.release.mirror import mirror
+from xpu_release.release.sides import LayoutSide, RegistrySide
 
 from ..cli.test_no_internal_error import CLOSED
 from ..fake_registry import State, fake_registry
+from ..guard.hostile import snapshot
 from ..oci.test_registry_client import client_for
 from .layouts import blobs_of, damaged_blobs, release_layout
 from .test_mirror import TAG, published
@@ -155,6 +157,27 @@ def test_a_damaged_source_layout_is_exit_12_and_the_target_gets_no_blob_under_th
     assert not target.blob_path(layer).exists()
 
 
+@pytest.mark.parametrize("which", ["last layer", "a referrer's document"])
+@pytest.mark.parametrize("target_is", ["new", "another release's layout"])
+def test_a_damaged_source_layout_is_found_before_the_first_write_and_leaves_the_target_as_it_was(
+    tmp_path: Path, which: str, target_is: str
+) -> None:
+    image, docs = release_layout(tmp_path / "src", TAG, layers=(3000, 9000, 5000), referrers=3)
+    source = Layout(tmp_path / "src")
+    blob = image.layers[-1].digest if which == "last layer" else docs[-1].layers[0].digest
+    source.blob_path(blob).write_bytes(source.blob_path(blob).read_bytes()[::-1])  # its size, not its digest
+    target = tmp_path / "dst"
+    if target_is != "new":
+        release_layout(target, "24.12", seed="b")
+    before = snapshot(target) if target.exists() else None
+
+    with pytest.raises(DamagedFileError) as damaged:
+        mirror(LayoutSide(source), LayoutSide(Layout(target)), TAG, tmp_path / "cache")
+
+    assert blob in damaged.value.message
+    assert (snapshot(target) if target.exists() else None) == before  # nothing made, nothing added
+
+
 # --- index.json: kept, locked, written once --------------------------------------------------
 
 
@@ -205,7 +228,7 @@ def test_thousands_of_referrers_write_index_json_a_few_times_and_show_progress(
     assert len(report.referrers) == count
     assert len(writes) <= 3  # made, the referrers, the tag: not once per referrer
     progress = [line for line in lines if line.startswith("referrers:")]
-    assert progress[-1] == f"referrers: {count:,} of {count:,} copied"
+    assert progress[-1] == f"referrers: {count:,} of {count:,} checked"
     assert 5 <= len(progress) <= 21  # every 5 %, not every referrer
     assert time.monotonic() - started < 120  # quadratic took minutes at this count's scale
 

@@ -206,3 +206,49 @@ def test_a_lock_whose_base_moved_asks_the_engine_what_it_provides(
 
     assert result.exit_code == 10
     assert "Docker engine" in result.stderr, result.stderr
+
+
+def test_when_the_index_has_no_named_fix_the_smallest_later_version_no_advisory_affects_is_taken(
+    published: World,
+) -> None:
+    from xpu_release.image.lock import load_lock
+    from xpu_release.release.patch import prepare
+
+    published.advisory("CVE-2026-0001", "accelerate", "1.5.5")  # named, not on the index
+    published.advisory("CVE-2026-0002", "accelerate", "1.7.0", introduced="1.6.0")  # 1.6.x affected
+    index = ("1.5.2", "1.6.0", "1.6.5", "1.7.0", "1.8.0", "2.0.0rc1")
+    watching = published.watcher(published.root.parent / "cache")
+    spec = watching.repo.load("training-cpu-pytorch", "25.03")
+    watched = watching.watch(spec.ref)
+    lock = load_lock(published.root, spec, current=False)
+
+    prepared = prepare(watching.repo, spec, watched, watching.advisories, lock,
+                       lambda _s, _n, v: v in index, lambda _s, _n: index)  # fmt: skip
+    without = prepare(watching.repo, spec, watched, watching.advisories, lock, lambda _s, _n, v: v in index)
+    watching.advisories.close()
+
+    assert [(b.component, b.version) for b in prepared.bumps] == [("accelerate", "1.7.0")]
+    # not 1.6.0 or 1.6.5: no finding of 1.5.2's, but another advisory affects them
+    assert [(f.id, f.old, f.new) for f in prepared.patch.fixes] == [("CVE-2026-0001", "1.5.2", "1.7.0")]
+    assert [(u.id, u.why) for u in without.patch.open] == [("CVE-2026-0001", "not-on-index")]
+
+
+def test_an_advisory_with_no_fix_that_affects_the_installed_version_does_not_block_the_others_fix(
+    published: World,
+) -> None:
+    from xpu_release.image.lock import load_lock
+    from xpu_release.release.patch import prepare
+
+    published.advisory("CVE-2026-0001", "accelerate", "1.7.0")
+    published.advisory("CVE-2026-0003", "accelerate", None)  # every version, no fix: stays open
+    watching = published.watcher(published.root.parent / "cache")
+    spec = watching.repo.load("training-cpu-pytorch", "25.03")
+    watched = watching.watch(spec.ref)
+    lock = load_lock(published.root, spec, current=False)
+
+    prepared = prepare(watching.repo, spec, watched, watching.advisories, lock, lambda *_: True)
+    watching.advisories.close()
+
+    assert [(b.component, b.version) for b in prepared.bumps] == [("accelerate", "1.7.0")]
+    assert [(f.id, f.new) for f in prepared.patch.fixes] == [("CVE-2026-0001", "1.7.0")]
+    assert [(u.id, u.why) for u in prepared.patch.open] == [("CVE-2026-0003", "no-fix")]

@@ -92,3 +92,50 @@ def test_a_child_whose_base_needs_a_patch_first_waits_for_it(w: World, tmp_path:
     assert prepared.blocked == (
         f"its base {SDK}:2.13.0 needs a patch: patch and release it first, then patch {CPU}:25.03",
     )
+
+
+def test_a_base_tag_that_moved_back_is_no_move_but_the_fixes_stay(w: World, tmp_path: Path) -> None:
+    pinned = load_lock(w.root, Repo(w.root).load(SDK, "2.13.0"), current=False)
+    w.serve_base(salt="moved")  # the tag moved when watch asked ...
+    w.advisory("CVE-2026-0011", "filelock", "4.3.2")  # ... and a dependency of the SDK has a fix
+    watching = w.watcher(tmp_path / "cache")
+    spec = watching.repo.load(SDK, "2.13.0")
+    prepared = prepare(
+        watching.repo, spec, watching.watch(spec.ref), watching.advisories, pinned, lambda *_: True
+    )
+    watching.advisories.close()
+    assert prepared.patch.base is not None  # as watch saw it
+
+    moved_back = lock_at(pinned, pinned.base_digest)  # ... and back where the release pins it, by the lock
+    written = write(watching.repo, prepared, moved_back, load_registries(w.root))
+
+    patched = Repo(w.root).load(SDK, "2.13.0.1")
+    assert [p.name for p in written] == ["2.13.0.1.yaml", "requirements.lock", "Dockerfile"]
+    assert patched.release.patch.base is None  # type: ignore[union-attr]  # no "base A → A"
+    assert [f.new for f in patched.release.patch.fixes] == ["4.3.2"]  # type: ignore[union-attr]
+    assert "filelock>=4.3.2" in patched.pip_constraints
+
+
+def test_patch_says_nothing_to_fix_when_its_only_reason_moved_back(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pinned = load_lock(w.root, Repo(w.root).load(SDK, "2.13.0"), current=False)
+    w.serve_base(salt="moved")
+    before = {p for p in w.root.rglob("*") if p.is_file()}
+
+    def relocked(root: Path, spec: ImageSpec, *_: object, **__: object) -> object:
+        class Relocked:
+            lock = lock_at(pinned, pinned.base_digest)(spec)  # the tag is back where the release pins it
+
+        return Relocked()
+
+    monkeypatch.setattr("xpu_release.image.relock.relock", relocked)
+    result = run(
+        w.root, "--registries", str(w.registries), "patch", f"{SDK}:2.13.0", "--advisories", str(w.osv)
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert "nothing to fix in pytorch-cpu-sdk:2.13.0: its base tag moved back" in result.stderr
+    assert "nothing was written" in result.stderr
+    assert {p for p in w.root.rglob("*") if p.is_file()} == before

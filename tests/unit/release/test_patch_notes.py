@@ -116,12 +116,11 @@ def test_diff_reads_the_latest_rescan_of_each_release_where_there_is_one(patched
 
     now = datetime(2026, 12, 3, tzinfo=UTC)
     ray = {"id": "CVE-2026-0009", "package": "ray", "installed": "2.43.0", "severity": "high"}
-    append(
-        patched, CPU, "25.03", {"ref": f"{CPU}:25.03", "state": "x", "scanned": True, "findings": [ray]}, now
-    )
-    append(
-        patched, CPU, "25.03.1", {"ref": f"{CPU}:25.03.1", "state": "x", "scanned": True, "findings": []}, now
-    )
+    at = {"checked_at": "2026-12-03T00:00:00Z", "scanned": True}  # an entry as watch writes one
+    append(patched, CPU, "25.03", {"ref": f"{CPU}:25.03", "state": "needs a patch", **at,
+                                   "findings": [ray]}, now)  # fmt: skip
+    append(patched, CPU, "25.03.1", {"ref": f"{CPU}:25.03.1", "state": "up to date", **at,
+                                     "findings": []}, now)  # fmt: skip
 
     text = run(patched, "diff", f"{CPU}:25.03", f"{CPU}:25.03.1").stdout
 

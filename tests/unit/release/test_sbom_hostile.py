@@ -41,21 +41,22 @@ PURLS = (
     )
     | st.text(max_size=30)
 )
-COMPONENT = st.fixed_dictionaries(
-    {"purl": PURLS},
-    optional={
-        "properties": st.lists(
-            st.fixed_dictionaries(
-                {
-                    "name": st.sampled_from(["io.xpu-release:source-version"]) | st.text(max_size=8),
-                    "value": JSON,
-                }
-            ),
-            max_size=2,
-        ),
-        "name": JSON,
-    },
+COMPONENT: st.SearchStrategy[dict[str, Any]] = st.deferred(
+    lambda: st.fixed_dictionaries({"purl": PURLS}, optional=COMPONENT_KEYS)
 )
+COMPONENT_KEYS: dict[str, st.SearchStrategy[Any]] = {
+    "properties": st.lists(
+        st.fixed_dictionaries(
+            {
+                "name": st.sampled_from(["io.xpu-release:source-version"]) | st.text(max_size=8),
+                "value": JSON,
+            }
+        ),
+        max_size=2,
+    ),
+    "name": JSON,
+    "components": st.lists(COMPONENT | JSON, max_size=3) | JSON,  # an assembly's, nested
+}
 CYCLONEDX = st.builds(
     lambda cs: {"bomFormat": "CycloneDX", "specVersion": "1.6", "components": cs},
     st.lists(COMPONENT | JSON, max_size=6) | JSON,

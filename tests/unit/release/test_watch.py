@@ -12,17 +12,21 @@ from typing import Any
 import pytest
 
 from ..helpers import run
-from .published_kit import CPU, SDK, TRAINING, World, sbom, world
+from .published_kit import CPU, SDK, TRAINING, Calendar, World, sbom, world
 
 TODAY = "2026-12-03"
 
 
 @pytest.fixture
-def w(published: World) -> World:
+def w(published: World, calendar: Calendar) -> World:
+    published.calendar = calendar
     return published
 
 
 def watch(w: World, *args: str, today: str = TODAY) -> tuple[int, dict[str, Any]]:
+    """``watch --json`` run on the day ``today`` (not a what-if: it adds to the history)."""
+    if w.calendar is not None:
+        w.calendar.set(today)
     result = run(
         w.root,
         "--registries",
@@ -95,7 +99,7 @@ def test_the_text_answer_says_the_same_in_one_line_per_reason(w: World) -> None:
     assert f"{CPU}:25.03  needs a patch (out of SLA)" in result.stdout
     assert "CVE-2026-0001 (high) in accelerate 1.5.2: fixed in 1.6.0" in result.stdout
     assert "due 2026-12-18, out" in result.stdout
-    assert "watched 1 releases: 1 needs a patch" in result.stderr
+    assert "watched 1 releases against 1 advisories: 1 needs a patch" in result.stderr
 
 
 def test_an_open_finding_past_its_sla_with_no_fix_is_out_of_sla(w: World) -> None:
@@ -316,12 +320,13 @@ def test_a_second_watch_the_same_instant_never_replaces_the_first_entry(w: World
     from xpu_release.release.history import append, latest
 
     now = datetime(2026, 12, 3, 1, 2, 3, tzinfo=UTC)
-    one = append(w.root, CPU, "25.03", {"ref": f"{CPU}:25.03", "state": "up to date"}, now)
-    two = append(w.root, CPU, "25.03", {"ref": f"{CPU}:25.03", "state": "needs a patch"}, now)
+    ref, at = f"{CPU}:25.03", "2026-12-03T01:02:03Z"
+    one = append(w.root, CPU, "25.03", {"ref": ref, "state": "up to date", "checked_at": at}, now)
+    two = append(w.root, CPU, "25.03", {"ref": ref, "state": "needs a patch", "checked_at": at}, now)
 
     assert one != two
     assert json.loads(one.read_text())["state"] == "up to date"
-    assert latest(w.root, CPU, "25.03") == {"ref": f"{CPU}:25.03", "state": "needs a patch"}
+    assert latest(w.root, CPU, "25.03") == {"ref": ref, "state": "needs a patch", "checked_at": at}
     assert sorted(p.name for p in one.parent.iterdir()) == sorted([one.name, two.name])  # no temporary left
 
 
@@ -356,3 +361,30 @@ def test_list_names_the_patch_that_supersedes_a_release(w: World) -> None:
     text = run(w.root, "list").stdout
 
     assert f"{CPU}:25.03  [superseded by {CPU}:25.03.1 (watched " in text
+
+
+def test_a_what_if_day_adds_nothing_to_the_history_and_says_so(w: World) -> None:
+    w.advisory("CVE-2026-0002", "ray", None, severity="MODERATE", published=None)  # clock: first seen
+    assert w.calendar is not None
+    w.calendar.set("2026-12-03")
+
+    result = run(w.root, "--registries", str(w.registries), "watch", f"{CPU}:25.03", "--advisories",
+                 str(w.osv), "--today", "2030-01-01", "--json")  # fmt: skip
+
+    said = json.loads(result.stdout)
+    assert said["what_if"] is True
+    assert said["releases"][0]["history"] is None
+    assert said["releases"][0]["findings"][0]["first_seen"] == "2030-01-01"  # seen on the day it asks about
+    assert "--today 2030-01-01 is not today (2026-12-03): a what-if" in result.stderr
+    assert history(w, CPU, "25.03") == []
+
+
+def test_a_watch_that_read_no_advisory_says_so_even_when_quiet(w: World) -> None:
+    (w.osv / "notes.txt").write_text("the fetch step failed")
+
+    result = run(w.root, "-q", "--registries", str(w.registries), "watch", "--advisories", str(w.osv),
+                 "--json")  # fmt: skip
+
+    assert result.exit_code == 0  # every release is up to date against nothing: said, not refused
+    assert "warning: 0 advisories read from" in result.stderr
+    assert json.loads(result.stdout)["records"]["records"] == 0

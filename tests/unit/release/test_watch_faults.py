@@ -50,8 +50,12 @@ def test_a_release_with_no_sbom_attached_says_so_and_the_others_are_checked(w: W
     ("payload", "why"),
     [
         (json.dumps({"spdxVersion": "SPDX-2.3", "packages": []}).encode(), "not a CycloneDX JSON document"),
-        (b"\xff\xfe not json", "not a CycloneDX JSON document"),
-        (b"[" * 100_000 + b"]" * 100_000, "not a CycloneDX JSON document"),
+        (b"\xff\xfe not json", "is not UTF-8 text"),
+        (b"{" + b"not json", "is not JSON (line 1, column 2"),
+        (
+            b"[" * 100_000 + b"]" * 100_000,
+            "is nested 100000 levels deep; the limit is 64",
+        ),  # said, not guessed
         (json.dumps({"bomFormat": "CycloneDX", "components": {"a": 1}}).encode(), "components is not a list"),
         (
             json.dumps({"bomFormat": "CycloneDX", "components": [7]}).encode(),

@@ -1,0 +1,101 @@
+"""The real CLI in a process of its own, for the attacks a thread cannot bound: a hang is ended
+(the process killed at the deadline, so nothing keeps running after the test), and the memory
+the process took is measured by the kernel (``wait4``'s peak resident size)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DOCUMENTED = set(range(16)) | {129, 130, 143}  # docs/reference/exit-codes.md, 70 excluded
+ROOT = Path(__file__).resolve().parents[3]
+
+# ``scan`` without Docker in the child, as ``cli.hostile.without_an_engine`` does in-process.
+_NO_ENGINE = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import pytest
+from tests.unit.cli.hostile import without_an_engine
+without_an_engine(pytest.MonkeyPatch())
+from xpu_release.cli import main
+sys.argv = ["xpu-release", *sys.argv[1:]]
+main()
+"""
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int | None  # None: still running at the deadline (killed)
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_mb: float  # the process's peak resident memory
+
+    @property
+    def hung(self) -> bool:
+        return self.code is None
+
+
+def run_cli(
+    root: Path, argv: list[str], *, env: dict[str, str] | None = None, deadline: float = 20.0,
+    stdin: Path | None = None, no_engine: bool = False,
+) -> Ran:  # fmt: skip
+    """``xpu-release --root ROOT ARGV`` in a child process, killed at ``deadline``; its cache is
+    ``ROOT/../cache`` unless ``env`` names another; its standard input ``stdin`` (else none);
+    with ``no_engine``, the engine and the SBOM stand in (``cli.hostile.without_an_engine``)."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        (stdin or Path(os.devnull)).open("rb") as given,
+    ):
+        start = time.monotonic()
+        command = ["-c", _NO_ENGINE] if no_engine else ["-m", "xpu_release"]
+        proc = subprocess.Popen(
+            [sys.executable, *command, "--root", str(root), *argv],
+            stdout=out,
+            stderr=err,
+            stdin=given,
+            env={
+                **os.environ,
+                "NO_COLOR": "1",
+                "XPU_RELEASE_CACHE": str(root.parent / "cache"),
+                **(env or {}),
+            },
+        )
+        box: dict[str, tuple[int, int, resource.struct_rusage]] = {}
+        waiter = threading.Thread(target=lambda: box.update(done=os.wait4(proc.pid, 0)), daemon=True)
+        waiter.start()
+        waiter.join(deadline)
+        if waiter.is_alive():
+            proc.kill()
+            waiter.join(10)
+        seconds = time.monotonic() - start
+        _, status, usage = box["done"]
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
+        hung = seconds >= deadline
+        out.seek(0)
+        err.seek(0)
+        return Ran(
+            code=None if hung else proc.returncode,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+            seconds=seconds,
+            peak_mb=usage.ru_maxrss / 1024,
+        )
+
+
+def a_users_error_of(ran: Ran, code: int | None = None) -> None:
+    """What outside data may end in: no hang, a documented code, no traceback."""
+    assert not ran.hung, f"still running after {ran.seconds:.0f} s (a hang); stderr: {ran.stderr[-500:]}"
+    assert ran.code in DOCUMENTED, (ran.code, ran.stderr[-1000:])
+    assert "Traceback" not in ran.stderr, ran.stderr[-1000:]
+    assert "internal error" not in ran.stderr, ran.stderr[-1000:]
+    if code is not None:
+        assert ran.code == code, (ran.code, ran.stderr[-1000:])
