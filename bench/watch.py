@@ -18,12 +18,16 @@ Made in a temporary folder (nothing committed), with a registry of its own (Debi
 
 Measured, each in a fresh process: `watch --json` cold (the archives indexed once, keyed by
 their sha256) and warm (what every scheduled run pays), median of --repeat. Goal: warm under
-10 s at 240 releases. Prints a table and writes bench/results/watch.json.
+10 s at 240 releases. With --latency MS, warm runs also go through a proxy that holds every
+request MS milliseconds (a registry across a network, not on loopback), `--jobs 0` (one request
+at a time) and the default read-ahead interleaved, --repeat rounds of each. Prints a table and
+writes bench/results/watch.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -153,12 +157,57 @@ def publish_all(root: Path, regs: Path, host: str, refs: list[str], sbom: bytes,
     return base.digest
 
 
-def watch(root: Path, regs: Path, corpus: Path, cache: Path) -> tuple[float, dict[str, object]]:
+def start_delay_proxy(target: str, delay: float) -> str:
+    """A TCP proxy to ``target`` that holds each chunk a client sends ``delay`` seconds (each
+    request waits a round trip); its address. Its threads end with the process."""
+    import threading
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    host, port = target.rsplit(":", 1)
+
+    def pipe(src: socket.socket, dst: socket.socket, hold: float) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                if hold:
+                    time.sleep(hold)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def accept() -> None:
+        while True:
+            client, _ = server.accept()
+            upstream = socket.create_connection((host, int(port)))
+            for args in ((client, upstream, delay), (upstream, client, 0.0)):
+                threading.Thread(target=pipe, args=args, daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def registries_file(path: Path, host: str) -> Path:
+    path.write_text(
+        f"registries:\n  public: {{host: '{host}', namespace: bench, insecure: true}}\n"
+        "  vpc:\n    namespace: bench\n    insecure: true\n    regions: [r1]\n"
+        f"    hosts: {{r1: '{host}'}}\n"
+        f"  hub: {{host: '{host}', namespace: base, insecure: true}}\n"
+    )
+    return path
+
+
+def watch(root: Path, regs: Path, corpus: Path, cache: Path, *extra: str) -> tuple[float, dict[str, object]]:
     env = {**os.environ, "XPU_RELEASE_CACHE": str(cache)}
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "xpu_release", "--root", str(root), "--registries", str(regs), "watch",
-         "--advisories", str(corpus), "--json"], capture_output=True, text=True, env=env, check=False,
+         "--advisories", str(corpus), "--json", *extra], capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     seconds = time.monotonic() - started
     if proc.returncode not in (0, 15):
@@ -177,6 +226,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--sbom", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--latency", type=float, default=0.0, help="milliseconds each request is held")
     args = parser.parse_args()
     if args.sbom:
         sbom, what = args.sbom.read_bytes(), str(args.sbom)
@@ -187,13 +237,7 @@ def main() -> None:
         tmp = Path(tmp_name)
         registry, host = start_registry(tmp)
         try:
-            regs = tmp / "regs.yaml"
-            regs.write_text(
-                f"registries:\n  public: {{host: '{host}', namespace: bench, insecure: true}}\n"
-                "  vpc:\n    namespace: bench\n    insecure: true\n    regions: [r1]\n"
-                f"    hosts: {{r1: '{host}'}}\n"
-                f"  hub: {{host: '{host}', namespace: base, insecure: true}}\n"
-            )
+            regs = registries_file(tmp / "regs.yaml", host)
             root = tmp / "repo"
             refs = make_repo(root, args.families, args.versions)
             started = time.monotonic()
@@ -202,6 +246,12 @@ def main() -> None:
             sizes = make_corpus(tmp / "osv", args.records, sbom)
             cold, answer = watch(root, regs, tmp / "osv", tmp / "cache")
             warm = [watch(root, regs, tmp / "osv", tmp / "cache")[0] for _ in range(args.repeat)]
+            far: dict[str, list[float]] = {"--jobs 0": [], "read-ahead": []}
+            if args.latency:
+                slow = registries_file(tmp / "far.yaml", start_delay_proxy(host, args.latency / 1000))
+                for _ in range(args.repeat):  # interleaved: a slow spell of the machine falls on both
+                    far["--jobs 0"].append(watch(root, slow, tmp / "osv", tmp / "cache", "--jobs", "0")[0])
+                    far["read-ahead"].append(watch(root, slow, tmp / "osv", tmp / "cache")[0])
         finally:
             registry.send_signal(signal.SIGTERM)
             registry.wait()
@@ -216,12 +266,17 @@ def main() -> None:
         ("watch, warm (median)", f"{median:.2f} s", f"goal under {GOAL_S:.0f} s: {verdict}"),
         ("states", ", ".join(f"{k} {v}" for k, v in sorted(states.items())), ""),
     ]
+    for name, runs in far.items():
+        if runs:
+            rows.append((f"warm, {args.latency:g} ms a request, {name}", f"{statistics.median(runs):.2f} s",
+                         f"median of {len(runs)}, range {min(runs):.1f}-{max(runs):.1f} s"))  # fmt: skip
     print(f"\nwatch over {len(refs)} published releases (SBOM: {what})\n")
     for name, value, note in rows:
         print(f"  {name:<52} {value:>14}  {note}")
     result = {"releases": len(refs), "records": args.records, "archive_bytes": sizes, "sbom": what,
               "cold_s": cold, "warm_s": warm, "warm_median_s": median, "goal_s": GOAL_S,
-              "states": dict(states), "made_s": made}  # fmt: skip
+              "states": dict(states), "made_s": made, "latency_ms": args.latency,
+              "far_s": far}  # fmt: skip
     out = ROOT / "bench" / "results" / "watch.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {out.relative_to(ROOT)}")

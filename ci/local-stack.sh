@@ -292,6 +292,14 @@ cmd_reset() {
     rm -f "$dir/pid"
     rm -rf "$dir/data"
   done
+  # The engine first: one that a reboot or a CI harness stopped still holds the containers and
+  # images of the runs before (a container an interrupted run left behind outlived a reset that
+  # found the engine down and skipped this).
+  if own_engine; then
+    mkdir -p "$STACK" && chmod 755 "$STACK"
+    ensure_packages
+    start_engine
+  fi
   if DOCKER_HOST="$(engine_host)" docker info >/dev/null 2>&1; then
     DOCKER_HOST="$(engine_host)" docker ps -aq --filter label=io.xpu-release.container \
       | xargs -r env DOCKER_HOST="$(engine_host)" docker rm -f >/dev/null

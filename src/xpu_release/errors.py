@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 class ReleaseError(Exception):
@@ -191,15 +192,22 @@ class ReleaseWithdrawn(ReleaseError):
 
 class PerformanceRegression(ReleaseError):
     """The evaluation gate found a regression beyond the manifest's threshold over its whole
-    confidence interval, not accepted by the manifest. Nothing is published."""
+    confidence interval, not accepted by the manifest. Nothing is published; ``evaluation`` keeps
+    what was measured (the record's entry), for the failure summary (``release --json``)."""
 
     exit_code = 17
+
+    def __init__(self, message: str, *, evaluation: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.evaluation = evaluation
 
 
 class EvaluationFailed(ReleaseError):
     """The evaluation could not be made: the workload printed nothing or no figures, exited
-    non-zero, ran past the stage's time budget, or the budget allowed too few rounds. Nothing is
-    published (a release may skip the stage with ``--no-evaluate REASON``)."""
+    non-zero, ran past the stage's time budget, or the budget allowed too few rounds; this image
+    cannot run its plain workload, the engine would not run it, or two arms' figures are too far
+    apart for a ratio. Nothing is published (a release may skip the stage with
+    ``--no-evaluate REASON``)."""
 
     exit_code = 18
 
@@ -336,7 +344,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=18,
         meaning="the evaluation could not be made: the workload printed nothing or no figures, exited "
-        "non-zero, or ran past the stage's time budget: nothing is published",
+        "non-zero, ran past the stage's time budget, cannot run its plain workload in this image, or the "
+        "engine would not run it; or two images' figures are too far apart to compare: nothing is published",
         example="training-cpu-pytorch:25.04 plain: the workload printed nothing on stdout; it must print "
         "its figures as one JSON line",
     ),

@@ -65,8 +65,8 @@ EMPTY_ROOT = {"mediaType": "application/vnd.dev.sigstore.trustedroot+json;versio
 def tool(name: str) -> str:
     path = TOOLS / name
     if not os.access(path, os.X_OK):
-        pytest.skip(f"{name} is not at {path}: the verifier tools come from ../shared/tools (its README "
-                    "says how they were built); set XPU_TOOLS_DIR to a folder that holds them")  # fmt: skip
+        missing(f"{name} is not at {path}: the verifier tools come from ../shared/tools (its README "
+                "says how they were built); set XPU_TOOLS_DIR to a folder that holds them")  # fmt: skip
     return str(path)
 
 

@@ -34,6 +34,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
     """
     from ..errors import ConfigError, PerformanceRegression
     from ..image.engine import Engine
+    from ..image.evaluation import NOT_COMPARED
     from ..image.lock import load_lock
     from ..manifest import parse_ref
     from ..release.evaluate import against_image, evaluate_image, gate_failure, references
@@ -52,7 +53,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
     image_id = engine.require_image(spec.platforms[0].local_ref(spec.ref)).id  # the first platform's
     live = line_sink()
     refs = (
-        (against_image(engine, against),)
+        (against_image(spec, engine, image_id, against),)
         if against
         else references(state.repo, spec, registries, lock, engine, creds, image_id)
     )
@@ -74,5 +75,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
                    f"{e['rounds']} rounds, CPU set {e['cpuset']}, {e['memory_mb']} MB")  # fmt: skip
         for c in evaluated.comparisons:
             click.echo(f"  {c.said(ev.metric, ev.threshold_percent)}")
+        if e["status"] == NOT_COMPARED:
+            click.echo(f"{spec.ref}: NOT COMPARED: {e['reason']}")
     if evaluated.stops:
-        raise PerformanceRegression(gate_failure(spec, evaluated))
+        raise PerformanceRegression(gate_failure(spec, evaluated), evaluation=evaluated.entry)

@@ -115,6 +115,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     from ..release.plan import moving
     from ..release.pool import VERIFYING, EndpointPool
     from ..release.promote import inputs_of, promote, recorded
+    from ..release.withdrawn import past_withdrawn
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -125,9 +126,11 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():
-        # floating tags never move backwards: latest for the newest version, the line's for its newest
+        # floating tags never move backwards: latest for the newest version, the line's for its
+        # newest; and those every newer release left by its withdrawal (the newest not withdrawn)
         floating = moving(spec, newest=state.repo.is_latest(spec.image, spec.version),
                           newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
+        floating = tuple(dict.fromkeys((*floating, *past_withdrawn(state.repo, target, registries))))
         done = promote(staging, target, spool=state.settings.cache, record=record, today=date.today(),
                        floating=floating, on_line=live)  # fmt: skip
     live.close()
@@ -165,10 +168,10 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
            username: str | None, password_stdin: bool) -> None:  # fmt: skip
     from dataclasses import replace
 
-    from ..errors import PublishError
     from ..release import record as records
     from ..release.pool import VERIFYING, EndpointPool
     from ..release.withdraw import check_reason, digest_of, steer
+    from ..release.withdrawn import failure
 
     spec = state.repo.load_ref(ref)
     text = check_reason(reason) if action == "withdraw" else ""
@@ -195,7 +198,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
             f"{spec.ref}: not every endpoint is done; rerun `xpu-release {action} {spec.ref}` to finish:"
         ]
         lines += [f"  {endpoint:<22} {why}" for endpoint, why in report.failed]
-        raise PublishError("\n".join(lines))
+        raise failure("\n".join(lines), report.errors, len(pool.plan.targets))
 
 
 def _report_json(report: Report) -> dict[str, Any]:

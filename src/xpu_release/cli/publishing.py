@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,7 +13,6 @@ from .app import (
     State,
     _credentials,
     _emit_json,
-    _print_record,
     cli,
     compression_options,
     json_option,
@@ -26,7 +27,17 @@ from .app import (
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
-from .output import info
+from .output import info, paint
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..image.engine import Engine
+    from ..manifest import ImageSpec
+    from ..progress import Sink
+    from ..release.pool import EndpointPool
+    from ..release.publish import Options
+    from ..release.record import ReleaseRecord
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -80,7 +91,6 @@ def publish(
     from ..release import record as records
     from ..release.plan import make_plan
     from ..release.publish import Options, failure_report
-    from ..release.publish import publish as run_publish
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -93,13 +103,13 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    from ..evidence.attest import Documents, image_sbom
+    from dataclasses import replace
+
     from ..image.engine import Engine
-    from ..image.lock import load_lock
-    from ..image.smoke import require_tested
-    from ..labels import INPUTS_LABEL
-    from ..release.indexpublish import platform_builds, publish_index
+    from ..manifest.lines import line_tag
+    from ..release.plan import floating_tags
     from ..release.pool import EndpointPool
+    from ..release.withdrawn import past_withdrawn
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
@@ -113,32 +123,85 @@ def publish(
         codec=codec,
     )
     engine = Engine.connect()
-    if spec.platformed:  # one index of every declared platform's tested image, or nothing
-        builds = platform_builds(state.repo, spec, engine, state.builder)
-        pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-        result = publish_index(pool, engine, builds, options, live, state.builder)
-    else:
-        image = engine.require_image(spec.ref)
-        require_tested(spec, image.id)  # before the SBOM is made: an untested image is not published
-        lock = load_lock(state.root, spec)
-        documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
-                              sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
-        pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-        inputs = image.labels.get(INPUTS_LABEL, "")
-        result = run_publish(pool, engine, image.id, inputs, options, live, documents)
+    pushing = _tested(state, spec, engine)  # before any endpoint is asked: untested is not published
+    pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
+    past = set(past_withdrawn(state.repo, pool, registries))  # tags every newer release left by withdrawal
+    if past:
+        options = replace(options, move_floating=options.move_floating or set(floating_tags(spec)) <= past,
+                          move_line=options.move_line or line_tag(spec) in past)  # fmt: skip
+    result = pushing(pool, options, live)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path)
     if as_json:
         _emit_json(result.to_json())
     else:
-        _print_record(result)
+        print_record(result)
         info(f"record: {written}")
         if written != path:
             info(f"(the record at {path} says more is done and is kept as it was)")
     if not result.complete:
         raise PublishError(failure_report(result))
+    if standing(spec).end is None and result.digest:
+        _dates_still_stated(pool, spec.ref, result.digest)
     cap_cache(state, limit)
+
+
+def print_record(record: ReleaseRecord) -> None:
+    """What a publish did at each endpoint (and, of an index, each platform's image), then the
+    floating tags it moved."""
+    click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
+    for e in record.endpoints:
+        detail = (
+            e.error
+            or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
+        )
+        click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
+    for pl in record.platforms:  # a platformed release: the images its index names
+        click.echo(f"  {pl.platform:<22} {pl.digest or '(not pushed)'}  ({pl.size / 1e6:.1f} MB)")
+    for ref in record.floating_moved:
+        click.echo(f"  moved {ref}")
+
+
+def _tested(
+    state: State, spec: ImageSpec, engine: Engine
+) -> Callable[[EndpointPool, Options, Sink], ReleaseRecord]:
+    """What publish pushes, found in the engine and checked tested before the SBOM is made: of a
+    platformed release every declared platform's image (published as one index, or nothing),
+    else the one image; called with the run's pool, options and live line, it publishes."""
+    from ..evidence.attest import Documents, image_sbom
+    from ..image.lock import load_lock
+    from ..image.smoke import require_tested
+    from ..labels import INPUTS_LABEL
+    from ..release.indexpublish import platform_builds, publish_index
+    from ..release.publish import publish as run_publish
+
+    if spec.platformed:
+        builds = platform_builds(state.repo, spec, engine, state.builder)
+        return lambda pool, options, live: publish_index(pool, engine, builds, options, live, state.builder)
+    image = engine.require_image(spec.ref)
+    require_tested(spec, image.id)
+    lock = load_lock(state.root, spec)
+    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
+                          sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
+    inputs = image.labels.get(INPUTS_LABEL, "")
+    return lambda pool, options, live: run_publish(pool, engine, image.id, inputs, options, live, documents)
+
+
+def _dates_still_stated(pool: EndpointPool, ref: str, digest: str) -> None:
+    """A support date taken out of the manifest stays stated at the registries (a lifecycle
+    document is never deleted): said loudly, with what to do, never quietly (also with -q)."""
+    from ..release.documents import dates_still_stated
+
+    stated = dates_still_stated(pool, digest)
+    if stated:
+        where = "; ".join(f"{name}: {dates}" for name, dates in stated.items())
+        warning = paint("warning:", "yellow", stream=sys.stderr)
+        click.echo(f"{warning} {ref} has no support date in its manifest, "
+                   f"but its lifecycle document still states an end of life at the registries ({where}): "
+                   "nothing is deleted, and tools that read it (oras discover, scanners) say so. Give "
+                   "`support: until:` the date you mean and rerun publish to state that one instead.",
+                   err=True)  # fmt: skip
 
 
 @cli.command()

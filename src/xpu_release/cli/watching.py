@@ -36,7 +36,8 @@ def clock() -> datetime:
 
 @contextmanager
 def _watcher(state: State, advisories: tuple[str, ...], today: str | None, username: str | None,
-             password_stdin: bool, *, history: bool = True) -> Iterator[Any]:  # fmt: skip
+             password_stdin: bool, *, history: bool = True,
+             jobs: int | None = None) -> Iterator[Any]:  # fmt: skip
     """One run's watcher: the advisories (required), the registries, credentials, today. It adds
     to the re-scan history (``history``) only on the day it runs: ``--today`` another day is a
     what-if, whose first-seen days are not days a scan saw anything."""
@@ -61,7 +62,7 @@ def _watcher(state: State, advisories: tuple[str, ...], today: str | None, usern
              "nothing; fetch the advisories again (an empty folder is a failed fetch)")  # fmt: skip
     keep = history and day == now.date()
     try:
-        yield Watcher(state.repo, reader, found, today=day, now=now, keep_history=keep)
+        yield Watcher(state.repo, reader, found, today=day, now=now, keep_history=keep, read_ahead=jobs)
     finally:
         found.close()
 
@@ -138,11 +139,14 @@ def _tally(results: list[Any]) -> str:
     "release pipeline), and print one summary; a second run right after does nothing.",
 )
 @json_option("Every release with every field (reasons, findings, SLA, what could not be checked) as JSON.")
+@click.option("--jobs", type=click.IntRange(0, 16), default=None, metavar="N",
+              help="Requests to the public registry at once, reading the next releases' SBOMs ahead of "
+              "the one scanned [default: 2; 0: one request at a time].")  # fmt: skip
 @signing_key_option
 @login_options
 @pass_state
 def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], today: str | None,
-          release_: bool, as_json: bool, signing_key: str | None, username: str | None,
+          release_: bool, as_json: bool, jobs: int | None, signing_key: str | None, username: str | None,
           password_stdin: bool) -> None:  # fmt: skip
     """Is every published release (or NAME:VERSION…) still safe? Without the engine and without
     rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
@@ -163,7 +167,7 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     from ..release.watch import exit_code, watch_all
 
     targets = _targets(state, refs)
-    with _watcher(state, advisories, today, username, password_stdin) as watcher:
+    with _watcher(state, advisories, today, username, password_stdin, jobs=jobs) as watcher:
         if release_:
             code = _release_all(state, watcher, targets, advisories, today, signing_key, as_json)
         else:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Literal, cast
 
-from ..errors import ReleaseError
+from ..errors import PublishError, RegistryAuthError, ReleaseError
+from ..guard.shown import shown
 from ..oci.registry import RegistryClient
 from ..oci.store import canonical_json
 from .attachment import NOTICE_KINDS, Attachment, statement
@@ -34,6 +35,7 @@ NOTICE_PREDICATES = {
     "reinstatement": "https://xpu-release.invalid/reinstatement/v1",
 }
 MAX_REASON = 500  # characters: a sentence or two, shown on one line by status and the notes
+MAX_SAID = 120  # characters of a notice's other words (who, when, which release) as read back
 
 NoticeKind = Literal["withdrawal", "reinstatement"]
 
@@ -105,8 +107,17 @@ def make_notice(
     return Notice(kind=kind, release=ref, at=at, by=by, reason=reason, undoes=undoes, payload=payload)
 
 
+def said(text: str, limit: int) -> str:
+    """Words of a notice read back from a registry (anyone who can push there can write one), as
+    they are shown and recorded: one line, every control or format character a visible escape
+    (``guard/shown.py``), at most ``limit`` characters and a few more saying it was cut."""
+    out = shown(text, limit)
+    return out if len(out) <= limit + 40 else f"{out[:limit]}... ({len(text)} characters)"
+
+
 def read_notice(att: Attachment) -> Notice | None:
-    """The notice an attachment of a notice kind holds (None: not one of ours, or damaged)."""
+    """The notice an attachment of a notice kind holds (None: not one of ours, or damaged). Its
+    words are outside text: each is ``said`` (one clean, bounded line); its bytes are kept."""
     doc = statement(att.payload)
     if doc is None or att.kind not in NOTICE_KINDS or doc.get("predicateType") != NOTICE_PREDICATES[att.kind]:
         return None
@@ -116,8 +127,10 @@ def read_notice(att: Attachment) -> Notice | None:
     undoes = p.get("undoes") or []
     if not isinstance(undoes, list) or not all(isinstance(d, str) for d in undoes):
         return None
-    return Notice(kind=cast(NoticeKind, att.kind), release=p["release"], at=p["at"], by=p["by"],
-                  reason=str(p.get("reason") or ""), undoes=tuple(undoes), payload=att.payload)  # fmt: skip
+    return Notice(kind=cast(NoticeKind, att.kind), release=said(p["release"], MAX_SAID),
+                  at=said(p["at"], MAX_SAID), by=said(p["by"], MAX_SAID),
+                  reason=said(str(p.get("reason") or ""), MAX_REASON), undoes=tuple(undoes),
+                  payload=att.payload)  # fmt: skip
 
 
 def in_force(notices: tuple[Notice, ...]) -> tuple[Notice, ...]:
@@ -133,15 +146,22 @@ def notices_at(client: RegistryClient, repo: str, subject: str) -> tuple[Notice,
 
 
 def notices_in(client: RegistryClient, repo: str, found: Referrers) -> tuple[Notice, ...]:
-    """The notices among referrers ``found`` at one endpoint; one that is listed but not served,
-    or not a notice of ours, is passed over (it says nothing)."""
+    """The notices among referrers ``found`` at one endpoint. One that is listed but cannot be
+    read (not served, an error after the retries, damaged) fails closed: whether the release is
+    withdrawn cannot be told, and the error says so. One that is served but is not a notice of
+    ours (another predicate, a statement we cannot parse) is passed over: it withdraws nothing."""
     out: dict[str, Notice] = {}
     for kind in NOTICE_KINDS:
         for desc in found.ours(kind):
             try:
-                notice = read_notice(fetch_attachment(client, repo, desc, kind))
-            except ReleaseError:
-                continue
+                attachment = fetch_attachment(client, repo, desc, kind)
+            except RegistryAuthError:
+                raise
+            except ReleaseError as exc:
+                msg = (f"{client.endpoint.name}: the {kind} notice {desc.digest} is listed but cannot be "
+                       f"read ({exc.message}): whether the release is withdrawn cannot be told")  # fmt: skip
+                raise PublishError(msg) from exc
+            notice = read_notice(attachment)
             if notice is not None:
                 out.setdefault(notice.digest, notice)
     return tuple(sorted(out.values(), key=lambda n: (n.at, n.digest)))

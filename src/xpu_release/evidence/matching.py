@@ -15,12 +15,31 @@ evaluation rules say (ossf/osv-schema ``docs/schema.md``, "Evaluation"), and how
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 LEVELS = ("low", "medium", "high", "critical")  # ordered; "unknown" stands beside them
 Key = Callable[[str], Any]
+
+
+def as_list(value: Any) -> list[Any]:
+    """A record's list field as a list (advisories are outside data: a field of another type
+    counts as absent, never as an error of ours)."""
+    return value if isinstance(value, list) else []
+
+
+def pypi_name(name: str) -> str:
+    """PEP 503: lower case, runs of ``-``, ``_`` and ``.`` become one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_key(ecosystem: str, name: str) -> tuple[str, str]:
+    """How records are looked up: the ecosystem as written (``PyPI``, ``Debian:12``) and the
+    package name, PEP 503-normalised for PyPI."""
+    return ecosystem, pypi_name(name) if ecosystem == "PyPI" else name
 
 
 def _pypi_key(version: str) -> Any:
@@ -88,8 +107,6 @@ class Match:
 
 def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
     """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
-    from .osv import as_list, package_key
-
     key = version_key(ecosystem)
     if key is None:
         return None
@@ -134,26 +151,30 @@ def level_of_score(score: float) -> str:
     return "low" if score > 0 else "unknown"
 
 
-def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
-    """(level, base score, where it came from) of ``record``."""
+@lru_cache(maxsize=1 << 14)
+def _base_score(version: str, vector: str) -> float | None:
+    """A CVSS vector's base score (None: not a vector of that version), computed once a run:
+    thousands of records share a few hundred vectors."""
     from cvss import CVSS2, CVSS3, CVSS4
 
-    from .osv import as_list
+    try:
+        if version == "4":
+            return float(CVSS4(vector).base_score)
+        return float((CVSS3 if version == "3" else CVSS2)(vector).scores()[0])
+    except Exception:  # the cvss library raises its own error classes for a bad vector
+        return None
 
+
+def severity(record: dict[str, Any]) -> tuple[str, float | None, str]:
+    """(level, base score, where it came from) of ``record``."""
     scored: dict[str, tuple[float, str]] = {}
     for s in as_list(record.get("severity")):
         if not isinstance(s, dict):
             continue
         kind, vector = str(s.get("type")), str(s.get("score") or "")
-        try:
-            if kind == "CVSS_V4":
-                scored["4"] = (float(CVSS4(vector).base_score), vector)
-            elif kind == "CVSS_V3":
-                scored["3"] = (float(CVSS3(vector).scores()[0]), vector)
-            elif kind == "CVSS_V2":
-                scored["2"] = (float(CVSS2(vector).scores()[0]), vector)
-        except Exception:  # the cvss library raises its own error classes for a bad vector
-            continue
+        version = {"CVSS_V4": "4", "CVSS_V3": "3", "CVSS_V2": "2"}.get(kind)
+        if version is not None and (score := _base_score(version, vector)) is not None:
+            scored[version] = (score, vector)
     for version in ("4", "3", "2"):
         if version in scored:
             score, vector = scored[version]

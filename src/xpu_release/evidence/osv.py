@@ -20,7 +20,6 @@ advisory is never opened: it is counted as skipped. An id, alias or summary is m
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -34,24 +33,8 @@ from ..guard.limits import MAX_ADVISORY_BYTES
 from ..guard.reading import Refused, is_regular, parse_json, read_file
 from ..guard.shown import shown
 from ..guard.trees import Walk
+from .matching import Match, affects, as_list, package_key
 from .osvindex import Row, index_of, records_for
-
-
-def as_list(value: Any) -> list[Any]:
-    """A record's list field as a list (advisories are outside data: a field of another type
-    counts as absent, never as an error of ours)."""
-    return value if isinstance(value, list) else []
-
-
-def pypi_name(name: str) -> str:
-    """PEP 503: lower case, runs of ``-``, ``_`` and ``.`` become one ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def package_key(ecosystem: str, name: str) -> tuple[str, str]:
-    """How records are looked up: the ecosystem as written (``PyPI``, ``Debian:12``) and the
-    package name, PEP 503-normalised for PyPI."""
-    return ecosystem, pypi_name(name) if ecosystem == "PyPI" else name
 
 
 @dataclass(frozen=True)
@@ -164,6 +147,9 @@ class Advisories:
         self.counts = Counts()
         self._loose: dict[tuple[str, str], list[Advisory]] = {}
         self._indexes: list[sqlite3.Connection] = []
+        self._looked: dict[tuple[str, str], tuple[Advisory, ...]] = {}  # a package's, read once a run
+        self._judged: dict[tuple[str, str, str], tuple[tuple[dict[str, Any], Match], ...]] = {}
+        self.grouped: dict[tuple[str, str, str], Any] = {}  # scan's judgement of a package, once a run
         self.sources: list[str] = []
         for path in paths:
             self._add(path, cache)
@@ -215,13 +201,28 @@ class Advisories:
         self.sources.append(f"{path} (sha256:{digest[:12]})")
 
     def lookup(self, ecosystem: str, name: str) -> list[Advisory]:
+        """The advisories of a package. Read (and made safe) once a run: ``watch`` asks the same
+        packages of every release, and ``remedy`` again for each finding."""
         key = package_key(ecosystem, name)
-        found = list(self._loose.get(key, ()))
-        for db in self._indexes:
-            for raw in records_for(db, key):
-                record = parse_json(raw, what="an advisory index in the cache", error=DamagedFileError)
-                found.append(_advisory(record))
-        return found
+        if key not in self._looked:
+            found = list(self._loose.get(key, ()))
+            for db in self._indexes:
+                for raw in records_for(db, key):
+                    record = parse_json(raw, what="an advisory index in the cache", error=DamagedFileError)
+                    found.append(_advisory(record))
+            self._looked[key] = tuple(found)
+        return list(self._looked[key])
+
+    def affecting(self, ecosystem: str, name: str, version: str) -> tuple[tuple[dict[str, Any], Match], ...]:
+        """The records that affect a package at a version, each with its match; judged once a run
+        (the releases ``watch`` checks share most of their packages and versions)."""
+        key = (ecosystem, name, version)
+        if key not in self._judged:
+            judged = (
+                (a.data, affects(a.data, ecosystem, name, version)) for a in self.lookup(ecosystem, name)
+            )
+            self._judged[key] = tuple((data, match) for data, match in judged if match is not None)
+        return self._judged[key]
 
     def close(self) -> None:
         for db in self._indexes:

@@ -8,7 +8,7 @@ smallest version that fixes every finding it has and that the package index offe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
@@ -45,18 +45,26 @@ def to_leave(
 def fixes(package: Package, fixed: Iterable[str], records: Iterable[dict[str, Any]]) -> tuple[str, ...]:
     """The versions above the installed one that the records name as fixed and that none of
     ``records`` affects, smallest first: each of them fixes them all."""
+    return tuple(_fixing(package, fixed, records))
+
+
+def smallest_fix(package: Package, fixed: Iterable[str], records: Iterable[dict[str, Any]]) -> str | None:
+    """The first of ``fixes`` (the larger ones are not judged)."""
+    return next(_fixing(package, fixed, records), None)
+
+
+def _fixing(package: Package, fixed: Iterable[str], records: Iterable[dict[str, Any]]) -> Iterator[str]:
     key = version_key(package.ecosystem)
     if key is None:
-        return ()
+        return
     installed = _key(key, package.version)
     if installed is None:
-        return ()
+        return
     found = {v: k for v in set(fixed) if (k := _key(key, v)) is not None and k > installed}
-    chosen = sorted(found, key=lambda v: found[v])
     records = tuple(records)
-    return tuple(
-        v for v in chosen if all(affects(r, package.ecosystem, package.name, v) is None for r in records)
-    )
+    for v in sorted(found, key=lambda v: found[v]):
+        if all(affects(r, package.ecosystem, package.name, v) is None for r in records):
+            yield v
 
 
 def published(records: Iterable[dict[str, Any]]) -> date | None:

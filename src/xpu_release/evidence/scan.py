@@ -25,12 +25,12 @@ from ..guard.reading import loads
 from ..guard.shown import shown
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
-from .matching import LEVELS, affects, at_or_above, severity
-from .osv import Advisories, Counts, as_list
+from .judging import judged
+from .matching import LEVELS, at_or_above
+from .osv import Advisories, Counts
 from .vex import Purl, Statement, Subject, read_vex, vex_path
 
 NO_ADVISORIES = "no advisories configured (--advisories or XPU_RELEASE_ADVISORIES)"
-ID_ORDER = ("CVE-", "GHSA-", "PYSEC-", "DSA-", "DLA-", "DEBIAN-")
 
 
 @dataclass(frozen=True)
@@ -173,37 +173,6 @@ def named_by(sbom: bytes) -> frozenset[str]:
     return frozenset({image_id}) if isinstance(image_id, str) and image_id else frozenset()
 
 
-def _ordered_ids(ids: set[str]) -> tuple[str, ...]:
-    def rank(i: str) -> tuple[int, str]:
-        return next((n for n, p in enumerate(ID_ORDER) if i.startswith(p)), len(ID_ORDER)), i
-
-    return tuple(sorted(ids, key=rank))
-
-
-def _groups(records: list[dict[str, Any]]) -> list[list[int]]:
-    """Which of ``records`` (of one package) name the same vulnerability, by id or alias: their
-    indexes, together, each group in the order its records were met. Near-linear in the records
-    (a union-find joined through the ids they share): one package may have thousands."""
-    parent = list(range(len(records)))
-
-    def root(n: int) -> int:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]  # halving: the trees stay flat
-            n = parent[n]
-        return n
-
-    first: dict[str, int] = {}  # an id → the first record that names it
-    for n, r in enumerate(records):
-        for i in {str(r["id"]), *(str(a) for a in as_list(r.get("aliases")))}:
-            a, b = root(first.setdefault(i, n)), root(n)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for n in range(len(records)):
-        groups.setdefault(root(n), []).append(n)
-    return list(groups.values())
-
-
 def scan(
     spec: ImageSpec,
     sbom: bytes,
@@ -239,34 +208,24 @@ def scan_packages(
     findings: list[Finding] = []
     conflicts: list[str] = []
     for pkg in packages:
-        hits = []
-        for adv in advisories.lookup(pkg.ecosystem, pkg.name):
-            match = affects(adv.data, pkg.ecosystem, pkg.name, pkg.version)
-            if match is not None:
-                hits.append((adv.data, match))
-        for members in _groups([h[0] for h in hits]):
-            group = [hits[n][0] for n in members]
-            ids = {str(i) for r in group for i in (r["id"], *as_list(r.get("aliases")))}
-            rated = [severity(r) for r in group]
-            known = [r for r in rated if r[0] in LEVELS]
-            level, score, rated_by = max(known, key=lambda r: LEVELS.index(r[0])) if known else rated[0]
-            fixed = sorted({f for n in members for f in hits[n][1].fixed})
+        for g in judged(advisories, pkg.ecosystem, pkg.name, pkg.version):
+            ids, level = g.ids, g.level
             covering = [(n, s) for n, s in enumerate(mine)
-                        if s.covers(image, frozenset(ids), pkg.purl, pkg.binaries)]  # fmt: skip
+                        if s.covers(image, ids, pkg.purl, pkg.binaries)]  # fmt: skip
             used.update(n for n, s in covering if s.is_exception)
             valid = [s for _, s in covering if s.is_exception and not s.expired(today)]
             in_force = [s for _, s in covering if not s.expired(today)]
             if len({s.status for s in in_force}) > 1:
                 said = ", ".join(f"{s.where} says {s.status}" for s in in_force)
-                conflicts.append(f"{_ordered_ids(ids)[0]} in {pkg.name} {pkg.version}: {said}")
+                conflicts.append(f"{g.ordered[0]} in {pkg.name} {pkg.version}: {said}")
             notes = [f"the exception at {s.where} expired on {s.review_by}: review it"
                      for _, s in covering if s.is_exception and s.expired(today)]  # fmt: skip
             notes += [f"{s.where} says fixed, but {pkg.version} is affected"
                       for _, s in covering if s.status == "fixed"]  # fmt: skip
             severe = at_or_above(level, spec.fail_on) or (level == "unknown" and spec.fail_on_unknown)
             findings.append(Finding(
-                package=pkg, ids=_ordered_ids(ids), summary=str(group[0].get("summary") or "")[:200],
-                level=level, score=score, rated_by=rated_by, fixed=tuple(fixed),
+                package=pkg, ids=g.ordered, summary=g.summary, level=level, score=g.score,
+                rated_by=g.rated_by, fixed=g.fixed,
                 exception=valid[0] if valid else None, note="; ".join(notes),
                 blocking=severe and not valid,
             ))  # fmt: skip

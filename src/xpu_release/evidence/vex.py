@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..guard.reading import days_after
 from ..guard.shown import says_nothing
 from ..manifest.yamlsrc import Source, YamlProblems, load
 from ..oci.endpoint import Endpoint
+from .matching import pypi_name
 
 STATUSES = ("not_affected", "affected", "fixed", "under_investigation")
 EXCEPTIONS = ("not_affected", "affected", "under_investigation")
@@ -67,22 +69,32 @@ class Purl:
         return dict(self.qualifiers).get(key, "")
 
     def __str__(self) -> str:
-        from packageurl import PackageURL
-
-        return str(PackageURL(self.type, self.namespace or None, self.name, self.version,
-                              dict(self.qualifiers) or None).to_string())  # fmt: skip
+        return _text(self)
 
     @classmethod
     def parse(cls, text: str) -> Purl:
-        from packageurl import PackageURL
+        """``text`` parsed (a ``ValueError`` when it is no package URL). Remembered for the run:
+        240 releases' SBOMs name mostly the same packages (a Purl is immutable)."""
+        return _parse(text)
 
-        from .osv import pypi_name
 
-        p = PackageURL.from_string(text)
-        name = pypi_name(p.name) if p.type == "pypi" else p.name
-        raw = p.qualifiers if isinstance(p.qualifiers, dict) else {}
-        return cls(type=p.type, namespace=p.namespace or "", name=name, version=p.version,
-                   qualifiers=tuple(sorted((str(k), str(v)) for k, v in raw.items())))  # fmt: skip
+@lru_cache(maxsize=1 << 16)
+def _parse(text: str) -> Purl:
+    from packageurl import PackageURL
+
+    p = PackageURL.from_string(text)
+    name = pypi_name(p.name) if p.type == "pypi" else p.name
+    raw = p.qualifiers if isinstance(p.qualifiers, dict) else {}
+    return Purl(type=p.type, namespace=p.namespace or "", name=name, version=p.version,
+                qualifiers=tuple(sorted((str(k), str(v)) for k, v in raw.items())))  # fmt: skip
+
+
+@lru_cache(maxsize=1 << 16)
+def _text(purl: Purl) -> str:
+    from packageurl import PackageURL
+
+    return str(PackageURL(purl.type, purl.namespace or None, purl.name, purl.version,
+                          dict(purl.qualifiers) or None).to_string())  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,15 @@ MAX_WORKLOAD_LOG_BYTES = 1 << 20
 # The line of figures itself: xpu-bench's is about 400 bytes (a dozen numbers and its sha256).
 MAX_WORKLOAD_LINE_BYTES = 16 << 10
 
+# What the record keeps of one run's line: the metric and at most this many other numbers (the
+# first in the line's order), each named in at most MAX_WORKLOAD_FIGURE_NAME characters (longer
+# names are not kept). xpu-bench prints 7 numbers. The record keeps every run of every arm: at
+# the manifest's most (9 variants x 3 images x 55 rounds) a full 16 KiB line kept whole made a
+# record past MAX_RECORD_BYTES (its reader then refused the release's own record as damaged);
+# so bounded, such a record is under 3 MB.
+MAX_WORKLOAD_FIGURES_KEPT = 16
+MAX_WORKLOAD_FIGURE_NAME = 64
+
 # --- reading: archives ---------------------------------------------------------------------------
 
 # Members of one advisory archive: osv.dev's largest per-ecosystem export (Debian) has under

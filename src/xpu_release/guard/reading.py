@@ -148,6 +148,7 @@ def _size(n: int) -> str:
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_SPLIT_MAX = 1 << 20
 
 
 def depth_of(text: bytes | str) -> int:
@@ -155,7 +156,12 @@ def depth_of(text: bytes | str) -> int:
     bound is checked before anything recurses. Linear in the text's length, whatever it holds
     (a string that never closes hides the rest of the text: a parser refuses that anyway)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    brackets = _STRING.sub(b"", data).translate(None, _BRACKETS).translate(_STEP)
+    # No quote after a backslash: none is escaped, every quote opens or closes a string, and what
+    # lies outside strings is every other piece between quotes (a C-speed split, for texts small
+    # enough that the pieces cost little memory; the regex took 1.4 s of watch's 10 at 240 releases).
+    fast = len(data) <= _SPLIT_MAX and b'\\"' not in data
+    outside = b"".join(data.split(b'"')[::2]) if fast else _STRING.sub(b"", data)
+    brackets = outside.translate(None, _BRACKETS).translate(_STEP)
     if not brackets:
         return 0
     return max(accumulate(b if b < 128 else b - 256 for b in brackets))

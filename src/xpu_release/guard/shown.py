@@ -44,7 +44,9 @@ def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
 
 def _cut(raw: str, limit: int) -> str:
     cut = raw if len(raw) <= limit else raw[:limit]
-    out = "".join(_escaped(ch) for ch in cut)
+    # Printable text (most of it) has none of the hidden characters: str.isprintable is false for
+    # every category in _HIDDEN, and for the spaces _escaped keeps as they are (the slow way).
+    out = cut if cut.isprintable() else "".join(_escaped(ch) for ch in cut)
     return out if cut is raw else f"{out}... ({len(raw)} characters)"
 
 
@@ -70,3 +72,15 @@ def path_text(path: object) -> str:
     that quotes it stays valid; nothing else is changed (JSON escapes the rest)."""
     raw = os.fsencode(str(path))
     return raw.decode("utf-8", "backslashreplace")
+
+
+# Not ``_``: inside a word (tokens_per_second) CommonMark makes no emphasis of it.
+_MARKDOWN = str.maketrans({ch: f"\\{ch}" for ch in "\\|<>[]*`"})
+
+
+def shown_cell(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """Outside text in a Markdown table cell or line of generated Markdown (release notes): as
+    ``shown``, on one line, and every character Markdown would read as structure escaped with a
+    backslash (``|`` would split the cell and shift the columns after it; ``<``, ``[`` and ``*``
+    would make a tag, a link or emphasis of a workload's words)."""
+    return shown(" ".join(str(text).split()), limit).translate(_MARKDOWN)

@@ -17,18 +17,27 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
+
+from ..manifest.evaluation import MAX_ROUNDS
 
 Better = Literal["higher", "lower"]
 
 SEED = 41  # the bootstrap's seed: fixed, so the same figures give the same interval
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-MAX_ROUNDS_SAID = 1000  # "undecided: about N rounds would decide it" is said up to this many
+MAX_ROUNDS_SAID = MAX_ROUNDS  # "about N rounds would decide it": only a number the manifest takes
+# Figures of two arms further apart than this either way are not one metric measured twice (a
+# workload that printed seconds in one image and microseconds in another): no ratio is said of
+# them. It also keeps every ratio, resampled or not, a finite number the record writes with meaning.
+MAX_RATIO = 1e4
+
+
+class Incomparable(ValueError):
+    """Two arms' figures too far apart for a ratio (``MAX_RATIO``)."""
 
 
 class Verdict(StrEnum):
@@ -57,7 +66,14 @@ class Judgement:
 
 
 def median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
+    """The median; of an even count, the middle two's midpoint taken without their sum (two
+    figures near the largest float would overflow it to infinity)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[mid])
+    low, high = ordered[mid - 1], ordered[mid]
+    return float(low + (high - low) / 2)
 
 
 def ratio_of_medians(subject: Sequence[float], reference: Sequence[float]) -> float:
@@ -146,3 +162,16 @@ def _check(subject: Sequence[float], reference: Sequence[float]) -> None:
         if any(not math.isfinite(v) or v <= 0 for v in values):
             msg = f"the {name}'s figures must be positive numbers: {list(values)[:6]}"
             raise ValueError(msg)
+    # Every median of a resample lies between its arm's least and greatest figure: so does every
+    # ratio, between these two (an overflow is inf, an underflow 0: both beyond the bound).
+    widest = (max(subject) / min(reference), min(subject) / max(reference))
+    if any(not 1 / MAX_RATIO <= r <= MAX_RATIO for r in widest):
+        msg = (
+            f"their figures are more than {MAX_RATIO:g} times apart ({_few(subject)} against "
+            f"{_few(reference)}): not one metric measured twice, no ratio is said"
+        )
+        raise Incomparable(msg)
+
+
+def _few(values: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{v:.3g}" for v in list(values)[:3]) + (", ...]" if len(values) > 3 else "]")

@@ -5,15 +5,17 @@ removed afterwards, also on Ctrl-C, unless XPU_RELEASE_KEEP_CONTAINERS=1."""
 
 from __future__ import annotations
 
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..guard.limits import MAX_WORKLOAD_LOG_BYTES
 from ..secrets import redact
 
 CONTAINER_LABEL = "io.xpu-release.container"  # every throwaway container carries it (engine.py)
 
+T = TypeVar("T")
 LOG_LIMIT = f"{MAX_WORKLOAD_LOG_BYTES >> 10}k"  # what the engine keeps of a bounded run's log
 
 
@@ -29,41 +31,80 @@ class Limits:
 class Finished:
     """How a bounded run ended: its exit status (None: still running at its timeout, then
     killed), the last lines of its stdout (bytes, as the workload wrote them) and of its stderr
-    (redacted)."""
+    (redacted); ``refused``: what the engine said when it would not run it at all (the command
+    is not in the image, a CPU set it cannot give), outside text to show escaped."""
 
     exit_code: int | None
     stdout: bytes
     stderr: str
+    refused: str | None = None
+
+
+@contextmanager
+def throwaway(client: Any, name: str, create: Callable[[], T], *, keep: bool = False) -> Iterator[T]:
+    """The container ``name`` that ``create()`` makes (what it returns), removed by that name when
+    the block ends, however it ends (``keep``: left, for debugging). Every container xpu-release
+    makes is made here: the create runs with interrupts held (``interrupts.py``), so one that
+    lands meanwhile is delivered after the engine has answered, and the removal finds what it
+    made (a removal racing the engine's own create left a container behind)."""
+    from docker.errors import NotFound
+
+    from ..interrupts import signals_held
+
+    try:
+        with signals_held():
+            made = create()
+        yield made
+    finally:
+        if not keep:
+            with suppress(NotFound):
+                client.api.remove_container(name, force=True)
 
 
 def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str], name: str,
         limits: Limits, timeout: float) -> Finished:  # fmt: skip
     """Run ``argv`` in a container ``name`` of ``image`` for at most ``timeout`` seconds."""
     import requests
-    from docker.errors import NotFound
+    from docker.errors import APIError
     from docker.types import LogConfig
 
     from ..settings import current
 
-    try:
-        container = client.containers.run(
+    def create() -> Any:
+        return client.containers.run(
             image, command=argv, name=name, detach=True, entrypoint=[], environment=env, labels=labels,
             network_mode="none", cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",
             log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
         )  # fmt: skip
-        exit_code: int | None
-        try:
-            exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])
-        except requests.exceptions.RequestException:  # the read timed out: still running
-            exit_code = None
-        stdout = container.logs(stdout=True, stderr=False, tail=50)
-        stderr = container.logs(stdout=False, stderr=True, tail=20)
-        return Finished(exit_code=exit_code, stdout=stdout, stderr=redact(stderr.decode(errors="replace")))
-    finally:
-        if not current().keep_containers:
-            with suppress(NotFound):
-                client.api.remove_container(name, force=True)
+
+    try:
+        with throwaway(client, name, create, keep=current().keep_containers) as container:
+            exit_code: int | None
+            try:
+                exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])
+            except APIError:  # the engine's answer (an HTTP error, so a RequestException too): below
+                raise
+            except requests.exceptions.RequestException:  # the read timed out: still running
+                exit_code = None
+            stdout = container.logs(stdout=True, stderr=False, tail=50)
+            stderr = container.logs(stdout=False, stderr=True, tail=20)
+            return Finished(
+                exit_code=exit_code, stdout=stdout, stderr=redact(stderr.decode(errors="replace"))
+            )
+    except APIError as exc:
+        # The engine would not create, start or follow the container (docker's APIError is an
+        # OSError with no file name: left alone it is exit 70). Said as what the engine answered.
+        return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
+
+
+def engine_said(exc: Exception) -> str:
+    """What the engine answered in refusing a request (docker's ``APIError``), redacted, one
+    line: outside text, for a message that shows it escaped."""
+    said = getattr(exc, "explanation", None) or str(exc)
+    said = " ".join(redact(said.decode(errors="replace") if isinstance(said, bytes) else str(said)).split())
+    status = getattr(exc, "status_code", None)
+    return f"{said} (HTTP {status})" if status else said
 
 
 class Containers:

@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildFailed, ConfigError, NotFoundError, PublishError, RegistryAuthError, StackError
+from ..errors import (
+    BuildFailed,
+    ConfigError,
+    NotFoundError,
+    PublishError,
+    RegistryAuthError,
+    ReleaseError,
+    SmokeTestFailed,
+    StackError,
+)
+from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
+from .bounded import engine_said, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -224,51 +235,55 @@ class Engine:
     def container(self, image: str, *, purpose: str) -> Iterator[str]:
         """A running container of ``image`` that stays up until the block ends, then is removed
         (even on Ctrl-C) unless XPU_RELEASE_KEEP_CONTAINERS=1. Yields its name."""
-        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
-        try:
-            self.client.containers.run(
-                image,
-                command=["sleep", "infinity"],
-                name=name,
-                detach=True,
-                labels={CONTAINER_LABEL: purpose},
-                network_mode="none",
-                entrypoint=[],
-            )
-            yield name
-        finally:
-            from ..settings import current
+        from ..settings import current
 
-            if not current().keep_containers:
-                self.remove_container(name)
+        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
+
+        def create() -> None:
+            with refused_as(SmokeTestFailed, f"start a {purpose} container of {image[:19]}",
+                            " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
+                self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
+                                           labels={CONTAINER_LABEL: purpose}, network_mode="none",
+                                           entrypoint=[])  # fmt: skip
+
+        with throwaway(self.client, name, create, keep=current().keep_containers):
+            yield name
 
     def output(self, image: str, argv: list[str], *, purpose: str) -> str:
-        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout."""
-        from docker.errors import ContainerError
+        """Run ``argv`` in a throwaway container of ``image`` with no network; its stdout. The
+        container is named and removed by this process (also on Ctrl-C), not by the client's
+        ``remove=True``, which removes only after a run that was not interrupted."""
+        name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
 
-        try:
-            out = self.client.containers.run(
-                image,
-                command=argv,
-                entrypoint=[],
-                network_mode="none",
-                labels={CONTAINER_LABEL: purpose},
-                remove=True,
-                stdout=True,
-                stderr=False,
-            )
-        except ContainerError as exc:
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr)
-            msg = f"{' '.join(argv[:2])} in {image} exited {exc.exit_status}: {err.strip()[-500:]}"
-            raise BuildFailed(msg) from None
+        def create() -> Any:
+            return self.client.containers.run(image, command=argv, entrypoint=[], name=name,
+                                              network_mode="none", detach=True,
+                                              labels={CONTAINER_LABEL: purpose})  # fmt: skip
+
+        with refused_as(BuildFailed, f"run {' '.join(argv[:2])} in {image}"), \
+                throwaway(self.client, name, create) as container:  # fmt: skip
+            status = int(container.wait()["StatusCode"])
+            out = container.logs(stdout=True, stderr=False)
+            if status != 0:
+                err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+                msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
+                raise BuildFailed(msg)
         return out.decode() if isinstance(out, bytes) else str(out)
-
-    def remove_container(self, name: str) -> None:
-        from docker.errors import NotFound
-
-        with suppress(NotFound):
-            self.api.remove_container(name, force=True)
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
         return [c["Names"][0].lstrip("/") for c in self.api.containers(all=True, filters={"label": label})]
+
+
+@contextmanager
+def refused_as(error: type[ReleaseError], what: str, hint: str = "") -> Iterator[None]:
+    """The engine refusing a container (docker's ``APIError``: an ``OSError`` with no file name,
+    which the command line would call our bug, exit 70) as ``error``: "the engine would not
+    {what}: {its answer, escaped}{hint}"."""
+    from docker.errors import APIError
+
+    try:
+        yield
+    except APIError as exc:
+        msg = f"the engine would not {what}: {shown(engine_said(exc), 300)}{hint}"
+        raise error(msg) from None

@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..manifest.evaluation import PLAIN, EvaluationSpec
-from .bootstrap import CONFIDENCE, RESAMPLES, SEED, Judgement, Verdict, judge, median
+from ..errors import EvaluationFailed
+from ..manifest.evaluation import MAX_ROUNDS, PLAIN, EvaluationSpec
+from .bootstrap import CONFIDENCE, RESAMPLES, SEED, Incomparable, Judgement, Verdict, judge, median
 from .experiment import ArmRuns, Measurement
 
 THIS = "this"
+NOT_COMPARED = "not compared"  # measured, but no comparison with another image could be judged
 METHOD = {"statistic": "ratio of medians", "interval": "paired percentile bootstrap",
           "confidence": CONFIDENCE, "resamples": RESAMPLES, "seed": SEED}  # fmt: skip
 
@@ -62,10 +64,12 @@ class Comparison:
             return f"{head}: {self.note}"
         line = f"{head}: {metric} {j.ratio:.2f}x [{j.low:.2f}, {j.high:.2f}], {j.verdict} ({j.rounds} rounds)"
         if j.verdict == Verdict.UNDECIDED:
-            more = f"about {j.rounds_needed}" if j.rounds_needed else "many more"
-            line += (
-                f": the interval straddles the {threshold_percent} % threshold; {more} rounds would decide it"
+            more = (
+                f"about {j.rounds_needed} rounds would decide it"
+                if j.rounds_needed
+                else f"more rounds than the manifest takes (at most {MAX_ROUNDS}) would be needed to decide"
             )
+            line += f": the interval straddles the {threshold_percent} % threshold; {more}"
         if self.accepted:
             line += f"; accepted: {self.accepted}"
         return line
@@ -83,7 +87,13 @@ def _judged(
     assert subject is not None
     assert reference is not None
     mine, theirs = subject.figures(ev.metric, warmup), reference.figures(ev.metric, warmup)
-    return judge(mine, theirs, better="higher" if ev.better == "higher" else "lower", threshold=ev.threshold)
+    try:
+        return judge(
+            mine, theirs, better="higher" if ev.better == "higher" else "lower", threshold=ev.threshold
+        )
+    except Incomparable as exc:  # the workload's figures, not a comparison: the evaluation fails
+        msg = f"{subject.arm.label} against {reference.arm.label}: {ev.metric}: {exc}"
+        raise EvaluationFailed(msg) from None
 
 
 def compare(
@@ -121,12 +131,12 @@ def entry(measured: Measurement, ev: EvaluationSpec, references: tuple[Reference
           comparisons: tuple[Comparison, ...], *, this_ref: str, this_id: str) -> dict[str, Any]:  # fmt: skip
     """The record's ``evaluation``: every round's figures of every arm, how they were measured
     and what they say; the notes are rendered from it alone."""
-    stops = [c for c in comparisons if c.stops]
     images: dict[str, dict[str, str | None]] = {THIS: {"ref": this_ref, "id": this_id}}
     images.update({r.role: {"ref": r.ref, "id": r.image_id, "missing": r.missing} for r in references})
+    status, reason = conclusion(comparisons)
     return {
-        "status": "failed" if stops else "passed",
-        "reason": f"{len(stops)} regression(s) beyond the threshold" if stops else "no regression stops it",
+        "status": status,
+        "reason": reason,
         "metric": ev.metric,
         "better": ev.better,
         "threshold_percent": ev.threshold_percent,
@@ -142,6 +152,22 @@ def entry(measured: Measurement, ev: EvaluationSpec, references: tuple[Reference
         "arms": [_arm(a, ev.metric, measured.warmup_rounds) for a in measured.arms],
         "comparisons": [_comparison(c) for c in comparisons],
     }  # fmt: skip
+
+
+def conclusion(comparisons: tuple[Comparison, ...]) -> tuple[str, str]:
+    """The evaluation's status and why: failed (a regression stops it), passed, or not compared
+    (no comparison with another image was judged: every image compared with was missing or
+    carried another workload, or the manifest names none). Not compared stops nothing (the docs:
+    an image that cannot be had is reported, never a failure), but is said as loudly as a
+    failure: in the stage's line, the record and the notes."""
+    stops = [c for c in comparisons if c.stops]
+    if stops:
+        return "failed", f"{len(stops)} regression(s) beyond the threshold"
+    gated = [c for c in comparisons if c.against != PLAIN]
+    if not any(c.judgement is not None for c in gated):
+        why = "; ".join(dict.fromkeys(f"{c.against_ref}: {c.note}" for c in gated)) or "it names no image"
+        return NOT_COMPARED, f"compared with no other image ({why})"
+    return "passed", "no regression stops it"
 
 
 def _arm(a: ArmRuns, metric: str, warmup: int) -> dict[str, Any]:
@@ -179,11 +205,18 @@ _STR, _OPT_STR, _NUMBERS = (
 )
 _OPT_NUMBER = {"type": ["number", "null"]}
 _COUNT = {"type": "integer", "minimum": 0}
+MEASURED = ("passed", "failed", NOT_COMPARED)  # the statuses of an evaluation that measured
+# What the notes and ``diff`` read of a measured evaluation: one edited down to its status is
+# refused (exit 12), never rendered with holes.
+READ_BY_THE_NOTES = ["metric", "better", "threshold_percent", "command", "method", "rounds", "warmup_rounds",
+                     "cpuset", "memory_mb", "images", "arms", "comparisons"]  # fmt: skip
 EVALUATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["status", "reason"],
+    "if": {"properties": {"status": {"enum": list(MEASURED)}}},
+    "then": {"required": READ_BY_THE_NOTES},
     "properties": {
-        "status": {"enum": ["passed", "failed", "skipped"]}, "reason": _STR, "metric": _STR,
+        "status": {"enum": [*MEASURED, "skipped"]}, "reason": _STR, "metric": _STR,
         "better": {"enum": ["higher", "lower"]}, "threshold_percent": {"type": "integer"},
         "command": {"type": "array", "items": _STR}, "method": {"type": "object", "properties": {
             "confidence": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},

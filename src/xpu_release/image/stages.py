@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounded import throwaway
 from .engine import CONTAINER_LABEL, Engine
 
 _STEP = re.compile(r"Step \d+/\d+ : (?P<instruction>.*)")
@@ -102,11 +103,13 @@ def read_out(engine: Engine, stage: str, dest: Path) -> bool:
     from docker.errors import NotFound
 
     name = f"xpu-release-copy-{uuid.uuid4().hex[:12]}"
-    engine.api.create_container(
-        stage, command=["true"], entrypoint=[], name=name, labels={CONTAINER_LABEL: "copy"},
-        network_disabled=True,
-    )  # fmt: skip
-    try:
+
+    def create() -> object:
+        return engine.api.create_container(stage, command=["true"], entrypoint=[], name=name,
+                                           labels={CONTAINER_LABEL: "copy"},
+                                           network_disabled=True)  # fmt: skip
+
+    with throwaway(engine.client, name, create):
         try:
             stream, _stat = engine.api.get_archive(name, "/out/.", chunk_size=1 << 20)
         except NotFound:
@@ -115,5 +118,3 @@ def read_out(engine: Engine, stage: str, dest: Path) -> bool:
             for chunk in stream:
                 out.write(chunk)
         return True
-    finally:
-        engine.remove_container(name)

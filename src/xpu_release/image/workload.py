@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvaluationFailed
-from ..guard.limits import MAX_WORKLOAD_LINE_BYTES, MAX_WORKLOAD_LOG_BYTES
+from ..guard.limits import (
+    MAX_WORKLOAD_FIGURE_NAME,
+    MAX_WORKLOAD_FIGURES_KEPT,
+    MAX_WORKLOAD_LINE_BYTES,
+    MAX_WORKLOAD_LOG_BYTES,
+)
 from ..guard.reading import Refused, parse_json
 from ..guard.shown import shown
 from ..manifest import ImageSpec
@@ -107,8 +112,17 @@ def read_line(stdout: bytes, metric: str, *, run: str) -> Figures | Unsupported:
         raise EvaluationFailed(msg)
     sha = data.get("sha256")
     return Figures(
-        values=values, workload_sha256=sha if isinstance(sha, str) and _SHA256.fullmatch(sha) else None
+        values=_kept(values, metric),
+        workload_sha256=sha if isinstance(sha, str) and _SHA256.fullmatch(sha) else None,
     )
+
+
+def _kept(values: dict[str, float], metric: str) -> dict[str, float]:
+    """What the record keeps of a run's numbers: the metric, then the first
+    ``MAX_WORKLOAD_FIGURES_KEPT`` others with a name of at most ``MAX_WORKLOAD_FIGURE_NAME``
+    characters, so that every evaluation the manifest allows writes a record its reader takes."""
+    others = [k for k in values if k != metric and len(k) <= MAX_WORKLOAD_FIGURE_NAME]
+    return {metric: values[metric], **{k: values[k] for k in others[:MAX_WORKLOAD_FIGURES_KEPT]}}
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")

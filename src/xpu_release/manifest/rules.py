@@ -19,7 +19,7 @@ from . import evaluation, platforms
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
 from .patchformat import LINE_TAG_SUFFIX
-from .support import calver_month
+from .support import Support, as_date, calver_month
 from .types import Checker
 
 # Set by the Dockerfile template; a manifest's env may not change them.
@@ -175,6 +175,20 @@ def support_months_count_from_a_date(m: Resolved, c: Checker) -> None:
                "to read one from: give support.released (YYYY-MM-DD) or support.until")  # fmt: skip
 
 
+def the_end_of_support_is_a_day(m: Resolved, c: Checker) -> None:
+    """The end-of-life date ``support.months`` makes is a day the calendar counts (up to the year
+    9999), so ``list``, ``status`` and the notes can say it."""
+    support = m.data.get("support") or {}
+    if support.get("until") is not None or not isinstance(support.get("months"), int):
+        return
+    try:
+        policy = Support(months=support["months"], released=as_date(support.get("released")))
+        policy.end(str(m.data.get("version")))
+    except (ValueError, OverflowError, TypeError):
+        c.fail(("support", "months"), f"{support['months']} months after the release's date is past the year "
+               "9999: give an earlier support.released or fewer months, or support.until")  # fmt: skip
+
+
 def a_version_is_never_a_floating_tag(m: Resolved, c: Checker) -> None:
     """A version tag never moves and a floating tag does: a version is not ``latest``, does not
     end in ``-latest`` (a line's tag: ``25.03-latest`` follows 25.03 and its patches), and is
@@ -245,6 +259,7 @@ RULES: tuple[Rule, ...] = (
     known_issue_scopes_are_version_ranges,
     env_leaves_the_templates_variables_alone,
     support_months_count_from_a_date,
+    the_end_of_support_is_a_day,
     a_version_is_never_a_floating_tag,
     a_patch_makes_the_fixes_it_claims,
     the_evaluation_holds_together,

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from ..errors import LockError, NotFoundError, ReleaseError
@@ -41,7 +41,10 @@ class Reason:
     new: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _REASON_FIELDS}  # flat: no deep copy (asdict)
+
+
+_REASON_FIELDS = tuple(f.name for f in fields(Reason))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ at an endpoint signed as found."""
 from __future__ import annotations
 
 from ..errors import ReleaseError
-from ..evidence.attachment import Attachment
+from ..evidence.attachment import END_OF_LIFE_ANNOTATION, Attachment
 from ..evidence.attest import Documents, IndexDocuments
 from ..evidence.cosign import bundles_for
 from ..evidence.referrers import fetch_attachment, list_referrers
@@ -13,10 +13,12 @@ from ..evidence.reuse import choose
 from ..evidence.scan import ScanResult
 from ..evidence.signing import Signer
 from ..evidence.vexdoc import ReleaseVex, release_vex
+from ..guard.shown import shown
 from ..manifest import ImageSpec, Repo
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink
 from .notes import previous_spec, scanned_findings
+from .pool import EndpointPool
 
 
 def documents_for(
@@ -59,3 +61,20 @@ def gate_vex(repo: Repo, spec: ImageSpec, result: ScanResult | None) -> ReleaseV
     previous = previous_spec(repo, spec)
     earlier = scanned_findings(repo, previous) if previous is not None else None
     return release_vex(result, earlier.values() if earlier else None)
+
+
+def dates_still_stated(pool: EndpointPool, digest: str) -> dict[str, str]:
+    """Endpoint → the end-of-life date a lifecycle document attached to ``digest`` states there,
+    for a release whose manifest no longer gives a date: nothing is deleted (a registry with the
+    referrers API lists every referrer it ever got), so the registries keep stating it and
+    ``publish`` says so. An endpoint that does not answer is left out (this only warns)."""
+    out: dict[str, str] = {}
+    for t in pool.plan.targets:
+        try:
+            found = list_referrers(pool.client(t.endpoint), pool.repo(t.endpoint), digest).ours("lifecycle")
+        except ReleaseError:
+            continue
+        dates = sorted({d.annotations.get(END_OF_LIFE_ANNOTATION, "?")[:10] for d in found})
+        if dates:
+            out[t.endpoint.name] = ", ".join(shown(d, 10) for d in dates)
+    return out

@@ -5,10 +5,13 @@ base and the release it extends (镜像对比基础镜像&迭代评估), and eac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ReleaseError
+from ..guard.shown import shown_cell
+from ..image.evaluation import NOT_COMPARED
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change
 from .record import ReleaseRecord, default_path, read_optional
@@ -27,6 +30,7 @@ LABELS: dict[str, dict[str, str]] = {
                   "bootstrap interval. A regression is worse by more than {threshold} % over its whole "
                   "interval.",
         "higher": "higher", "lower": "lower", "rounds_needed": "about {n} rounds would decide it",
+        "not_compared": "Not compared with any other image",
     },
     "zh": {
         "title": "E2E性能收益评估", "against": "镜像对比基础镜像&迭代评估",
@@ -39,6 +43,7 @@ LABELS: dict[str, dict[str, str]] = {
                   "越好）中位数之比及其{confidence}% bootstrap置信区间。整个区间超出{threshold}%才判定为"
                   "性能回退。",
         "higher": "高", "lower": "低", "rounds_needed": "约需{n}轮才能判定",
+        "not_compared": "未与任何其他镜像对比",
     },
 }  # fmt: skip
 
@@ -49,6 +54,7 @@ class Section:
     rows), the contributions table, and the regressions accepted with their reasons."""
 
     skipped: str | None
+    not_compared: str | None  # why nothing was compared with another image (None: something was)
     method: str
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
@@ -56,9 +62,11 @@ class Section:
     accepted: tuple[str, ...]
 
 
-def _cell(c: dict[str, Any], t: dict[str, str]) -> str:
+def _cell(c: dict[str, Any], t: dict[str, str], quote: Callable[[object], str] = str) -> str:
+    """A comparison as a cell: ratio, interval and verdict, or its note (outside words, which
+    ``quote`` shows: escaped for Markdown in the notes)."""
     if any(c.get(k) is None for k in ("ratio", "low", "high")):
-        return str(c.get("note") or "-")
+        return quote(c.get("note") or "-")
     verdict = t["accepted"] if c.get("accepted") else t.get(str(c.get("verdict")), str(c.get("verdict")))
     cell = f"{c['ratio']:.2f}x [{c['low']:.2f}, {c['high']:.2f}] {verdict}"
     if c.get("verdict") == "undecided" and c.get("rounds_needed"):
@@ -73,9 +81,8 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
         return None
     t = LABELS[lang]
     if ev.get("status") == "skipped":
-        return Section(
-            skipped=str(ev.get("reason")), method="", header=(), rows=(), contributions=(), accepted=()
-        )
+        return Section(skipped=shown_cell(ev.get("reason")), not_compared=None, method="", header=(), rows=(),
+                       contributions=(), accepted=())  # fmt: skip
     comparisons = [c for c in ev.get("comparisons") or () if isinstance(c, dict)]
     gated = [c for c in comparisons if c.get("against") != "plain"]
     refs = list(dict.fromkeys(str(c["against_ref"]) for c in gated))
@@ -88,12 +95,14 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
     }
     rows = []
     for v in variants:
-        name = t["plain"] if v == "plain" else v
+        name = t["plain"] if v == "plain" else shown_cell(v)
         median = medians.get(v)
-        cells = [f"{median:.1f}" if isinstance(median, int | float) else str(unsupported.get(v) or "-")]
+        cells = [
+            f"{median:.1f}" if isinstance(median, int | float) else shown_cell(unsupported.get(v) or "-")
+        ]
         for ref in refs:
             found = next((c for c in gated if c["variant"] == v and c["against_ref"] == ref), None)
-            cells.append(_cell(found, t) if found else "-")
+            cells.append(_cell(found, t, shown_cell) if found else "-")
         rows.append((name, *cells))
     metric = str(ev.get("metric"))
     method = t["method"].format(
@@ -102,14 +111,21 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
         better=t.get(str(ev.get("better")), ""), threshold=ev.get("threshold_percent"),
         confidence=round(100 * float((ev.get("method") or {}).get("confidence") or 0.95)),
     )  # fmt: skip
-    header = (t["variant"], f"{metric} ({t['median']})", *(t["vs"].format(ref=r) for r in refs))
+    # Every cell and line below may quote outside words (a workload's reason, an engine's or a
+    # registry's answer, a record edited by hand): shown escaped for Markdown, one line each.
+    vs = [t["vs"].format(ref=shown_cell(r)) for r in refs]
+    header = (t["variant"], f"{shown_cell(metric)} ({t['median']})", *vs)
     contributions = tuple(
-        (str(c["variant"]), _cell(c, t)) for c in comparisons if c.get("against") == "plain"
+        (shown_cell(c["variant"]), _cell(c, t, shown_cell))
+        for c in comparisons
+        if c.get("against") == "plain"
     )
-    accepted = tuple(f"{c['variant']} {t['vs'].format(ref=c['against_ref'])}{': ' if lang == 'en' else '：'}"
-                     f"{c['accepted']}" for c in gated if c.get("accepted"))  # fmt: skip
-    return Section(skipped=None, method=method, header=header, rows=tuple(rows), contributions=contributions,
-                   accepted=accepted)  # fmt: skip
+    accepted = tuple(f"{shown_cell(c['variant'])} {t['vs'].format(ref=shown_cell(c['against_ref']))}"
+                     f"{': ' if lang == 'en' else '：'}{shown_cell(c['accepted'])}"
+                     for c in gated if c.get("accepted"))  # fmt: skip
+    not_compared = shown_cell(ev.get("reason")) if ev.get("status") == NOT_COMPARED else None
+    return Section(skipped=None, not_compared=not_compared, method=method, header=header, rows=tuple(rows),
+                   contributions=contributions, accepted=accepted)  # fmt: skip
 
 
 def _evaluated(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:

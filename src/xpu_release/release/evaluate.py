@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,7 +25,7 @@ from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
 from ..image.engine import ImageInfo
-from ..image.evaluation import THIS, Comparison, Reference, compare, entry
+from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, entry
 from ..image.experiment import Arm, Runner, measure
 from ..image.lock import Lock
 from ..image.workload import carried
@@ -101,13 +101,29 @@ def _previous(repo: Repo, spec: ImageSpec, engine: EvalEngine, credentials: Cred
     return Reference(role="previous", ref=name, image_id=got.id)
 
 
-def against_image(engine: EvalEngine, ref: str) -> Reference:
-    """``--against REF``: an image the engine holds, instead of the manifest's references."""
+def against_image(spec: ImageSpec, engine: EvalEngine, image_id: str, ref: str) -> Reference:
+    """``--against REF``: an image the engine holds, instead of the manifest's references; named
+    by its role when it is one (``named``), and compared only if it carries this image's very
+    workload, as the manifest's references are."""
     info = engine.image(ref)
     if info is None:
         msg = f"--against {ref}: no such image in the engine; build or pull it first"
         raise NotFoundError(msg)
-    return Reference(role="against", ref=ref, image_id=info.id)
+    return _same_workload(
+        spec, engine, image_id, named(spec, Reference(role="against", ref=ref, image_id=info.id))
+    )
+
+
+def named(spec: ImageSpec, ref: Reference) -> Reference:
+    """An image compared with by ``--against`` (role ``against``) that is this release's base or
+    the release it extends, by name: given that role, so that the manifest's ``accepted`` (which
+    names base and previous) holds for it as it does in ``release``."""
+    if ref.role != "against":
+        return ref
+    roles = {f"{spec.image}:{spec.extends}": "previous"} if spec.extends else {}
+    roles[spec.base.release_ref or f"{spec.base.repository}:{spec.base.tag}"] = "base"
+    role = roles.get(ref.ref)
+    return ref if role is None else replace(ref, role=role)
 
 
 def _same_workload(spec: ImageSpec, engine: EvalEngine, image_id: str, ref: Reference) -> Reference:
@@ -151,6 +167,7 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     the engine's client); None when there is nothing to compare (no reference, no variant)."""
     ev = spec.evaluation
     assert ev is not None
+    refs = tuple(named(spec, r) for r in refs)
     variants = [(PLAIN, ()), *((v.name, v.env) for v in ev.variants)]
     measured_refs = [r for r in refs if r.image_id is not None and r.missing is None]
     if not measured_refs and not ev.variants:
@@ -162,7 +179,7 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     limits = limits_for(ev, runner)
     on_line(f"evaluating {spec.ref}: {len(arms)} arms, {ev.warmup_rounds}+{ev.rounds} rounds, CPU set "
             f"{limits.cpuset}, {limits.memory_mb} MB, budget {ev.budget_seconds} s")  # fmt: skip
-    measured = measure(runner, arms, ev, limits, on_line=on_line)
+    measured = measure(runner, arms, ev, limits, on_line=on_line, required=arms[0])
     comparisons = compare(measured, ev, refs)
     for c in comparisons:
         on_line(f"    {c.said(ev.metric, ev.threshold_percent)}")
@@ -175,6 +192,8 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     accepted = sum(1 for c in comparisons if c.accepted)
     if accepted:
         detail += f"; {accepted} regression(s) accepted"
+    if recorded["status"] == NOT_COMPARED:
+        detail = f"NOT COMPARED: {recorded['reason']}; {detail}"
     return Evaluated(entry=recorded, comparisons=comparisons, detail=detail)
 
 
@@ -191,12 +210,26 @@ def gate_failure(spec: ImageSpec, evaluated: Evaluated) -> str:
     for c in evaluated.stops:
         lines.append(f"  {c.said(ev.metric, ev.threshold_percent)}; beyond the threshold of "
                      f"{ev.threshold_percent} % over its whole interval")  # fmt: skip
-    first = evaluated.stops[0]
-    lines.append(
-        f"  to accept it knowingly, add to {spec.manifest_path}: evaluation.accepted: "
-        f"[{{variant: {first.variant}, against: {first.against}, reason: <why>}}]"
-    )
+    first = next((c for c in evaluated.stops if acceptable(spec, c.against)), None)
+    if first is not None:
+        lines.append(
+            f"  to accept it knowingly, add to {spec.manifest_path}: evaluation.accepted: "
+            f"[{{variant: {first.variant}, against: {first.against}, reason: <why>}}]"
+        )
+    if any(not acceptable(spec, c.against) for c in evaluated.stops):
+        lines.append(
+            f"  a regression against an image the manifest does not compare with (against: "
+            f"{', '.join(ev.against) or 'none'}) cannot be accepted in it: evaluation.accepted names "
+            "its base or the release it extends"
+        )
     return "\n".join(lines)
+
+
+def acceptable(spec: ImageSpec, role: str) -> bool:
+    """``evaluation.accepted`` may name a comparison with ``role`` (validate's rule)."""
+    ev = spec.evaluation
+    assert ev is not None
+    return role in ev.against and (role != "previous" or spec.extends is not None)
 
 
 # --- measured before ------------------------------------------------------------------------------

@@ -33,8 +33,9 @@ from ..oci.model import OCI_INDEX
 from ..oci.registry import Manifest, sha256_digest
 from ..progress import Sink
 from .pool import EndpointPool
-from .publish import Options, Publisher, Staged, planned, unpublished
+from .publish import Options, Publisher
 from .record import EndpointRecord, PlatformRecord, ReleaseRecord
+from .staging import Staged, source_failed, unpublished
 from .tags import TagRules
 
 
@@ -187,8 +188,8 @@ class IndexPublisher:
                 client.put_manifest(repo, index.digest, index)
             publisher.attachments = publisher.documents_for(index)
         except ReleaseError as exc:
-            failed = (replace(planned(targets[0]), status="failed", error=exc.message),)
-            return Staged(source=None, endpoints=failed + tuple(planned(t) for t in targets[1:]))
+            return Staged(source=None, endpoints=source_failed(targets, exc.message))
+        publisher.documents_first(index)
         with ThreadPoolExecutor(max_workers=publisher.workers) as pool:
             staged = tuple(pool.map(lambda t: publisher.stage(t, index, ""), targets))
         return Staged(source=index, endpoints=staged, attachments=publisher.attached(index))

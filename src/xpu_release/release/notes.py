@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ReleaseError
+from ..evidence.lifecycle import MAX_REASON, MAX_SAID, said
 from ..image.templating import render_template
 from ..manifest import ImageSpec, Repo
 from ..manifest.diff import Change, declared_upgrades, diff
@@ -306,8 +307,12 @@ def withdrawn_before(repo: Repo, spec: ImageSpec) -> list[tuple[str, dict[str, A
             rec = read_optional(default_path(repo.root, spec.image, version))
         except ReleaseError:
             continue
-        if rec is not None and rec.withdrawn:
-            out.append((version, rec.withdrawn))
+        if rec is not None and rec.withdrawn:  # a record written before notices were read guarded
+            reason, at = (
+                said(str(rec.withdrawn.get(k) or ""), n)
+                for k, n in (("reason", MAX_REASON), ("at", MAX_SAID))
+            )
+            out.append((version, {**rec.withdrawn, "reason": reason, "at": at}))
     return out
 
 

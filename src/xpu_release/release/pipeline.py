@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ReleaseError
+from ..errors import PerformanceRegression, ReleaseError
 from ..evidence.scan import GatePolicy, merged_entry
 from ..image.engine import Engine
 from ..image.inputs import BuildInputs
@@ -139,6 +139,8 @@ class Release:
             "dry_run": self.dry_run,
             "stages": [s.to_json() for s in self.results],
             "failed": {"stage": name, "error": exc.message, "exit_code": exc.exit_code},
+            # A release the evaluation gate stopped writes no record: what it measured is here.
+            "evaluation": exc.evaluation if isinstance(exc, PerformanceRegression) else None,
             "record": None,
             "notes": [],
         }

@@ -31,7 +31,6 @@ from pathlib import Path
 from ..errors import NotFoundError, PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
 from ..errors import VulnerabilityGateFailed as GateFailed
 from ..evidence.attachment import ALL_KINDS, statement
-from ..evidence.lifecycle import in_force, notices_at
 from ..evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ..labels import INPUTS_LABEL
 from ..oci.registry import Manifest
@@ -43,7 +42,7 @@ from .record import EndpointRecord, Promotion, ReleaseRecord
 from .sides import RegistrySide
 from .tags import TagRules
 from .verify import verify
-from .withdraw import withdrawal_in_force
+from .withdrawn import withdrawal_in_force
 
 
 @dataclass
@@ -76,19 +75,31 @@ def source_of(staging: EndpointPool) -> tuple[RegistrySide, Manifest]:
     return RegistrySide(staging.client(ep), staging.repo(ep)), image
 
 
+def not_withdrawn(staging: EndpointPool, target: EndpointPool, digest: str, *, then: str) -> None:
+    """Refused (exit 16) when a withdrawal of ``digest`` is in force at any staging endpoint or at
+    any target; an endpoint that cannot say fails closed (``withdrawn.py``)."""
+    ref = target.spec.ref
+    withdrawn = withdrawal_in_force(staging, digest, then=then) or withdrawal_in_force(
+        target, digest, then=then
+    )
+    if withdrawn is not None:
+        msg = f"{ref} is {withdrawn.words()}; {then} (`xpu-release reinstate {ref}` undoes the withdrawal)"
+        raise ReleaseWithdrawn(msg)
+
+
 def refusals(
     source: RegistrySide, image: Manifest, record: ReleaseRecord | None, today: date, target: EndpointPool
 ) -> None:
-    """Withdrawn at staging or at a target (exit 16), or a gate that failed or no longer holds
-    (exit 14)."""
+    """The image staging serves is the recorded release (exit 7), and its gate did not fail and
+    still holds (exit 14)."""
     ref = target.spec.ref
-    standing = in_force(notices_at(source.client, source.repo, image.digest))
-    withdrawn = standing[0] if standing else withdrawal_in_force(target, image.digest)
-    if withdrawn is not None:
-        msg = (f"{ref} is {withdrawn.words()}; nothing was promoted (`xpu-release reinstate {ref}` undoes "
-               "the withdrawal)")  # fmt: skip
-        raise ReleaseWithdrawn(msg)
-    if record is not None and record.digest == image.digest and (record.scan or {}).get("status") == "failed":
+    if record is not None and record.digest != image.digest:
+        msg = (f"{ref}: staging serves {image.digest} at its version tag, but the release record says "
+               f"{record.digest} was tested and published; nothing was promoted (an image that is not the "
+               "tested release is never promoted: release it again, or promote with the --record of "
+               "the release staging serves)")  # fmt: skip
+        raise VerifyFailed(msg)
+    if record is not None and (record.scan or {}).get("status") == "failed":
         msg = f"{ref} failed its vulnerability gate (its release record says so); nothing was promoted"
         raise GateFailed(msg)
     # the VEX of the image; of an index, each platform image's own
@@ -148,6 +159,7 @@ def promote(
     ``floating``: the floating tags publish would move (``plan.moving``: never backwards)."""
     spec = target.spec
     source, image = source_of(staging)
+    not_withdrawn(staging, target, image.digest, then="nothing was promoted")
     refusals(source, image, record, today, target)
     conflicts(target, image.digest)
     found = list_referrers(source.client, source.repo, image.digest)
@@ -178,9 +190,18 @@ def promote(
     if not report.ok:
         lines = [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
         raise VerifyFailed("\n".join([f"{spec.ref}: promoted, but the targets do not verify:", *lines]))
-    if floating:
+    if floating:  # asked again right before, and right after: a withdraw may run meanwhile
+        not_withdrawn(staging, target, image.digest, then="no floating tag was moved")
         tags = TagRules(spec, target, None, allow_overwrite=False, workers=1, on_line=on_line)
         out.floating = tags.move_floating(image, floating)
+        try:
+            not_withdrawn(
+                staging, target, image.digest, then=f"it was withdrawn while {', '.join(floating)} moved"
+            )
+        except ReleaseWithdrawn as exc:
+            msg = (f"{exc.message}. Rerun `xpu-release withdraw {spec.ref} --reason ...` to move "
+                   "the floating tags off it (a rerun keeps the first reason)")  # fmt: skip
+            raise ReleaseWithdrawn(msg) from exc
     return out
 
 

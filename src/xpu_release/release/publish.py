@@ -12,16 +12,16 @@ tags move only after every endpoint is verified. Every run writes a release reco
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from ..errors import PublishError, ReleaseError
+from ..errors import PublishError, ReleaseError, ReleaseWithdrawn
 from ..evidence.annotations import image_annotations
 from ..evidence.attachment import Attachment
 from ..evidence.attest import Documents, IndexDocuments
@@ -45,12 +45,9 @@ from .plan import Plan, Target, moving
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
+from .staging import Staged, source_failed, unpublished
 from .tags import TagRules
-from .withdraw import withdrawal_in_force
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+from .withdrawn import withdrawal_in_force
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,9 +150,9 @@ class Publisher:
         assert self.engine is not None
         base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
         self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
-        current = self.current(first, image_id)
+        current = self.tags.current(first, image_id, self.platform)
         if current is not None and current.config_digest == image_id:
-            return current  # current() checked it is the tested image, layers and all
+            return current  # TagRules.current checked it is the tested image, layers and all
         self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
@@ -179,14 +176,6 @@ class Publisher:
             raise PublishError(msg)
         return manifest
 
-    def current(self, target: Target, image_id: str) -> Manifest | None:
-        """What ``target``'s version tag holds (``TagRules.current``: checked); of a platform's
-        image of a platformed release, the image its index names for that platform."""
-        current = self.tags.current(target, image_id)
-        if current is not None and current.is_index and self.platform is not None:
-            return self.tags.platform_image(target, current, self.platform)
-        return current
-
     def documents_for(self, source: Manifest) -> tuple[Attachment, ...]:
         if self.documents is None:
             return ()
@@ -206,6 +195,16 @@ class Publisher:
         attach(client, repo, source, self.attachments, created=self.created,
                spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
 
+    def documents_first(self, source: Manifest) -> None:
+        """The documents at the source endpoint before the others are staged, when one of them is
+        in the same registry: it mounts them from there (staged at once, it found them there or
+        not, by chance, and sent them again). A failure here is the source's stage's to say."""
+        first = self.plan.targets[0]
+        if not any(t.endpoint.host == first.endpoint.host for t in self.plan.targets[1:]):
+            return
+        with contextlib.suppress(ReleaseError):
+            self._attach(first, self.client(first.endpoint), self.repo(first.endpoint), source)
+
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
         """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
         holds the release but serves no new tag yet. Tags are written only once every endpoint
@@ -220,7 +219,7 @@ class Publisher:
             if self.early is not None:
                 sent_early = self.early.settle(target)
                 started = min(started, self.early.began(target) or started)
-            current = self.current(target, image_id)
+            current = self.tags.current(target, image_id, self.platform)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
@@ -288,18 +287,13 @@ class Publisher:
                 self.early.close()
 
     def _staged(self, image_id: str) -> Staged:
-        first = self.plan.targets[0]
         try:
             source = self.push_source(image_id)
         except ReleaseError as exc:
-            failed = tuple(
-                replace(planned(t), status="failed", error=exc.message) if t is first
-                else replace(planned(t), error=f"not staged: {first.endpoint.name} (the source) failed")
-                for t in self.plan.targets
-            )  # fmt: skip
-            return Staged(source=None, endpoints=failed)
+            return Staged(source=None, endpoints=source_failed(self.plan.targets, exc.message))
         self.attachments = self.documents_for(source)
         attached = self.attached(source)
+        self.documents_first(source)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
@@ -321,38 +315,29 @@ class Publisher:
         return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Staged:
-    """What staging left: the source manifest (None: the first push failed), each endpoint's
-    record, and the documents attached (kind → artifact manifest digest)."""
-
-    source: Manifest | None
-    endpoints: tuple[EndpointRecord, ...]
-    attachments: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        return any(e.status == "failed" for e in self.endpoints)
-
-
-def planned(target: Target) -> EndpointRecord:
-    """An endpoint's record before anything is done there."""
-    ep = target.endpoint
-    return EndpointRecord(endpoint=ep.name, host=ep.host, version_ref=target.version_ref,
-                          floating_refs=target.floating_refs, status="planned", digest=None)  # fmt: skip
-
-
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
              moving: tuple[str, ...], on_line: Sink) -> ReleaseRecord:  # fmt: skip
     """The floating tags, last: ``moving`` (``Options.floating``: those a newer release does not
-    keep) moved onto the release, but none onto a withdrawn release (``withdraw.py``), which the
-    record then says."""
-    withdrawn = withdrawal_in_force(pool, source.digest)
+    keep) moved onto the release, but none onto a withdrawn release (``withdrawn.py``: asked of
+    every endpoint, failing closed), which the record then says. Asked again once they moved: a
+    withdraw that ran meanwhile may have found them not yet on the release (exit 16, saying to
+    rerun it)."""
+    ref = pool.spec.ref
+    withdrawn = withdrawal_in_force(pool, source.digest, then="no floating tag was moved")
     if withdrawn is not None:
-        on_line(f"{pool.spec.ref} is {withdrawn.words()}; no floating tag moves onto it "
-                f"(`xpu-release reinstate {pool.spec.ref}` undoes the withdrawal)")  # fmt: skip
+        on_line(f"{ref} is {withdrawn.words()}; no floating tag moves onto it "
+                f"(`xpu-release reinstate {ref}` undoes the withdrawal)")  # fmt: skip
         return replace(record, withdrawn=withdrawn.to_json())
-    return replace(record, floating_moved=tags.move_floating(source, moving)) if moving else record
+    if not moving:
+        return record
+    moved = tags.move_floating(source, moving)
+    late = withdrawal_in_force(pool, source.digest, then=f"{', '.join(moved)} moved onto it")
+    if late is not None:
+        msg = (f"{ref} was {late.words()} while {', '.join(moved)} moved onto it: rerun "
+               f"`xpu-release withdraw {ref} --reason ...` to move them off it (a rerun keeps the first "
+               "reason)")  # fmt: skip
+        raise ReleaseWithdrawn(msg)
+    return replace(record, floating_moved=moved)
 
 
 def publish(
@@ -390,15 +375,13 @@ def publish_with(publisher: Publisher, image_id: str, inputs: str) -> ReleaseRec
     return publisher.finish(record, staged.source, image_id)
 
 
-def unpublished(spec: ImageSpec, inputs: str, image_id: str) -> ReleaseRecord:
-    """The record of a publish of ``spec`` before anything is done at any endpoint."""
-    return ReleaseRecord(ref=spec.ref, manifest=spec.manifest_path, manifest_sha256=spec.content_hash,
-                         inputs_sha256=inputs, tested_image_id=image_id, digest=None, published_at=_now(),
-                         complete=False, floating_moved=())  # fmt: skip
-
-
-def failure_report(record: ReleaseRecord) -> str:
-    lines = [f"{record.ref} is not published everywhere; rerun `xpu-release publish {record.ref}` to finish:"]
+def failure_report(record: ReleaseRecord, rerun: str = "publish") -> str:
+    """What a publish that did not reach every endpoint says: each endpoint, and the command that
+    finishes it (``release`` for a release: ``publish`` alone attaches no VEX, no gate result)."""
+    again = f"`xpu-release {rerun} {record.ref}`"
+    if rerun == "release":
+        again += " with the same options (--advisories, --signing-key, ...)"
+    lines = [f"{record.ref} is not published everywhere; rerun {again} to finish:"]
     for e in record.endpoints:
         lines.append(f"  {e.endpoint:<22} {e.status:<10} {e.error or e.digest or ''}")
     lines.append("no floating tag was moved")

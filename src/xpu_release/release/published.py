@@ -11,19 +11,34 @@ in this run), one that refuses our credentials (8), an SBOM missing, damaged or 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
+from ..evidence.lifecycle import in_force, notices_at
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, components_of, packages_in
 from ..guard.limits import MAX_SBOMS
 from ..guard.reading import parse_json
-from ..manifest.platforms import Platform
+from ..manifest.platforms import Platform, platformed
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.model import ImageIndex
 from ..oci.registry import RegistryClient, RetryPolicy
+
+
+@dataclass(frozen=True)
+class ServedSboms:
+    """The SBOMs a published release carries: ``images``, the digests they are attached to (the
+    release's own; of an index, each declared platform's image), and every SBOM ``payloads``."""
+
+    images: tuple[str, ...]
+    payloads: tuple[bytes, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.payloads))
 
 
 class Reader:
@@ -90,6 +105,13 @@ class Reader:
             )
         return self._served[key]
 
+    def withdrawn(self, ep: Endpoint, image: str, digest: str) -> bool:
+        """Whether a withdrawal of ``digest`` is in force at ``ep`` (failing closed: a notice that
+        cannot be read is an error, not "no")."""
+        repo = ep.repository(image)
+        return bool(self._ask(ep, f"the notices of {image}@{digest[:19]}",
+                              lambda c: in_force(notices_at(c, repo, digest))))  # fmt: skip
+
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""
         return self.served(self.endpoint(alias), repository, tag, f"the base {repository}:{tag}")
@@ -123,6 +145,14 @@ class Reader:
                 raise VerifyFailed(msg)
             out.append(entry.digest)
         return tuple(out)
+
+    def release_sboms(
+        self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
+    ) -> ServedSboms:
+        """Every SBOM of the release served at ``image@digest``: of a platformed release (an
+        index), each declared platform's image's own (their packages differ), else the image's."""
+        images = self.images(ep, image, digest, platforms) if platformed(platforms) else (digest,)
+        return ServedSboms(images=images, payloads=tuple(p for d in images for p in self.sboms(ep, image, d)))
 
     def sboms(self, ep: Endpoint, image: str, digest: str) -> tuple[bytes, ...]:
         """Every CycloneDX SBOM of ours attached to ``digest`` (one, unless a rerun or a hand

@@ -8,7 +8,6 @@ tool reads has its type there), and the gate's part read into typed values (``Re
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from ..guard.reading import Refused, parse_json, read_file
 from ..guard.shown import shown
 from ..guard.writing import write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
+from ..jsontext import readable
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -308,7 +308,7 @@ def write(record: ReleaseRecord, path: Path) -> None:
     """``record`` at ``path``, whole or not at all, through the guarded way out: a temporary file
     of this run's own renamed over it, so that two runs writing at once never share (or lose)
     one; a link at ``path`` is replaced by the record, never followed."""
-    data = (json.dumps(record.to_json(), indent=2) + "\n").encode()
+    data = (readable(record.to_json(), ensure_ascii=True) + "\n").encode()
     write_bytes(path, data, what="release record")
 
 

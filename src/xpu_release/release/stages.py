@@ -88,7 +88,7 @@ def evaluate(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[dict
         why = f"nothing to compare with: {missing or none}"
         return Outcome(status=Status.SKIPPED, detail=why, value=skipped(why))
     if evaluated.stops:
-        raise PerformanceRegression(gate_failure(spec, evaluated))
+        raise PerformanceRegression(gate_failure(spec, evaluated), evaluation=evaluated.entry)
     remember(spec, image_id, refs, evaluated.entry)
     return done(evaluated.detail, evaluated.entry)
 
@@ -160,7 +160,7 @@ def publish(
         # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
         # record is written by the last stage.
         records.keep(result, records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version))
-        raise PublishError(failure_report(result))
+        raise PublishError(failure_report(result, rerun="release"))
     moved = sum(1 for e in result.endpoints if e.status == "verified")
     return done(f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result)
 

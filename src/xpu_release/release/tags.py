@@ -64,9 +64,11 @@ class TagRules:
             )
             raise TagConflict(msg)
 
-    def current(self, target: Target, image_id: str) -> Manifest | None:
+    def current(self, target: Target, image_id: str, platform: Platform | None = None) -> Manifest | None:
         """What ``target``'s version tag holds right now. Asked again at the moment of writing:
-        an endpoint that was unreachable during ``check_tags`` is held to the same rule."""
+        an endpoint that was unreachable during ``check_tags`` is held to the same rule. With
+        ``platform`` (one platform's image of a platformed release being staged), the image the
+        index at the tag names for that platform."""
         current = self.pool.client(target.endpoint).get_manifest(
             self.pool.repo(target.endpoint), self.spec.version
         )
@@ -78,6 +80,8 @@ class TagRules:
                     "version tags are immutable"
                 )
                 raise TagConflict(msg)
+        if current is not None and current.is_index and platform is not None:
+            return self.platform_image(target, current, platform)
         return current
 
     def not_ours(self, target: Target, manifest: Manifest, image_id: str) -> str | None:

@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import cached_property
 from typing import Any
 
 from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError
 from ..evidence.osv import Advisories
-from ..evidence.remedy import fixes, published, records_for
+from ..evidence.remedy import published, records_for, smallest_fix
 from ..evidence.scan import Finding, scan_packages
 from ..evidence.vex import Statement, published_at, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
@@ -39,6 +40,7 @@ from . import history
 from .basewatch import BaseUnchecked, Reason, Unchecked, base_reasons, unchecked
 from .history import Seen, State
 from .published import Reader, read_sboms
+from .readahead import ReadAhead
 from .record import default_path, read_optional
 from .sla import Clock, clock, overall
 
@@ -55,6 +57,11 @@ class Open:
     clock: Clock
 
     def to_json(self) -> dict[str, Any]:
+        """Made once (the history entry and ``--json`` both write it); not to be changed."""
+        return self._json
+
+    @cached_property
+    def _json(self) -> dict[str, Any]:
         return {**self.finding.to_json(), "fix": self.fix, "first_seen": str(self.first_seen),
                 "sla": self.clock.to_json()}  # fmt: skip
 
@@ -111,7 +118,7 @@ class Watcher:
     """One run of ``watch``: every release asked at most once (a child asks its base first)."""
 
     def __init__(self, repo: Repo, reader: Reader, advisories: Advisories, *, today: date, now: datetime,
-                 keep_history: bool = True) -> None:  # fmt: skip
+                 keep_history: bool = True, read_ahead: int | None = None) -> None:  # fmt: skip
         self.repo = repo
         self.reader = reader
         self.advisories = advisories
@@ -121,6 +128,11 @@ class Watcher:
         self._done: dict[str, Watched] = {}
         self._asking: set[str] = set()
         self._vex: dict[str, tuple[tuple[Statement, ...], Unchecked | None]] = {}
+        self._remedies: dict[
+            tuple[str, str, str, tuple[str, ...], tuple[str, ...]], tuple[str | None, date | None]
+        ] = {}
+        self.ahead: ReadAhead | None = None
+        self.read_ahead_workers = read_ahead  # None: readahead.WORKERS; 0: none
 
     @property
     def stamp(self) -> str:
@@ -130,8 +142,33 @@ class Watcher:
         """Ask every release again (``watch --release``: after a release of a patch)."""
         self._done.clear()
         self.reader.forget()
+        self.stop_reading_ahead()
+
+    def read_ahead(self, refs: list[str]) -> None:
+        """Read the SBOMs of ``refs`` ahead, in this order (``readahead.py``)."""
+        self.stop_reading_ahead()
+        wanted = []
+        for ref in refs:
+            try:
+                spec = self.repo.load_ref(ref)
+                ep = self.reader.public()
+            except ReleaseError:  # said when it is asked about
+                continue
+            if not support_state(spec, self.today).end_of_life:  # never asked about: not read either
+                wanted.append((ref, spec.image, spec.version, spec.platforms))
+        if wanted and self.read_ahead_workers != 0:
+            reader = self.reader
+            self.ahead = ReadAhead(lambda: Reader(reader.registries, reader.credentials, reader.retry), ep,
+                                   wanted, workers=self.read_ahead_workers)  # fmt: skip
+
+    def stop_reading_ahead(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+            self.ahead = None
 
     def watch(self, ref: str) -> Watched:
+        if self.ahead is not None:
+            self.ahead.reached(ref)
         if ref not in self._done:
             self._asking.add(ref)
             try:
@@ -171,9 +208,12 @@ class Watcher:
             later = [
                 (v, self.reader.served(ep, spec.image, v)) for v in reversed(newer_in_line(self.repo, spec))
             ]
+            # a withdrawn release supersedes nothing: the release it would replace is served again
+            published_later = [
+                v for v, d in later if d is not None and not self.reader.withdrawn(ep, spec.image, d)
+            ]
         except ReleaseError as exc:
             return _with(head, state="could not check", unchecked=(unchecked("registry", exc),))
-        published_later = [v for v, d in later if d is not None]
         pending = next((v for v, d in later if d is None), None)
         if published_later:
             done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}",
@@ -190,11 +230,11 @@ class Watcher:
         ep = self.reader.public()
         statements, problem = self._statements(spec)
         sboms = 0
-        images: tuple[str, ...] = (digest,)
         try:
-            if spec.platformed:  # an index: each platform's image carries its own SBOM
-                images = self.reader.images(ep, spec.image, digest, spec.platforms)
-            payloads = tuple(p for d in images for p in self.reader.sboms(ep, spec.image, d))
+            served = self.ahead.sboms(spec.ref, digest) if self.ahead is not None else None
+            if served is None:  # not read ahead: read now (of an index, each platform's image's)
+                served = self.reader.release_sboms(ep, spec.image, digest, spec.platforms)
+            images, payloads = served.images, served.payloads
             packages = read_sboms(payloads, f"{ep.name}: {spec.ref}")
             sboms = len(payloads)
         except ReleaseError as exc:
@@ -233,10 +273,13 @@ class Watcher:
         return min([d for i in f.ids if (d := seen.get((i, f.package.name))) is not None] + [self.today])
 
     def _open(self, spec: ImageSpec, f: Finding, seen: Seen) -> Open:
-        records = records_for(self.advisories, f)
-        smallest = next(iter(fixes(f.package, f.fixed, records)), None)
+        key = (f.package.ecosystem, f.package.name, f.package.version, f.ids, f.fixed)
+        if key not in self._remedies:  # judged once a run: the releases share most findings
+            records = records_for(self.advisories, f)
+            self._remedies[key] = (smallest_fix(f.package, f.fixed, records), published(records))
+        smallest, day = self._remedies[key]
         first = self._first_day(f, seen)
-        when = clock(spec, f.level, published=published(records), first_seen=first, today=self.today)
+        when = clock(spec, f.level, published=day, first_seen=first, today=self.today)
         return Open(finding=f, fix=smallest, first_seen=first, clock=when)
 
     def _first_seen(self, spec: ImageSpec) -> Seen:
@@ -255,7 +298,7 @@ class Watcher:
                 day = self.today
             for f in record.scan.get("findings") or ():
                 seen[(str(f.get("id")), str(f.get("package")))] = day
-        for key, day in history.first_seen(history.latest(self.repo.root, spec.image, spec.version)).items():
+        for key, day in history.latest_seen(self.repo.root, spec.image, spec.version).items():
             seen[key] = min(day, seen.get(key, day))
         return seen
 
@@ -307,8 +350,13 @@ def watch_all(
     one superseded, the release that superseded it (the newest published of its line: what
     the line's users pull), which is checked instead."""
     ranked = {r: i for i, r in enumerate(r for wave in order(refs) for r in wave)}
-    for ref in sorted(refs, key=lambda r: ranked.get(r, len(ranked))):
-        watcher.watch(ref)
+    ordered = sorted(refs, key=lambda r: ranked.get(r, len(ranked)))
+    watcher.read_ahead(ordered)
+    try:
+        for ref in ordered:
+            watcher.watch(ref)
+    finally:
+        watcher.stop_reading_ahead()
     asked = list(dict.fromkeys(refs))
     for ref in asked:  # grows as it goes: a superseding release is asked in turn
         later = watcher.watch(ref).superseded_by

@@ -80,6 +80,7 @@ class Report:
     attached: list[str] = field(default_factory=list)  # endpoints that got a notice now
     absent: list[str] = field(default_factory=list)  # endpoints that do not hold the release
     failed: list[tuple[str, str]] = field(default_factory=list)  # endpoint, why
+    errors: list[ReleaseError] = field(default_factory=list)  # of the endpoints that failed, as raised
     tags: list[TagMove] = field(default_factory=list)
 
     @property
@@ -97,19 +98,6 @@ def digest_of(pool: EndpointPool, recorded: str | None) -> str:
         msg = f"no endpoint serves {pool.spec.ref} and there is no release record: nothing to steer"
         raise NotFoundError(msg)
     return served[0][1].digest
-
-
-def withdrawal_in_force(pool: EndpointPool, digest: str) -> Notice | None:
-    """A withdrawal of ``digest`` in force at any endpoint (one that does not answer says
-    nothing): ``publish`` never moves a floating tag onto it."""
-    for t in pool.plan.targets:
-        try:
-            found = in_force(notices_at(pool.client(t.endpoint), pool.repo(t.endpoint), digest))
-        except ReleaseError:
-            continue
-        if found:
-            return found[0]
-    return None
 
 
 class Steering:
@@ -136,11 +124,17 @@ class Steering:
         for t, (found, problem) in zip(targets, held, strict=True):
             if problem == "absent":
                 report.absent.append(t.endpoint.name)
-            elif problem:
-                report.failed.append((t.endpoint.name, problem))
+            elif isinstance(problem, ReleaseError):
+                report.failed.append((t.endpoint.name, problem.message))
+                report.errors.append(problem)
             union.update((n.digest, n) for n in found or ())
         if report.failed:
             return report
+        if len(report.absent) == len(targets):  # a notice attached nowhere withdraws nothing
+            msg = (f"no endpoint holds {self.spec.ref} as {digest} (the image its release record names, else "
+                   f"the one its version tag serves): nothing was {action}d anywhere. `xpu-release status "
+                   f"{self.spec.ref}` says what the endpoints serve")  # fmt: skip
+            raise NotFoundError(msg)
         notices = tuple(union.values())
         standing = in_force(notices)
         if action == "withdraw" and not standing:
@@ -156,10 +150,14 @@ class Steering:
             done = list(ex.map(attach_all, targets, [found for found, _ in held]))
         for t, (got, problem) in zip(targets, done, strict=True):
             if problem:
-                report.failed.append((t.endpoint.name, problem))
+                report.failed.append((t.endpoint.name, problem.message))
+                report.errors.append(problem)
             elif got:
                 report.attached.append(t.endpoint.name)
-        if not report.failed:  # tags last: not one moves until every endpoint holds every notice
+        # A reinstatement with nothing to undo (never withdrawn) moves no tag: it is no way around
+        # publish's tags-last rule. After a withdrawal it moves them, also on a rerun.
+        never = action == "reinstate" and not any(n.kind == "withdrawal" for n in notices)
+        if not report.failed and not never:  # tags last: none moves until every endpoint holds every notice
             self._settle_all(report, action)
         return report
 
@@ -171,6 +169,7 @@ class Steering:
                 report.tags += self._settle(t, report.digest, action)
             except ReleaseError as exc:  # the others are settled still; a rerun finishes this one
                 report.failed.append((t.endpoint.name, exc.message))
+                report.errors.append(exc)
 
     # --- notices ----------------------------------------------------------------------------
 
@@ -182,19 +181,19 @@ class Steering:
         return make_notice(kind, image=spec.image, ref=spec.ref, subject=digest, at=now(), by=self.by,
                            reason=reason, undoes=undoes)  # fmt: skip
 
-    def _held(self, t: Target, *, digest: str) -> tuple[tuple[Notice, ...] | None, str | None]:
+    def _held(self, t: Target, *, digest: str) -> tuple[tuple[Notice, ...] | None, str | ReleaseError | None]:
         """The notices one endpoint holds for ``digest``; or "absent" (it does not hold the
-        release), or why it did not answer."""
+        release), or the error it answered."""
         client, repo = self.pool.client(t.endpoint), self.pool.repo(t.endpoint)
         try:
             if client.head_manifest(repo, digest) != digest:
                 return None, "absent"
             return notices_at(client, repo, digest), None
         except ReleaseError as exc:
-            return None, exc.message
+            return None, exc
 
     def _attach(self, t: Target, held: tuple[Notice, ...] | None, *, digest: str, notices: tuple[Notice, ...]
-                ) -> tuple[bool, str | None]:  # fmt: skip
+                ) -> tuple[bool, ReleaseError | None]:  # fmt: skip
         """Every notice of ``notices`` the endpoint lacks, attached (all at once, so the referrers
         tag schema's index keeps each)."""
         if held is None or not notices or {n.digest for n in held} >= {n.digest for n in notices}:
@@ -203,11 +202,11 @@ class Steering:
         try:
             subject = client.get_manifest(repo, digest)
             if subject is None:
-                return False, f"no longer holds {digest}"
+                return False, PublishError(f"no longer holds {digest}")
             attach(client, repo, subject, [n.attachment for n in notices], created="", spool=spool_dir())
             return True, None
         except ReleaseError as exc:
-            return False, exc.message
+            return False, exc
 
     # --- floating tags ----------------------------------------------------------------------
 
@@ -245,7 +244,7 @@ class Steering:
             was = client.head_manifest(repo, tag)
             if action == "withdraw" and was != digest:
                 continue  # it serves another release: not this command's to move
-            newest = self._newest(t, ref)
+            newest = self._newest(t, ref, action)
             if action == "reinstate" and (newest is None or newest[1] != digest or was == digest):
                 continue  # another release is the newest of the line (or it serves this one already)
             version, now_digest = newest if newest is not None else (None, was)
@@ -255,11 +254,15 @@ class Steering:
             self.on_line(f"{ref} → {version or 'stays: no other release of the line is served here'}")
         return moves
 
-    def _newest(self, t: Target, ref: str) -> tuple[str, str] | None:
+    def _newest(self, t: Target, ref: str, action: Action) -> tuple[str, str] | None:
         """The newest release of the line that carries ``ref`` which ``t`` serves and has not
-        withdrawn: (version, digest)."""
+        withdrawn: (version, digest). For ``withdraw``, older than the withdrawn one: a tag moves
+        back, never forward onto a release whose own publish never gave it the tag."""
+        mine = version_key(self.spec.version)
         for version, target in self._line_of().get(ref, []):
             if target.endpoint.name != t.endpoint.name:
+                continue
+            if action == "withdraw" and version_key(version) >= mine:
                 continue
             served, withdrawn = self._served_at(t, version)
             if served is not None and not withdrawn:

@@ -14,6 +14,7 @@ from xpu_release.manifest import Repo
 from ..helpers import write_manifest
 from ..image.test_lock_keeps_pins import wheel
 from ..release.published_kit import Calendar, World, sbom, world
+from ..release.test_lifecycle_publish import released  # noqa: F401  (a fixture: publish with a fake engine)
 from ..release.test_patch import KIT, kit_manifest
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xpu_release.evidence.judging import _groups
 from xpu_release.evidence.osv import Advisories
-from xpu_release.evidence.scan import _groups, scan
+from xpu_release.evidence.scan import scan
 
 from ..guard.hostile import deadline
 from .test_vulnerabilities import SBOM, TODAY, record, spec, write_records

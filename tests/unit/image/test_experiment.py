@@ -151,11 +151,13 @@ def test_a_workload_that_hangs_is_given_no_more_than_the_budget() -> None:
 
 def test_a_round_that_would_not_fit_the_budget_is_not_started() -> None:
     runner = FakeRunner(speeds(new=1.0, old=1.0), seconds_per_run=10)  # 20 s per round
-    got = measure(runner, ARMS, spec(budget_seconds=100, rounds=10), LIMITS, on_line=lambda _: None,
+    got = measure(runner, ARMS, spec(budget_seconds=160, rounds=10), LIMITS, on_line=lambda _: None,
                   clock=runner.now)  # fmt: skip
-    assert got.rounds == 4  # 1 warm-up + 4 rounds = 100 s
-    assert got.stopped_early == "the budget of 100 s left room for 4 of 10 rounds"
-    assert runner.clock[0] <= 100
+    # 1 warm-up + 6 rounds = 140 s; a 7th would end at 160 s exactly: with no margin left for a
+    # slower round (FIT_MARGIN), it is not started.
+    assert got.rounds == 6
+    assert got.stopped_early == "the budget of 160 s left room for 6 of 10 rounds"
+    assert runner.clock[0] <= 160
 
 
 def test_a_budget_too_small_for_the_fewest_rounds_fails_saying_what_to_raise() -> None:

@@ -5,10 +5,14 @@ what a dry run's plan says it would do. Measuring and the gate: test_evaluate.py
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from xpu_release.errors import PerformanceRegression
 from xpu_release.image.baseimage import pinned_ref
 from xpu_release.image.evaluation import skipped
 from xpu_release.image.lock import Lock
@@ -18,10 +22,11 @@ from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.release import stages
 from xpu_release.release.context import Status
-from xpu_release.release.evaluate import references, remember
+from xpu_release.release.evaluate import evaluate_image, references, remember
+from xpu_release.release.pipeline import Release, Reporter
 from xpu_release.settings import Settings, current, use
 
-from .test_evaluate import IDS, Fake, evaluated
+from .test_evaluate import IDS, Fake, evaluated, refs, slower_release
 
 ROOT = Path(__file__).resolve().parents[3]
 REF = "training-cpu-pytorch:25.03"
@@ -98,3 +103,32 @@ def test_a_rerun_takes_what_was_measured_and_runs_nothing(repo: Path, tmp_path: 
         assert fake.runs == runs  # nothing measured again
     finally:
         use(before)
+
+
+def test_a_release_the_gate_stops_keeps_what_it_measured_in_its_failure_summary(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stopped release writes no record: `release --json` prints the failure summary, and the
+    # figures that stopped it are there (else a user could not see what was measured).
+    before = current()
+    use(Settings(cache=tmp_path / "cache"))
+    try:
+        ref = slower_release(repo, accepted=False)
+        ctx = context(repo, REF)
+        ctx.spec = Repo(repo).load_ref(ref)  # 25.04 has no lock of its own: compared with 25.03 only
+        fake = Fake(speed={IDS["this"]: 550.0, IDS["previous"]: 1000.0})
+        monkeypatch.setattr(stages, "references", lambda *_, **__: refs("previous"))
+        monkeypatch.setattr(stages, "evaluate_image", partial(evaluate_image, runner=fake))
+        pipeline = Release(Repo(repo), ref, ctx.registries, CredentialStore(), None,  # type: ignore[arg-type]
+                            Reporter(lambda _: None), dry_run=False, builder="docker")  # fmt: skip
+        with pytest.raises(PerformanceRegression):
+            pipeline.stage("evaluate", lambda: stages.evaluate(ctx, fake, IDS["this"]))  # type: ignore[arg-type]
+        summary = pipeline.failure_summary()
+    finally:
+        use(before)
+    assert summary["failed"]["exit_code"] == 17
+    assert summary["record"] is None
+    kept = summary["evaluation"]
+    assert kept["status"] == "failed"
+    assert any(c["verdict"] == "regression" for c in kept["comparisons"])
+    assert all(a["figures"] for a in kept["arms"] if a["unsupported"] is None)

@@ -20,11 +20,12 @@ from xpu_release.image.smoke import tests_sha256 as checks_sha256
 from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.oci.model import OCI_INDEX
 from xpu_release.oci.registry import Manifest
-from xpu_release.release.indexpublish import publish_index
+from xpu_release.release.indexpublish import image_index, publish_index
 from xpu_release.release.publish import Options
 from xpu_release.release.record import ReleaseRecord, default_path, read, write
 
-from ..helpers import run
+from ..helpers import run, write_manifest
+from ..image.kit import KIT
 from .line import LOGIN, PASSWORD
 from .platformed import REF, World, world
 
@@ -248,3 +249,38 @@ def test_the_publish_command_without_one_platform_image_pushes_nothing_and_names
     assert code == NotFoundError.exit_code
     assert "no image kit:25.03-arm64 in the engine" in err
     assert all(not state.requests for state in kit.registries.values())
+
+
+def test_the_publish_command_gives_an_index_the_floating_tags_a_withdrawn_newer_release_left(
+    kit: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``publish`` of a platformed release moves the floating tags every newer release carrying
+    them has left by withdrawal (``withdrawn.past_withdrawn``), as it does for one image."""
+    with_latest = KIT + "floating_tags: [latest]\n"
+    write_manifest(kit.root, "kit", "25.03", with_latest)
+    write_manifest(kit.root, "kit", "25.04", with_latest.replace('version: "25.03"', 'version: "25.04"'))
+    for p in (AMD64, ARM64):  # this manifest's smoke tests passed too
+        _mark_tested(kit.spec, kit.image_id(p), checks_sha256(kit.root, kit.spec), 1)
+    code, _, err = cli(kit, monkeypatch, "publish", REF)
+    assert code == 0, err
+    assert served(kit, "public", "latest") is None  # 25.04 is newer: latest is not 25.03's
+    first = served(kit, "public", "25.03")
+    assert first is not None
+    images = [served(kit, "public", d.digest) for d in first.manifests]
+    newer = image_index(
+        [(p, m) for p, m in zip((AMD64, ARM64), images, strict=True) if m], {"newer": "25.04"}
+    )
+    for name in ENDPOINTS:  # 25.04 served everywhere (its own index of the same images), then withdrawn
+        client, repo = kit.client(name)
+        client.put_manifest(repo, "25.04", newer)
+    withdrawn = run(kit.root, "--registries", str(kit.override), "withdraw", "kit:25.04", "--reason", "bad",
+                    *LOGIN, input=PASSWORD)  # fmt: skip
+    assert withdrawn.exit_code == 0, withdrawn.stderr
+
+    code, _, err = cli(kit, monkeypatch, "publish", REF)
+
+    assert code == 0, err
+    for name in ENDPOINTS:
+        latest = served(kit, name, "latest")
+        assert latest is not None
+        assert latest.digest == first.digest

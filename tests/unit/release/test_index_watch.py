@@ -15,11 +15,13 @@ import pytest
 from xpu_release.evidence.osv import Advisories
 from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
+from xpu_release.release import readahead
 from xpu_release.release.indexpublish import image_index, publish_index
 from xpu_release.release.publish import Options
-from xpu_release.release.published import Reader
+from xpu_release.release.published import Reader, ServedSboms
+from xpu_release.release.readahead import ReadAhead
 from xpu_release.release.record import ReleaseRecord
-from xpu_release.release.watch import Watched, Watcher
+from xpu_release.release.watch import Watched, Watcher, watch_all
 
 from .platformed import REF, World, logged_in, world
 from .published_kit import sbom
@@ -46,13 +48,16 @@ def kit(tmp_path: Path) -> Iterator[tuple[World, ReleaseRecord]]:
         yield made, record
 
 
-def watch(w: World) -> Watched:
+def watcher(w: World) -> Watcher:
     registries = w.loaded()
     store = logged_in(registries)
     osv = w.root.parent / "osv"
-    watcher = Watcher(Repo(w.root), Reader(registries, store), Advisories([osv], w.root.parent / "osv-cache"),
-                      today=date(2026, 12, 3), now=datetime.now(UTC))  # fmt: skip
-    return watcher.watch(REF)
+    return Watcher(Repo(w.root), Reader(registries, store), Advisories([osv], w.root.parent / "osv-cache"),
+                   today=date(2026, 12, 3), now=datetime.now(UTC))  # fmt: skip
+
+
+def watch(w: World) -> Watched:
+    return watcher(w).watch(REF)
 
 
 def test_each_platform_sbom_is_scanned_and_a_package_of_the_arm64_image_alone_is_found(
@@ -85,3 +90,32 @@ def test_an_index_without_a_declared_platform_could_not_be_checked_naming_it(
     assert not watched.scanned
     (problem,) = [u for u in watched.unchecked if u.what == "sbom"]
     assert f"the index names no {ARM64} image" in str(problem)
+
+
+def test_read_ahead_reads_each_platform_sbom_and_watch_takes_them(
+    kit: tuple[World, ReleaseRecord], monkeypatch: pytest.MonkeyPatch, read_aheads: list[ReadAhead]
+) -> None:
+    """``watch`` over many releases reads their SBOMs ahead (``readahead.py``): of an index, each
+    platform's image's, which watch takes as its own read would have found them."""
+    w, record = kit
+    taken: list[ServedSboms | None] = []
+    sboms = readahead.ReadAhead.sboms
+
+    def taking(self: ReadAhead, ref: str, digest: str) -> ServedSboms | None:
+        taken.append(sboms(self, ref, digest))
+        return taken[-1]
+
+    monkeypatch.setattr(readahead.ReadAhead, "sboms", taking)
+    running = watcher(w)
+    running.keep_history = False
+
+    (watched,) = watch_all(running, [REF], lambda refs: [refs])
+
+    assert [a.read for a in read_aheads] == [1]
+    (served,) = taken
+    assert served is not None
+    assert served.images == tuple(p.digest for p in record.platforms)
+    assert len(served.payloads) == 2  # each platform's own SBOM
+    assert [(o.finding.ids[0], o.finding.package.name) for o in watched.open] == [
+        ("GHSA-arm6-4only-0001", "cffi")
+    ]

@@ -327,7 +327,10 @@ def test_a_second_watch_the_same_instant_never_replaces_the_first_entry(w: World
     assert one != two
     assert json.loads(one.read_text())["state"] == "up to date"
     assert latest(w.root, CPU, "25.03") == {"ref": ref, "state": "needs a patch", "checked_at": at}
-    assert sorted(p.name for p in one.parent.iterdir()) == sorted([one.name, two.name])  # no temporary left
+    beside = [p.with_suffix(".seen").name for p in (one, two)]  # each entry's seen, beside it
+    assert sorted(p.name for p in one.parent.iterdir()) == sorted(
+        [one.name, two.name, *beside]
+    )  # no temporary
 
 
 def test_status_and_list_show_the_security_state_of_the_latest_rescan(w: World) -> None:

@@ -1,0 +1,61 @@
+"""``withdrawn.py``: whether a release is withdrawn, asked failing closed, and the floating tags a
+release takes when every newer release carrying them is withdrawn (what ``publish`` and
+``promote`` add to the tags they move)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xpu_release.errors import PublishError, StackError
+from xpu_release.manifest import Repo
+from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.credentials import Credentials, CredentialStore
+from xpu_release.release.pool import VERIFYING, EndpointPool
+from xpu_release.release.withdrawn import past_withdrawn, withdrawal_in_force
+
+from ..helpers import run, write_manifest
+from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish
+
+
+def pool_of(ch: Channel, version: str) -> tuple[Repo, EndpointPool]:
+    repo = Repo(ch.root)
+    registries = load_registries(ch.root, str(ch.file))
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
+    return repo, EndpointPool(repo.load(IMAGE, version), registries, creds, VERIFYING)
+
+
+def test_a_patch_takes_latest_only_once_every_newer_release_is_withdrawn_everywhere(
+    repo: Path, tmp_path: Path
+) -> None:
+    manifests(repo, ["1.0", "1.1"])
+    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
+                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, ["1.0", "1.1"], tmp_path / "spool")
+        manifests_, pool = pool_of(ch, "1.0.1")
+        registries = load_registries(ch.root, str(ch.file))
+        before = past_withdrawn(manifests_, pool, registries)
+        withdrawn = run(ch.root, "--registries", str(ch.file), "withdraw", "demo:1.1", "--reason", "bad",
+                        *LOGIN, input=PASSWORD)  # fmt: skip
+        after = past_withdrawn(manifests_, pool, registries)
+
+    assert withdrawn.exit_code == 0, withdrawn.stderr
+    assert before == ("1.0-latest",)  # 1.1 serves latest and is not withdrawn: latest stays
+    assert after == ("latest", "1.0-latest")
+
+
+@pytest.mark.parametrize(("down", "error"), [(1, PublishError), (3, StackError)])
+def test_an_endpoint_that_cannot_say_is_not_a_release_not_withdrawn(
+    repo: Path, tmp_path: Path, down: int, error: type[Exception]
+) -> None:
+    manifests(repo, ["1.0"])
+    with channel(repo, tmp_path, "production") as ch:
+        digest = publish(ch, ["1.0"], tmp_path / "spool").digests["1.0"]
+        for state in list(ch.states.values())[:down]:
+            state.faults.unavailable = 10**6
+        _, pool = pool_of(ch, "1.0")
+        with pytest.raises(error, match=r"whether demo:1\.0 is withdrawn cannot be told"):
+            withdrawal_in_force(pool, digest, then="nothing moved")
