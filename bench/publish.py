@@ -240,7 +240,7 @@ def publish(
     from xpu_release.manifest.registries import load_registries
     from xpu_release.oci.credentials import CredentialStore
     from xpu_release.release.pool import EndpointPool
-    from xpu_release.release.publish import Options, Publisher
+    from xpu_release.release.publish import Options, Publisher, publish_with
     from xpu_release.settings import Settings
 
     regs = repo / "regs.yaml"
@@ -268,7 +268,7 @@ def publish(
             pool = EndpointPool(spec, registries, credentials)
             publisher = Publisher(pool, engine, options, lambda _: None)
             started = time.time()
-            record = publisher.run(image_id, "")
+            record = publish_with(publisher, image_id, "")
             if keep_blobs is not None:
                 for blob in (Path(folder) / "oci-blobs").glob("sha256-*"):
                     shutil.copy(blob, keep_blobs / blob.name)

@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the commands import what they use when they run: `--help` s
     from ..manifest.registries import Registries
     from ..oci.codec import Codec
     from ..release.plan import Plan
-    from ..release.record import ReleaseRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -302,18 +301,6 @@ def print_plan(plan: Plan, heading: str) -> None:
         for tag, ref in zip(tags, t.floating_refs, strict=True):
             if tag in plan.moves:
                 click.echo(f"  then move {ref} (after every endpoint verifies)")
-
-
-def _print_record(record: ReleaseRecord) -> None:
-    click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
-    for e in record.endpoints:
-        detail = (
-            e.error
-            or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
-        )
-        click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
-    for ref in record.floating_moved:
-        click.echo(f"  moved {ref}")
 
 
 login_options = [

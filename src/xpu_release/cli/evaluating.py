@@ -50,7 +50,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
     registries = state.registries()
     creds = _credentials(None, False, registries)
     engine = Engine.connect()
-    image_id = engine.require_image(spec.ref).id
+    image_id = engine.require_image(spec.platforms[0].local_ref(spec.ref)).id  # the first platform's
     live = line_sink()
     refs = (
         (against_image(spec, engine, image_id, against),)

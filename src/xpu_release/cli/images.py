@@ -18,6 +18,7 @@ from .app import (
 )
 from .live import line_sink
 from .output import info, write_output
+from .platforms import chosen, platform_option
 
 # --- build and test ------------------------------------------------------------------------
 
@@ -52,7 +53,7 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
       xpu-release lock training-cpu-pytorch:25.03 --check --json
     """
     from ..image.baseimage import current_digest
-    from ..image.lock import check_base, load_lock, lock_path
+    from ..image.lock import check_base, load_locks, lock_path
     from ..image.relock import relock, write_lock
 
     spec = state.repo.load_ref(ref)
@@ -61,7 +62,7 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
         from ..errors import ReleaseError
 
         try:
-            committed = load_lock(state.root, spec)
+            committed = load_locks(state.root, spec)
             current = current_digest(spec, state.registries(), state.credentials())
             check_base(committed, spec, current, state.repo.rel(path))
         except ReleaseError as exc:
@@ -82,10 +83,9 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
     result = made.lock
     write_lock(state.root, spec, result)
     count = len(result.versions)
-    info(
-        f"wrote {state.repo.rel(path)} ({count} distributions in {len(result.layers)} layers; "
-        f"the base provides {len(result.provided)})"
-    )
+    each = [f"{len(lock.layers)} layers; the base provides {len(lock.provided)}"
+            + (f" on {p}" if result.platformed else "") for p, lock in result.by_platform]  # fmt: skip
+    info(f"wrote {state.repo.rel(path)} ({count} distributions in {'; '.join(each)})")
     if made.earlier:
         kept_from, where = made.earlier
         new = sorted(f"{n} {v}" for n, v in set(result.versions) - set(kept_from.versions))
@@ -100,15 +100,20 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
 @ref_argument()
 @click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
 @click.option("--no-cache", is_flag=True, help="Rebuild every step and layer (implies --rebuild).")
+@platform_option()
 @json_option()
 @pass_state
-def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) -> None:
-    """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged).
+def build(state: State, ref: str, rebuild: bool, no_cache: bool, platform_names: tuple[str, ...],
+          as_json: bool) -> None:  # fmt: skip
+    """Build NAME:VERSION with the Docker engine (hermetic; skipped when inputs are unchanged):
+    an image per platform the manifest declares (another architecture's under emulation), each
+    tagged NAME:VERSION (linux/amd64) or NAME:VERSION-ARCH.
 
     \b
     Examples:
       xpu-release build training-cpu-pytorch:25.03
       xpu-release build training-cpu-pytorch:25.03 --rebuild --json
+      xpu-release build training-cpu-pytorch:26.01 --platform linux/arm64
     """
     from dataclasses import asdict
 
@@ -118,65 +123,85 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, as_json: bool) 
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
-    built = build_image(
-        state.root,
-        BuildInputs.read(state.root, spec, registries),
-        registries,
-        Engine.connect(),
-        rebuild=rebuild or no_cache,
-        no_cache=no_cache,
-        keep_layers=None,
-        builder=state.builder,
-        on_line=(live := line_sink()),
-        codec=layer_codec(state, None, accept_zstd=False),  # as `publish` will compress, unless told
-    )
+    platforms = chosen(spec, platform_names)
+    engine, live = Engine.connect(), line_sink()
+    made = []
+    for inputs in BuildInputs.each(state.root, spec, registries):
+        if inputs.platform not in platforms:
+            continue
+        made.append(build_image(
+            state.root, inputs, registries, engine, rebuild=rebuild or no_cache, no_cache=no_cache,
+            keep_layers=None, builder=state.builder, on_line=live,
+            codec=layer_codec(state, None, accept_zstd=False),  # as `publish` will compress, unless told
+        ))  # fmt: skip
     live.close()
     if as_json:
-        _emit_json(asdict(built))
+        _emit_json(
+            asdict(made[0])
+            if not spec.platformed
+            else {"ref": spec.ref, "platforms": list(map(asdict, made))}
+        )
         return
-    verb = "up to date" if built.skipped else f"built in {built.seconds:.0f} s"
-    click.echo(f"{built.ref} {verb}: {built.image_id} ({built.size / 1e6:.0f} MB)")
+    for built in made:
+        verb = "up to date" if built.skipped else f"built in {built.seconds:.0f} s"
+        on = f" ({built.platform})" if spec.platformed else ""
+        click.echo(f"{built.ref}{on} {verb}: {built.image_id} ({built.size / 1e6:.0f} MB)")
 
 
 @cli.command("test")
 @ref_argument()
+@platform_option()
 @json_option()
 @pass_state
-def test_(state: State, ref: str, as_json: bool) -> None:
-    """Smoke-test the built NAME:VERSION inside a throwaway container (testinfra).
+def test_(state: State, ref: str, platform_names: tuple[str, ...], as_json: bool) -> None:
+    """Smoke-test the built NAME:VERSION inside a throwaway container (testinfra): each
+    platform's image in a container of its own (another architecture's under emulation).
 
     \b
     Examples:
       xpu-release test training-cpu-pytorch:25.03
+      xpu-release test training-cpu-pytorch:26.01 --platform linux/arm64
     """
     from dataclasses import asdict
 
     from ..image.engine import Engine
-    from ..image.lock import load_lock
+    from ..image.lock import load_locks
     from ..image.smoke import smoke_test
 
     spec = state.repo.load_ref(ref)
     # The lock as it is: what the image was made from, which a later edit of the manifest (a
     # wrong pin under test) does not change.
-    lock = load_lock(state.root, spec, current=False)
-    result = smoke_test(state.root, spec, lock, Engine.connect(), on_line=(live := line_sink()))
+    locks = load_locks(state.root, spec, current=False)
+    engine, live = Engine.connect(), line_sink()
+    results = []
+    for platform in chosen(spec, platform_names):
+        results.append(
+            smoke_test(state.root, spec, locks.of(platform), engine, on_line=live, platform=platform)
+        )
     live.close()
     if as_json:
-        _emit_json(asdict(result))
+        _emit_json(
+            asdict(results[0])
+            if not spec.platformed
+            else {"ref": spec.ref, "platforms": list(map(asdict, results))}
+        )
         return
-    click.echo(f"{spec.ref}: {result.passed} checks passed ({result.image_id})")
+    for result in results:
+        click.echo(f"{result.ref}: {result.passed} checks passed ({result.image_id})")
 
 
 @cli.command()
 @ref_argument()
+@platform_option(multiple=False)
 @json_option()
 @pass_state
-def repro(state: State, ref: str, as_json: bool) -> None:
+def repro(state: State, ref: str, platform_names: str | None, as_json: bool) -> None:
     """Build NAME:VERSION twice from scratch; exit 5 naming the layers and files that differ.
 
     \b
     Examples:
       xpu-release repro training-cpu-pytorch:25.03
+      xpu-release repro training-cpu-pytorch:26.01 --platform linux/arm64
     """
     from dataclasses import asdict
 
@@ -186,7 +211,8 @@ def repro(state: State, ref: str, as_json: bool) -> None:
 
     spec = state.repo.load_ref(ref)
     engine, live = Engine.connect(), line_sink()
-    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live)
+    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live,
+                   platform=chosen(spec, platform_names)[0])  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "same": report.same})
@@ -213,8 +239,9 @@ def repro(state: State, ref: str, as_json: bool) -> None:
     help="CycloneDX 1.6 JSON (what publish attaches), or SPDX 2.3 JSON made from it.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE ('-': stdout).")
+@platform_option(multiple=False)
 @pass_state
-def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
+def sbom(state: State, ref: str, fmt: str, output: str | None, platform_names: str | None) -> None:
     """The SBOM of the built NAME:VERSION: every Python distribution (the base's too), Debian
     package and artifact, and the base by digest. The very bytes publish attaches to the image;
     --format spdx-json gives the same facts as SPDX 2.3.
@@ -230,9 +257,10 @@ def sbom(state: State, ref: str, fmt: str, output: str | None) -> None:
     from ..image.lock import load_lock
 
     spec = state.repo.load_ref(ref)
+    platform = chosen(spec, platform_names)[0]
     engine = Engine.connect()
-    image_id = engine.require_image(spec.ref).id
-    made = image_sbom(state.repo, spec, load_lock(state.root, spec), engine, image_id)
+    image_id = engine.require_image(platform.local_ref(spec.ref)).id
+    made = image_sbom(state.repo, spec, load_lock(state.root, spec, platform=platform), engine, image_id)
     document = Attachment(kind="sbom", payload=made)
     if fmt == "spdx-json":
         from .. import __version__
@@ -287,9 +315,10 @@ def gate_policy(state: State, advisories: tuple[str, ...], skip: str | None, tod
     "--sarif", "sarif_file", type=click.Path(dir_okay=False), help="Also write SARIF 2.1.0 to FILE."
 )
 @click.option("--today", metavar="DATE", help="Compare exceptions' review dates with DATE (default: today).")
+@platform_option(multiple=False)
 @pass_state
 def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sarif_file: str | None,
-         today: str | None) -> None:  # fmt: skip
+         today: str | None, platform_names: str | None) -> None:  # fmt: skip
     """The vulnerability gate on the built NAME:VERSION: its SBOM (the bytes publish attaches)
     against OSV advisories, offline, with the reviewed exceptions in
     images/<name>/vex.openvex.json. Exit 14 when a finding at or above the manifest's
@@ -314,9 +343,10 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
         msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
         raise ConfigError(msg)
     spec = state.repo.load_ref(ref)
+    platform = chosen(spec, platform_names)[0]
     engine = Engine.connect()
-    image_id = engine.require_image(spec.ref).id
-    sbom = image_sbom(state.repo, spec, load_lock(state.root, spec), engine, image_id)
+    image_id = engine.require_image(platform.local_ref(spec.ref)).id
+    sbom = image_sbom(state.repo, spec, load_lock(state.root, spec, platform=platform), engine, image_id)
     where = published_at(spec.image, state.registries().publish_endpoints())
     result = scan_image(state.repo, spec, sbom, gate, cache=state.settings.cache, repositories=where)
     if sarif_file is not None:

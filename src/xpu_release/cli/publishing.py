@@ -13,7 +13,6 @@ from .app import (
     State,
     _credentials,
     _emit_json,
-    _print_record,
     cli,
     compression_options,
     json_option,
@@ -31,7 +30,14 @@ from .live import line_sink
 from .output import info, paint
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..image.engine import Engine
+    from ..manifest import ImageSpec
+    from ..progress import Sink
     from ..release.pool import EndpointPool
+    from ..release.publish import Options
+    from ..release.record import ReleaseRecord
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -85,7 +91,6 @@ def publish(
     from ..release import record as records
     from ..release.plan import make_plan
     from ..release.publish import Options, failure_report
-    from ..release.publish import publish as run_publish
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -100,11 +105,7 @@ def publish(
         return
     from dataclasses import replace
 
-    from ..evidence.attest import Documents, image_sbom
     from ..image.engine import Engine
-    from ..image.lock import load_lock
-    from ..image.smoke import require_tested
-    from ..labels import INPUTS_LABEL
     from ..manifest.lines import line_tag
     from ..release.plan import floating_tags
     from ..release.pool import EndpointPool
@@ -122,25 +123,20 @@ def publish(
         codec=codec,
     )
     engine = Engine.connect()
-    image = engine.require_image(spec.ref)
-    require_tested(spec, image.id)  # before the SBOM is made: an untested image is not published
-    lock = load_lock(state.root, spec)
-    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
-                          sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
+    pushing = _tested(state, spec, engine)  # before any endpoint is asked: untested is not published
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     past = set(past_withdrawn(state.repo, pool, registries))  # tags every newer release left by withdrawal
     if past:
         options = replace(options, move_floating=options.move_floating or set(floating_tags(spec)) <= past,
                           move_line=options.move_line or line_tag(spec) in past)  # fmt: skip
-    inputs = image.labels.get(INPUTS_LABEL, "")
-    result = run_publish(pool, engine, image.id, inputs, options, live, documents)
+    result = pushing(pool, options, live)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path)
     if as_json:
         _emit_json(result.to_json())
     else:
-        _print_record(result)
+        print_record(result)
         info(f"record: {written}")
         if written != path:
             info(f"(the record at {path} says more is done and is kept as it was)")
@@ -149,6 +145,47 @@ def publish(
     if standing(spec).end is None and result.digest:
         _dates_still_stated(pool, spec.ref, result.digest)
     cap_cache(state, limit)
+
+
+def print_record(record: ReleaseRecord) -> None:
+    """What a publish did at each endpoint (and, of an index, each platform's image), then the
+    floating tags it moved."""
+    click.echo(f"{record.ref}  {record.digest or '(no digest)'}")
+    for e in record.endpoints:
+        detail = (
+            e.error
+            or f"{e.seconds:.1f} s, {e.uploaded_bytes / 1e6:.1f} MB up, {e.skipped_blobs} blobs present"
+        )
+        click.echo(f"  {e.endpoint:<22} {e.status:<10} {e.version_ref}  ({detail})")
+    for pl in record.platforms:  # a platformed release: the images its index names
+        click.echo(f"  {pl.platform:<22} {pl.digest or '(not pushed)'}  ({pl.size / 1e6:.1f} MB)")
+    for ref in record.floating_moved:
+        click.echo(f"  moved {ref}")
+
+
+def _tested(
+    state: State, spec: ImageSpec, engine: Engine
+) -> Callable[[EndpointPool, Options, Sink], ReleaseRecord]:
+    """What publish pushes, found in the engine and checked tested before the SBOM is made: of a
+    platformed release every declared platform's image (published as one index, or nothing),
+    else the one image; called with the run's pool, options and live line, it publishes."""
+    from ..evidence.attest import Documents, image_sbom
+    from ..image.lock import load_lock
+    from ..image.smoke import require_tested
+    from ..labels import INPUTS_LABEL
+    from ..release.indexpublish import platform_builds, publish_index
+    from ..release.publish import publish as run_publish
+
+    if spec.platformed:
+        builds = platform_builds(state.repo, spec, engine, state.builder)
+        return lambda pool, options, live: publish_index(pool, engine, builds, options, live, state.builder)
+    image = engine.require_image(spec.ref)
+    require_tested(spec, image.id)
+    lock = load_lock(state.root, spec)
+    documents = Documents(repo=state.repo, spec=spec, lock=lock, image_id=image.id, builder=state.builder,
+                          sbom=image_sbom(state.repo, spec, lock, engine, image.id))  # fmt: skip
+    inputs = image.labels.get(INPUTS_LABEL, "")
+    return lambda pool, options, live: run_publish(pool, engine, image.id, inputs, options, live, documents)
 
 
 def _dates_still_stated(pool: EndpointPool, ref: str, digest: str) -> None:
@@ -216,8 +253,9 @@ def verify(
     attached = (record.attachments or None) if record else None
     key = load_verifier(key_file) if key_file else None
     pool = EndpointPool(spec, state.registries(), creds, VERIFYING)
+    platforms = {p.platform: p.attachments for p in record.platforms} if record else None
     report = run_verify(pool, expected, deep=deep, attachments=attached, key=key,
-                        on_line=(live := line_sink()))  # fmt: skip
+                        on_line=(live := line_sink()), platforms=platforms)  # fmt: skip
     live.close()
     if as_json:
         _emit_json({**asdict(report), "ok": report.ok})
@@ -308,13 +346,14 @@ def status(
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
                 mark = "AUTH" if r.error_kind == "auth" else "DOWN"
-            docs = (
-                ("+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in r.documents) or "none")
-                if r.tag == spec.version and r.serves
-                else ""
-            )
+            docs = _documents_words(r.documents) if r.tag == spec.version and r.serves else ""
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
             click.echo(line[:100])
+            for pl in r.platforms:  # a platformed release: each image its index names
+                there = "ok" if pl.served else ("ABSENT" if pl.digest else "MISSING")
+                own = _documents_words(pl.documents)
+                line = f"{'':<18} {there:<8} {pl.platform:<14} {own:<10} {pl.digest or 'not in the index'}"
+                click.echo(line[:100])
         click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
         click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
@@ -322,6 +361,15 @@ def status(
     if record is not None and not all(r.matches for r in version_rows):
         msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
         raise PublishError(msg)
+    lacking = [f"{r.endpoint} ({p.platform})" for r in version_rows for p in r.platforms if not p.served]
+    if lacking:
+        msg = f"the index is served without its image at: {', '.join(lacking)}"
+        raise PublishError(msg)
+
+
+def _documents_words(documents: tuple[tuple[str, str], ...]) -> str:
+    """``sbom+prov``, each not ok with its state: ``prov(unsigned)``; none: ``none``."""
+    return "+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in documents) or "none"
 
 
 def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:

@@ -18,6 +18,7 @@ Both are documents *about* an image, attached to it by digest in every region
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -30,6 +31,7 @@ from ..image.engine import Engine
 from ..image.lock import Lock, lock_path
 from ..image.normalize import iso
 from ..manifest import ImageSpec, Repo
+from ..manifest.platforms import Platform
 from ..oci.store import canonical_json
 from .attachment import KINDS, SLSA_PROVENANCE, Attachment, Kind
 from .contents import read_contents
@@ -92,6 +94,18 @@ def provenance(
     metadata: dict[str, object] = {"invocationId": f"{spec.ref}@{image_id}"}
     if run is not None:
         metadata |= {"startedOn": run.started, "finishedOn": run.finished}
+    external = {"ref": spec.ref, "manifest": spec.manifest_path, "manifestSha256": manifest_sha256,
+                "resolvedManifestSha256": spec.content_hash}  # fmt: skip
+    internal = {"imageId": image_id, "sourceDateEpoch": epoch, "created": iso(epoch)}
+    details = {"builder": {"id": run.builder if run else builder}, "metadata": metadata}
+    return _slsa_statement(spec, subject_digest, external, internal, dependencies, details)
+
+
+def _slsa_statement(
+    spec: ImageSpec, subject_digest: str, external: Mapping[str, object], internal: Mapping[str, object],
+    dependencies: list[dict[str, object]], run: Mapping[str, object],
+) -> bytes:  # fmt: skip
+    """An in-toto v1 statement with a SLSA provenance v1 predicate about ``subject_digest``."""
     statement = {
         "_type": IN_TOTO_STATEMENT,
         "subject": [{"name": spec.image, "digest": {"sha256": subject_digest.removeprefix("sha256:")}}],
@@ -99,26 +113,71 @@ def provenance(
         "predicate": {
             "buildDefinition": {
                 "buildType": BUILD_TYPE,
-                "externalParameters": {
-                    "ref": spec.ref,
-                    "manifest": spec.manifest_path,
-                    "manifestSha256": manifest_sha256,
-                    "resolvedManifestSha256": spec.content_hash,
-                },
-                "internalParameters": {
-                    "imageId": image_id,
-                    "sourceDateEpoch": epoch,
-                    "created": iso(epoch),
-                },
+                "externalParameters": external,
+                "internalParameters": internal,
                 "resolvedDependencies": dependencies,
             },
-            "runDetails": {
-                "builder": {"id": run.builder if run else builder},
-                "metadata": metadata,
-            },
+            "runDetails": run,
         },
     }
     return canonical_json(statement)
+
+
+def index_provenance(
+    spec: ImageSpec, subject_digest: str, images: Sequence[PlatformImage], builder: str
+) -> bytes:
+    """An in-toto v1 statement, SLSA provenance v1 predicate, about the image index
+    ``subject_digest`` of a platformed release: it names each platform's image manifest by
+    digest (its resolved dependencies), each of which carries its own SBOM and provenance."""
+    epoch = source_date_epoch(spec)
+    external = {"ref": spec.ref, "manifest": spec.manifest_path, "resolvedManifestSha256": spec.content_hash,
+                "platforms": [i.platform.name for i in images]}  # fmt: skip
+    dependencies: list[dict[str, object]] = [
+        {"name": i.platform.name, "uri": f"{spec.image}@{i.digest}",
+         "digest": {"sha256": i.digest.removeprefix("sha256:")}, "annotations": {"imageId": i.image_id}}
+        for i in images
+    ]  # fmt: skip
+    run = {"builder": {"id": builder}, "metadata": {"invocationId": f"{spec.ref}@index"}}
+    internal = {"sourceDateEpoch": epoch, "created": iso(epoch)}
+    return _slsa_statement(spec, subject_digest, external, internal, dependencies, run)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformImage:
+    """One platform's image of a platformed release, as its index names it."""
+
+    platform: Platform
+    digest: str  # its image manifest's
+    image_id: str  # its config's: the tested image
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexDocuments:
+    """The documents of a platformed release's image index: its provenance (naming each
+    platform's image by digest) and its lifecycle document. Each platform's image carries its
+    own SBOM, provenance and VEX (``Documents``)."""
+
+    spec: ImageSpec
+    images: tuple[PlatformImage, ...]
+    builder: str
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        support = self.spec.support
+        return ("provenance", "lifecycle") if support and support.end(self.spec.version) else ("provenance",)
+
+    def run_known(self) -> bool:
+        return True  # the statement holds no fact of a build run: found, it is kept only if equal
+
+    def make(self, kind: Kind, subject: str) -> Attachment:
+        end = self.spec.support.end(self.spec.version) if self.spec.support is not None else None
+        if kind == "lifecycle" and end is not None:
+            return Attachment(
+                kind=kind, payload=lifecycle_statement(self.spec.image, self.spec.ref, end, subject)
+            )
+        return Attachment(
+            kind="provenance", payload=index_provenance(self.spec, subject, self.images, self.builder)
+        )
 
 
 def image_sbom(repo: Repo, spec: ImageSpec, lock: Lock, engine: Engine, image_id: str) -> bytes:

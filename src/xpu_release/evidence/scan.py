@@ -272,6 +272,21 @@ def record_entry(result: ScanResult | None, *, skipped: str | None = None) -> di
     }  # fmt: skip
 
 
+def merged_entry(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record's ``scan`` of a platformed release, from each platform's (their SBOMs differ):
+    every finding once (by advisory, package and installed version), failed if any failed,
+    skipped only if every one was."""
+    if len(entries) == 1:
+        return entries[0]
+    statuses = {e["status"] for e in entries}
+    status = "failed" if "failed" in statuses else "skipped" if statuses == {"skipped"} else "passed"
+    findings: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for e in entries:
+        for f in e["findings"]:
+            findings.setdefault((f["id"], f["package"], f["installed"]), f)
+    return {"status": status, "reason": entries[0]["reason"], "findings": list(findings.values())}
+
+
 def shown_finding(f: Finding) -> tuple[str, str, str, str]:
     """A finding's id, package, version and fixed versions as they may be shown: the image's
     packages, the advisories' and VEX's texts are outside data (``guard.shown``)."""

@@ -6,21 +6,76 @@ digest, never the tag, so a moved tag can neither change a build nor be reused u
 
 from __future__ import annotations
 
-from ..errors import NotFoundError, RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, WireError
+from ..errors import (
+    LockError,
+    NotFoundError,
+    RegistryAuthError,
+    ReleaseError,
+    StackError,
+    TLSVerifyFailed,
+    WireError,
+)
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
-from ..oci.registry import RegistryClient
+from ..oci.model import ImageIndex
+from ..oci.registry import Manifest, RegistryClient
 from .engine import Engine, LineSink
 from .lock import Lock
 
 
 def current_digest(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> str | None:
-    """The digest the base's tag points at in its registry now (None: the tag is gone)."""
+    """The digest the base's tag points at in its registry now (None: the tag is gone): of the
+    index, for a platformed release; else of the image, linux/amd64's when the tag serves an
+    index (a lock of linux/amd64 alone pins that image, as it always did)."""
+    return tag_digest(spec, _served(spec, registries, credentials))
+
+
+def tag_digest(spec: ImageSpec, served: Manifest | None) -> str | None:
+    """What a lock of ``spec`` pins of the manifest its base tag serves (``current_digest``)."""
+    if served is None or spec.platformed or not isinstance(served.view, ImageIndex):
+        return served.digest if served is not None else None
+    return platform_digests(spec, served, spec.platforms)[spec.platforms[0]]
+
+
+def base_index(
+    spec: ImageSpec, registries: Registries, credentials: CredentialStore
+) -> tuple[str, dict[Platform, str]] | None:
+    """The index the base's tag serves now and, for each platform ``spec`` is built for, the
+    digest of that platform's image in it (None: the tag is gone). A LockError when the tag
+    serves one image, or an index without one of the platforms: naming both."""
+    served = _served(spec, registries, credentials)
+    if served is None:
+        return None
+    return served.digest, platform_digests(spec, served, spec.platforms)
+
+
+def platform_digests(
+    spec: ImageSpec, served: Manifest, platforms: tuple[Platform, ...]
+) -> dict[Platform, str]:
+    """Each platform's image in the index ``served`` (the base's tag), by digest."""
+    where = f"the base {spec.base.repository}:{spec.base.tag} ({served.digest[:19]})"
+    if not isinstance(served.view, ImageIndex):
+        msg = (f"{where} is one image, not an index of platforms: it cannot give {spec.ref} its "
+               f"{', '.join(p.name for p in platforms)} images; build the base for each platform and "
+               "push it as an index (ci/local-stack.sh does for the local stack)")  # fmt: skip
+        raise LockError(msg)
+    out: dict[Platform, str] = {}
+    for p in platforms:
+        entries = [d.digest for d in served.view.manifests if p.matches(d.platform)]
+        if not entries:
+            msg = f"{where} has no {p} image; {spec.ref} is built for {p} (platforms in {spec.manifest_path})"
+            raise LockError(msg)
+        out[p] = entries[0]
+    return out
+
+
+def _served(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> Manifest | None:
     hub = registries.endpoint(spec.base.registry)
     client = RegistryClient(hub, credentials.for_host(hub.host))
     try:
-        return client.head_manifest(hub.repository(spec.base.repository), spec.base.tag)
+        return client.get_manifest(hub.repository(spec.base.repository), spec.base.tag)
     except (RegistryAuthError, TLSVerifyFailed):
         raise
     except WireError as exc:  # no answer at all: the registry, not the release, is the matter

@@ -21,6 +21,7 @@ from ..errors import OutputError
 from ..guard.trees import remove_tree
 from ..labels import BASE_DIGEST_LABEL, INPUTS_LABEL, MANIFEST_LABEL
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..manifest.support import calver_month
 from ..oci.codec import Codec
@@ -51,7 +52,7 @@ def source_date_epoch(spec: ImageSpec) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class BuiltImage:
-    ref: str  # NAME:VERSION, also the local tag
+    ref: str  # the local tag: NAME:VERSION (linux/amd64), NAME:VERSION-arm64 (``Platform.local_ref``)
     image_id: str
     inputs_sha256: str
     manifest_sha256: str
@@ -61,6 +62,7 @@ class BuiltImage:
     layers_rewritten: int = 0
     layers_reused: int = 0
     layers_exported: int = 0  # of the rewritten, those read out of the whole image's export
+    platform: str = "linux/amd64"  # what the image is built for (its config says so)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,10 +95,11 @@ def _utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock) -> Path:
+def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock, platform: Platform) -> Path:
     """The build context: Dockerfile, one wheel folder per pip layer, one folder per artifact, and the
-    workload the image carries."""
-    ctx = cache_folder("contexts") / f"{spec.image}-{spec.version}"
+    workload the image carries (a folder per platform: each has its own wheels)."""
+    suffix = f"-{platform.slug}" if spec.platformed else ""
+    ctx = cache_folder("contexts") / f"{spec.image}-{spec.version}{suffix}"
     # An earlier run's context, or whatever else is at its name (a link is removed, never
     # followed; a tree of any depth is removed without recursion).
     if not remove_tree(ctx):
@@ -145,14 +148,15 @@ def build_image(
     to find."""
     started = time.monotonic()
     wall_started = time.time()
-    spec, lock = inputs.spec, inputs.lock
+    spec, lock, platform, ref = inputs.spec, inputs.lock, inputs.platform, inputs.ref
     require_pinned(spec)
-    existing = engine.image(spec.ref)
+    existing = engine.image(ref)
     if existing and existing.labels.get(INPUTS_LABEL) == inputs.digest and not rebuild:
-        up_to_date = f"{spec.ref} is up to date ({existing.id[:19]}, inputs {inputs.digest[:12]})"
+        up_to_date = f"{ref} is up to date ({existing.id[:19]}, inputs {inputs.digest[:12]})"
         on_line(f"{up_to_date}; skipping the build")
         return BuiltImage(
-            ref=spec.ref,
+            ref=ref,
+            platform=platform.name,
             image_id=existing.id,
             inputs_sha256=inputs.digest,
             manifest_sha256=spec.content_hash,
@@ -165,7 +169,7 @@ def build_image(
     base_layers = baseimage.ensure(
         engine, base_ref, on_line, baseimage.pull_auth(spec, registries), release=spec.base.release_ref
     )
-    context = _assemble_context(root, spec, inputs.dockerfile.text, lock)
+    context = _assemble_context(root, spec, inputs.dockerfile.text, lock, platform)
     epoch = source_date_epoch(spec)
     # Nothing of the build's time or place: no clock, no git revision or remote, no host name.
     # The revision a release was built from is in its record, not in the image.
@@ -178,7 +182,7 @@ def build_image(
         MANIFEST_LABEL: spec.content_hash,
         INPUTS_LABEL: inputs.digest,
     }
-    raw_tag = f"{RAW_REPOSITORY}/{spec.image}:{spec.version}"
+    raw_tag = f"{RAW_REPOSITORY}/{platform.local_ref(f'{spec.image}:{spec.version}')}"
     log: list[str] = []
 
     def logged(line: str) -> None:
@@ -192,19 +196,20 @@ def build_image(
         labels=labels,
         on_line=logged,
         nocache=no_cache,
-        name=spec.ref,
+        name=ref if not spec.platformed else f"{spec.ref} for {platform}",
     )
     shutil.rmtree(context, ignore_errors=True)
     made: Normalized = normalize(
-        engine, raw_id, base_layers=base_layers, epoch=epoch, tag=spec.ref, on_line=on_line,
+        engine, raw_id, base_layers=base_layers, epoch=epoch, tag=ref, on_line=on_line,
         stage_layers=_stage_layers(engine, raw_id, log), keep_layers=keep_layers, rewrite_all=no_cache,
-        codec=codec,
+        codec=codec, platform=platform,
     )  # fmt: skip
     image_id = made.image_id
     remember_build(image_id, builder, wall_started, time.time())
     info = engine.require_image(image_id)
     return BuiltImage(
-        ref=spec.ref,
+        ref=ref,
+        platform=platform.name,
         image_id=image_id,
         inputs_sha256=inputs.digest,
         manifest_sha256=spec.content_hash,

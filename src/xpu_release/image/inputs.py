@@ -3,7 +3,9 @@
 (checked current) and the digest of them all, which the image carries as its inputs label.
 
 A release renders the Dockerfile, parses the lock and hashes the inputs here, once; the build,
-build avoidance, the SBOM and the dry run's plan all read the one ``BuildInputs``."""
+build avoidance, the SBOM and the dry run's plan all read the one ``BuildInputs``. A platformed
+release has one per platform (``each``): one Dockerfile, each platform's section of the lock,
+and each its own digest."""
 
 from __future__ import annotations
 
@@ -14,22 +16,26 @@ from pathlib import Path
 
 from ..errors import ManifestError
 from ..manifest import ImageSpec
+from ..manifest.platforms import AMD64, Platform
 from ..manifest.registries import Registries
 from .layers import RULES_VERSION
-from .lock import Lock, load_lock
+from .lock import Lock, Locks, load_locks
 from .render import Rendered, require_current
 
 
-def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock) -> str:
+def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock, platform: Platform = AMD64) -> str:
     """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
-    base digest it pins (and the rules that normalize layers)."""
-    basis = {
+    base digest it pins (and the rules that normalize layers); of a platformed release's image,
+    the platform too (its lock section and base image are already its own)."""
+    basis: dict[str, object] = {
         "manifest": spec.content_hash,
         "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
         "lock": [[p.name, p.version, p.sha256] for layer in lock.layers for p in layer.packages],
         "base": lock.base_digest,
         "layer_rules": RULES_VERSION,
     }
+    if spec.platformed:  # only then: every image of linux/amd64 alone keeps its inputs digest
+        basis["platform"] = platform.name
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
@@ -49,18 +55,33 @@ def require_pinned(spec: ImageSpec) -> None:
 class BuildInputs:
     spec: ImageSpec
     dockerfile: Rendered  # checked current against the committed Dockerfile
-    lock: Lock  # checked current against the manifest's pins and base
+    lock: Lock  # checked current against the manifest's pins and base (the platform's section)
     digest: str  # ``inputs_sha256`` of the three: the image's inputs label
+    platform: Platform = AMD64  # the platform the image is built for
+
+    @property
+    def ref(self) -> str:
+        """The image's tag in the engine (``Platform.local_ref``)."""
+        return self.platform.local_ref(self.spec.ref)
 
     @classmethod
-    def of(cls, spec: ImageSpec, dockerfile: Rendered, lock: Lock) -> BuildInputs:
+    def of(cls, spec: ImageSpec, dockerfile: Rendered, lock: Lock, platform: Platform = AMD64) -> BuildInputs:
         """From a Dockerfile and a lock already checked (a release's render and lock stages)."""
-        digest = inputs_sha256(spec, dockerfile.text, lock)
-        return cls(spec=spec, dockerfile=dockerfile, lock=lock, digest=digest)
+        digest = inputs_sha256(spec, dockerfile.text, lock, platform)
+        return cls(spec=spec, dockerfile=dockerfile, lock=lock, digest=digest, platform=platform)
 
     @classmethod
     def read(cls, root: Path, spec: ImageSpec, registries: Registries) -> BuildInputs:
         """Checked in the order a person fixes them: artifacts pinned, the Dockerfile current,
-        the lock current."""
+        the lock current. Of the first platform (``each``: every platform's)."""
+        return cls.each(root, spec, registries)[0]
+
+    @classmethod
+    def each(
+        cls, root: Path, spec: ImageSpec, registries: Registries, locks: Locks | None = None
+    ) -> tuple[BuildInputs, ...]:
+        """Every platform's inputs, in the manifest's order (``locks``: already read and checked)."""
         require_pinned(spec)
-        return cls.of(spec, require_current(root, spec, registries), load_lock(root, spec))
+        dockerfile = require_current(root, spec, registries)
+        locks = locks or load_locks(root, spec)
+        return tuple(cls.of(spec, dockerfile, locks.of(p), p) for p in spec.platforms)

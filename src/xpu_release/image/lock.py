@@ -25,19 +25,25 @@ from packaging.version import InvalidVersion, Version
 from ..errors import LockError
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
+from ..manifest.platforms import Platform
 from .lockfile import (
     BASE_PIN,
     TARGET_PYTHON,
     Layer,
     Lock,
     Locked,
+    Locks,
     base_missing,
     check_base,
     earlier_lock,
+    earlier_locks,
     load_lock,
+    load_locks,
     lock_path,
     pins_sha256,
+    read_locks,
 )
+from .wheels import no_wheel, pip_options
 
 __all__ = [
     "BASE_PIN",
@@ -46,15 +52,19 @@ __all__ = [
     "Layer",
     "Lock",
     "Locked",
+    "Locks",
     "base_missing",
     "check_base",
     "check_index",
     "earlier_lock",
+    "earlier_locks",
     "layers_from_report",
     "load_lock",
+    "load_locks",
     "lock_path",
     "pin_base",
     "pins_sha256",
+    "read_locks",
     "resolve",
 ]
 
@@ -108,8 +118,8 @@ class Kept:
     moved: Pins = ()
 
     @classmethod
-    def of(cls, earlier: Lock, spec: ImageSpec) -> Kept:
-        pins = {c.id: c.pin for c in spec.of_kind("pip")}
+    def of(cls, earlier: Lock, spec: ImageSpec, platform: Platform | None = None) -> Kept:
+        pins = {c.id: c.pin_on(platform or spec.platforms[0]) for c in spec.of_kind("pip")}
         roots = {canonical_name(c.package or c.id) for c in spec.of_kind("pip")}
         floors = _floors(spec)
         steady: list[tuple[str, str]] = []
@@ -151,9 +161,14 @@ def _is_version(text: str) -> bool:
     return True
 
 
-def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pins = ()) -> dict[str, Any]:
+def _pip_report(
+    spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pins = (), platform: Platform | None = None
+) -> dict[str, Any]:
+    """pip's report of what it would install. ``platform``: resolved for it with its wheel tags
+    (a platformed lock), the base's distributions held by constraints and left out of the report;
+    None: for this machine, against a stand-in of the base's environment (as every lock was)."""
     reqs = workdir / "pins.txt"
-    reqs.write_text("".join(c.pin + "\n" for c in spec.of_kind("pip")))
+    reqs.write_text("".join(c.pin_on(platform or spec.platforms[0]) + "\n" for c in spec.of_kind("pip")))
     report = workdir / "report.json"
     kept: list[str] = []
     if prefer:
@@ -165,11 +180,13 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pin
     if spec.pip_constraints:  # the manifest's floors (a patch past an advisory)
         (workdir / "floors.txt").write_text("".join(c + "\n" for c in spec.pip_constraints))
         kept += ["-c", str(workdir / "floors.txt")]
-    if provided:
+    constraints = workdir / "provided.txt"
+    constraints.write_text("".join(f"{n}=={v}\n" for n, v in provided))
+    if platform is not None:  # the base's distributions pinned; dropped from the report below
+        interpreter, against = [], ["-c", str(constraints), *pip_options(platform, str(workdir / "target"))]
+    elif provided:
         # The base's distributions are installed (in a stand-in environment) and pinned by
         # constraints: a layer may use them, never install another version of them.
-        constraints = workdir / "provided.txt"
-        constraints.write_text("".join(f"{n}=={v}\n" for n, v in provided))
         interpreter = ["--python", str(_stub_environment(workdir, provided))]
         against = ["-c", str(constraints)]
     else:
@@ -201,6 +218,9 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pin
     for link in spec.pip_find_links:
         cmd += ["--find-links", link]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    said = no_wheel(spec, platform, proc.stderr) if platform is not None and proc.returncode else None
+    if said is not None:
+        raise LockError(said)
     if proc.returncode != 0:
         explanation = "\n".join(
             [*_conflict_cause(proc.stdout)]
@@ -214,11 +234,17 @@ def _pip_report(spec: ImageSpec, workdir: Path, provided: Pins = (), prefer: Pin
             against_base = (
                 f" against what its base provides ({sacred}; every base distribution is a constraint)"
             )
-        msg = (
-            f"pip cannot resolve the pins of {spec.ref} ({spec.manifest_path}){against_base}:\n{explanation}"
-        )
+        on = f" for {platform}" if platform is not None else ""
+        msg = f"pip cannot resolve the pins of {spec.ref}{on} ({spec.manifest_path}){against_base}:\n"
+        msg += explanation
         raise LockError(msg)
-    return json.loads(report.read_text())  # type: ignore[no-any-return]
+    made: dict[str, Any] = json.loads(report.read_text())
+    if platform is not None:  # what the base provides is the base's, never a layer's
+        base_has = {canonical_name(n) for n, _ in provided}
+        made["install"] = [
+            i for i in made["install"] if canonical_name(i["metadata"]["name"]) not in base_has
+        ]
+    return made
 
 
 def _conflict_cause(stdout: str) -> list[str]:
@@ -237,14 +263,14 @@ def _conflict_cause(stdout: str) -> list[str]:
     return []
 
 
-def _requires(item: dict[str, Any]) -> list[str]:
+def _requires(item: dict[str, Any], platform: Platform) -> list[str]:
     """Names a resolved distribution depends on, in the target environment, without extras."""
     env = {
         "python_version": TARGET_PYTHON,
         "python_full_version": TARGET_PYTHON + ".0",
         "sys_platform": "linux",
         "platform_system": "Linux",
-        "platform_machine": "x86_64",
+        "platform_machine": platform.machine,
         "os_name": "posix",
         "implementation_name": "cpython",
         "platform_python_implementation": "CPython",
@@ -261,8 +287,11 @@ def _requires(item: dict[str, Any]) -> list[str]:
     return out
 
 
-def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, ...]:
+def layers_from_report(
+    spec: ImageSpec, report: dict[str, Any], platform: Platform | None = None
+) -> tuple[Layer, ...]:
     """Group resolved distributions into one layer per pinned component, in manifest order."""
+    platform = platform or spec.platforms[0]
     resolved: dict[str, Locked] = {}
     deps: dict[str, list[str]] = {}
     for item in report["install"]:
@@ -277,7 +306,7 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
             sha256=hashes["sha256"],
             url=item["download_info"]["url"],
         )
-        deps[name] = _requires(item)
+        deps[name] = _requires(item, platform)
     taken: set[str] = set()
     layers = []
     for c in spec.of_kind("pip"):
@@ -292,7 +321,11 @@ def layers_from_report(spec: ImageSpec, report: dict[str, Any]) -> tuple[Layer, 
         taken.update(closure)
         ordered = [root, *sorted(n for n in closure if n != root)]
         layers.append(
-            Layer(component=c.id, pin=c.pin, packages=tuple(resolved[n] for n in ordered if n in resolved))
+            Layer(
+                component=c.id,
+                pin=c.pin_on(platform),
+                packages=tuple(resolved[n] for n in ordered if n in resolved),
+            )
         )
     leftover = sorted(set(resolved) - taken)
     if leftover and layers:
@@ -310,11 +343,19 @@ def pin_base(spec: ImageSpec, digest: str) -> str:
     return f"{spec.base.repository}:{spec.base.tag}@{digest}"
 
 
-def resolve(spec: ImageSpec, base: str = "", provided: Pins = (), keep: Kept = Kept()) -> Lock:
+def resolve(
+    spec: ImageSpec,
+    base: str = "",
+    provided: Pins = (),
+    keep: Kept = Kept(),
+    platform: Platform | None = None,
+) -> Lock:
     """Resolve ``spec``'s pins into a lock (network: the configured index or pip's config);
     ``base`` is the pinned base (``pin_base``) the lock records, ``provided`` what it has
     installed: constraints no layer may break, and never installed again; ``keep`` the earlier
-    pins to keep where the new pins allow them."""
+    pins to keep where the new pins allow them. ``platform``: resolved with that platform's
+    wheels (a platformed lock's section); None: for this machine, as a lock of linux/amd64."""
+    on = platform or spec.platforms[0]
     have = {canonical_name(n) for n, _ in provided}
     missing = [p for p in spec.base.provides if canonical_name(p) not in have]
     if base and missing:
@@ -329,10 +370,11 @@ def resolve(spec: ImageSpec, base: str = "", provided: Pins = (), keep: Kept = K
         base
         and carried
         and canonical_name(carried.id) in versions
-        and versions[canonical_name(carried.id)] != carried.version
+        and versions[canonical_name(carried.id)] != carried.version_on(on)
     ):
+        said = f"{carried.version_on(on)} on {on}" if spec.platformed else carried.version
         msg = (
-            f"{spec.manifest_path}: components.{carried.id} says {carried.version}, but the base {base} "
+            f"{spec.manifest_path}: components.{carried.id} says {said}, but the base {base} "
             f"provides {carried.id} {versions[canonical_name(carried.id)]}; the notes would be wrong"
         )
         raise LockError(msg)
@@ -348,10 +390,10 @@ def resolve(spec: ImageSpec, base: str = "", provided: Pins = (), keep: Kept = K
     with tempfile.TemporaryDirectory(prefix="xpu-lock-") as tmp:
         for n, prefer in enumerate(attempts, 1):
             try:
-                report = _pip_report(spec, Path(tmp), provided, prefer)
+                report = _pip_report(spec, Path(tmp), provided, prefer, platform)
                 break
             except LockError:
                 if n == len(attempts):  # nothing kept, and still no resolution: pip's own error
                     raise
-    layers = layers_from_report(spec, report)
+    layers = layers_from_report(spec, report, on)
     return Lock(pins_sha256=pins_sha256(spec), layers=layers, base=base, provided=provided)

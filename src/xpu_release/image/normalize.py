@@ -8,8 +8,11 @@ release really is:
 - the base's layers as they are (pinned by digest, so already fixed);
 - every layer above them rewritten by ``layers.normalize_layer`` (sorted, mtimes clamped to one
   fixed moment that no release changes, no bytecode, no owner names);
-- a config with ``created`` and every history time at the release's SOURCE_DATE_EPOCH, and
-  nothing of the build container or the engine.
+- a config with ``created`` and every history time at the release's SOURCE_DATE_EPOCH, its
+  platform (``os``, ``architecture``, ``variant``) the one the image is built for, and nothing
+  of the build container or the engine. (An engine reports its own architecture for whatever it
+  built under emulation, and Docker 20.10 ignores ``--platform`` on import: the platform is
+  ours to say, never the engine's.)
 
 Its id, the sha256 of that config, is then a pure function of the manifest, the lock and the
 base digest. It is loaded into the engine with ``docker load``; layers the engine already holds
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BuildFailed
+from ..manifest.platforms import AMD64, Platform
 from ..oci.codec import Codec
 from ..oci.members import spool_layer
 from ..oci.store import DigestMap, canonical_json, remember_config
@@ -75,9 +79,17 @@ def chain_ids(diff_ids: Iterable[str]) -> list[str]:
     return out
 
 
-def normalized_config(raw: dict[str, Any], diff_ids: list[str], epoch: int) -> dict[str, Any]:
-    """The config of the reproducible image: only what describes the image, times at the epoch."""
-    out: dict[str, Any] = {k: raw[k] for k in _KEPT if k in raw}
+def normalized_config(
+    raw: dict[str, Any], diff_ids: list[str], epoch: int, platform: Platform = AMD64
+) -> dict[str, Any]:
+    """The config of the reproducible image: only what describes the image, times at the epoch,
+    and ``platform`` as its platform, whatever the engine said."""
+    out: dict[str, Any] = {
+        k: raw[k] for k in _KEPT if k in raw and k not in ("architecture", "os", "variant")
+    }
+    out |= {"architecture": platform.architecture, "os": platform.os}
+    if platform.variant:
+        out["variant"] = platform.variant
     out["created"] = iso(epoch)
     cfg = raw.get("config") or {}
     out["config"] = {k: cfg[k] for k in _KEPT_CONFIG if cfg.get(k) not in (None, "", [], {})}
@@ -164,6 +176,7 @@ def normalize(
     keep_layers: Path | None = None,
     rewrite_all: bool = False,
     codec: Codec | None = None,
+    platform: Platform = AMD64,
 ) -> Normalized:
     """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
 
@@ -173,7 +186,8 @@ def normalize(
     export, which then streams the whole image. ``keep_layers``: a folder to keep every layer
     above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
     ``rewrite_all``, every layer is rewritten, none is taken from the cache. ``codec``: compress
-    each rewritten layer into the publish spool with it (None: leave that to the push)."""
+    each rewritten layer into the publish spool with it (None: leave that to the push).
+    ``platform``: what the config says the image is for (``normalized_config``)."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
     mapping = _layer_map()
@@ -221,7 +235,7 @@ def normalize(
                 for norm, dest in files.items():
                     spool_layer(dest, norm, codec, pool)
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
-        config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch))
+        config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch, platform))
         image_id = remember_config(config)
         load_image(engine, tmp, config, diff_ids, files, tag)
     loaded = engine.require_image(tag)

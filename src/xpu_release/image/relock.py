@@ -16,44 +16,91 @@ from pathlib import Path
 from ..errors import LockError
 from ..guard.writing import write_bytes
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..progress import Sink
-from .baseimage import current_digest, ensure, provided, pull_auth
+from .baseimage import base_index, current_digest, ensure, provided, pull_auth
 from .engine import Engine
-from .lock import Kept, Lock, base_missing, check_index, earlier_lock, lock_path, pin_base, resolve
+from .lock import (
+    Kept,
+    Lock,
+    Locks,
+    base_missing,
+    check_index,
+    earlier_locks,
+    lock_path,
+    pin_base,
+    pins_sha256,
+    resolve,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Relocked:
-    lock: Lock
-    earlier: tuple[Lock, str] | None  # the lock it kept pins from, and where it is
+    lock: Locks  # a section per platform (one, for a release of linux/amd64 alone)
+    earlier: tuple[Locks, str] | None  # the lock it kept pins from, and where it is
     asked_engine: bool  # the base moved (or nothing was known of it): its interpreter was asked
 
 
 def relock(root: Path, spec: ImageSpec, registries: Registries, credentials: CredentialStore, *,
            engine: Callable[[], Engine], on_line: Sink, upgrade: bool = False) -> Relocked:  # fmt: skip
-    """``spec``'s new lock (not written): the base pinned as its tag serves it now."""
+    """``spec``'s new lock (not written): the base pinned as its tag serves it now; a platformed
+    release's base by its index, and each platform resolved with its own wheels against what
+    that platform's base image provides."""
     check_index(spec)  # an unreachable index is the first thing to say
-    current = current_digest(spec, registries, credentials)
+    if spec.platformed:
+        found = base_index(spec, registries, credentials)
+        current, digests = found if found is not None else (None, {})
+    else:
+        current = current_digest(spec, registries, credentials)
+        digests = {spec.platforms[0]: current} if current is not None else {}
     if current is None:
         msg = f"{base_missing(spec)}: nothing to pin. No lock was written."
         raise LockError(msg)
-    base = pin_base(spec, current)
-    earlier = None if upgrade else earlier_lock(root, spec)
-    if earlier is not None and earlier[0].base == base:
-        facts, asked = earlier[0].provided, False
+    earlier = None if upgrade else earlier_locks(root, spec)
+    sections, asked, running = [], False, _Once(engine)
+    for platform in spec.platforms:
+        base = pin_base(spec, digests[platform])
+        before = _section(earlier[0], platform) if earlier else None
+        if before is not None and before.base == base:
+            facts = before.provided
+        else:  # what the base provides is a fact of the lock: asked of the pinned base itself
+            by_digest = (
+                f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{digests[platform]}"
+            )
+            ensure(running(), by_digest, on_line, pull_auth(spec, registries), release=spec.base.release_ref)
+            facts, asked = provided(running(), by_digest, spec.base.python), True
+        keep = Kept.of(before, spec, platform) if before is not None else Kept()
+        made = resolve(spec, base, facts, keep, platform if spec.platformed else None)
+        sections.append((platform, made))
+    if spec.platformed:
+        lock = Locks(pins_sha256=pins_sha256(spec), base=pin_base(spec, current), by_platform=tuple(sections),
+                     platformed=True)  # fmt: skip
     else:
-        # What the base provides is a fact of the lock: asked of the pinned base itself.
-        running = engine()
-        by_digest = f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{current}"
-        ensure(running, by_digest, on_line, pull_auth(spec, registries), release=spec.base.release_ref)
-        facts, asked = provided(running, by_digest, spec.base.python), True
-    keep = Kept.of(earlier[0], spec) if earlier else Kept()
-    return Relocked(lock=resolve(spec, base, facts, keep), earlier=earlier, asked_engine=asked)
+        lock = Locks.single(sections[0][1])
+    return Relocked(lock=lock, earlier=earlier, asked_engine=asked)
 
 
-def write_lock(root: Path, spec: ImageSpec, lock: Lock) -> Path:
+def _section(earlier: Locks, platform: Platform) -> Lock | None:
+    """The earlier lock's section for ``platform`` (a single-platform lock is linux/amd64's)."""
+    return next((lock for p, lock in earlier.by_platform if p == platform), None)
+
+
+class _Once:
+    """The engine, connected when first needed (a lock whose bases are all known needs none)."""
+
+    def __init__(self, connect: Callable[[], Engine]) -> None:
+        self._connect = connect
+        self._engine: Engine | None = None
+
+    def __call__(self) -> Engine:
+        if self._engine is None:
+            self._engine = self._connect()
+        return self._engine
+
+
+def write_lock(root: Path, spec: ImageSpec, lock: Lock | Locks) -> Path:
     """The lock at its committed place (``images/<image>/<version>/requirements.lock``)."""
     path = lock_path(root, spec)
     write_bytes(path, lock.render(spec).encode(), what="lock file")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..settings import cache_dir
 from . import layers
@@ -59,16 +60,19 @@ def _config_diff(engine: Engine, a: str, b: str) -> tuple[str, ...]:
 
 
 def check(
-    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, builder: str, on_line: LineSink
-) -> ReproReport:
-    inputs = BuildInputs.read(root, spec, registries)
+    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, builder: str, on_line: LineSink,
+    platform: Platform | None = None,
+) -> ReproReport:  # fmt: skip
+    """Two builds from scratch of ``platform``'s image (None: the first declared platform's)."""
+    each = BuildInputs.each(root, spec, registries)
+    inputs = next(i for i in each if i.platform == (platform or spec.platforms[0]))
     with tempfile.TemporaryDirectory(prefix="xpu-repro-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
         built = []
         for n in ("first", "second"):
             folder = tmp / n
             folder.mkdir()
-            on_line(f"==> {n} build of {spec.ref}, from scratch")
+            on_line(f"==> {n} build of {inputs.ref}, from scratch")
             made = build_image(
                 root,
                 inputs,

@@ -27,6 +27,7 @@ from ..guard.trees import Walk
 from ..guard.writing import write_bytes
 from ..manifest import ImageSpec
 from ..manifest.model import canonical_name
+from ..manifest.platforms import AMD64, Platform
 from ..settings import cache_dir
 from .engine import Engine, LineSink
 from .lock import Lock
@@ -44,9 +45,11 @@ class SmokeResult:
     seconds: float
 
 
-def check_spec(spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
-    """What the generic checks verify, taken from the manifest and, for what the base provides,
-    from the lock (which asked the pinned base)."""
+def check_spec(
+    spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...] = (), platform: Platform = AMD64
+) -> dict[str, Any]:
+    """What the generic checks verify of ``platform``'s image, taken from the manifest and, for
+    what the base provides, from the lock (which asked the pinned base)."""
     venv = spec.pip_install == "venv"
     python = f"{VENV}/bin/python" if venv else spec.base.python
     labels = {
@@ -58,11 +61,14 @@ def check_spec(spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], 
     return {
         "ref": spec.ref,
         "image_id": image_id,
+        "platform": platform.name,
+        "machine": platform.machine,
         "python": python,
         # A venv has its pip; an SDK image's own interpreter may have none (pip checks then skip).
         "pip_path": f"{VENV}/bin/pip" if venv else None,
         "pip": [
-            {"package": c.package, "version": c.version, "import": c.import_name} for c in spec.of_kind("pip")
+            {"package": c.package, "version": c.version_on(platform), "import": c.import_name}
+            for c in spec.of_kind("pip")
         ],
         "env": {
             **dict(spec.env),
@@ -117,13 +123,18 @@ class StagedRun:
 
 
 def stage_run(
-    root: Path, spec: ImageSpec, image_id: str, provided: tuple[tuple[str, str], ...], folder: Path
+    root: Path,
+    spec: ImageSpec,
+    image_id: str,
+    provided: tuple[tuple[str, str], ...],
+    folder: Path,
+    platform: Platform = AMD64,
 ) -> StagedRun:
     """Lay out a smoke run of ``image_id`` in ``folder``. ``provided``: what the base provides,
     as the lock the image was built from says (a manifest edited since, e.g. a wrong pin under
     test, leaves the image and its lock as they were)."""
     spec_file = folder / "spec.json"
-    spec_file.write_text(json.dumps(check_spec(spec, image_id, provided), indent=2))
+    spec_file.write_text(json.dumps(check_spec(spec, image_id, provided, platform), indent=2))
     # Our own ini file: the repository's pytest settings (plugins the user may not have, such as
     # pytest-timeout's `timeout`) are the suite's, not the smoke run's.
     ini = folder / "pytest.ini"
@@ -140,20 +151,24 @@ def stage_run(
     return StagedRun(folder=folder, spec_file=spec_file, ini=ini, suites=tuple(staged))
 
 
-def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_line: LineSink) -> SmokeResult:
-    """Run the checks against the image ``spec.ref``; ``lock``: the one it was built from, which
-    says what its base provides."""
+def smoke_test(
+    root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_line: LineSink, platform: Platform = AMD64
+) -> SmokeResult:
+    """Run the checks against ``platform``'s image of ``spec`` (``Platform.local_ref``), in a
+    container of it (under emulation on a machine of another architecture); ``lock``: the
+    platform's section it was built from, which says what its base provides."""
     started = time.monotonic()
-    image = engine.require_image(spec.ref)
+    ref = platform.local_ref(spec.ref)
+    image = engine.require_image(ref)
     # The checks as they are staged (a deep or unreadable folder of them refused before a copy
     # recurses into it), hashed once: the marker names the checks that ran.
     tests = tests_sha256(root, spec)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
-        run = stage_run(root, spec, image.id, lock.provided, Path(tmp))
+        run = stage_run(root, spec, image.id, lock.provided, Path(tmp), platform)
         junit = run.folder / "junit.xml"
         # By id, not by tag: the container runs exactly the image the marker will name.
         with engine.container(image.id, purpose="smoke") as name:
-            on_line(f"smoke-testing {spec.ref} in container {name}")
+            on_line(f"smoke-testing {ref} in container {name}")
             cmd = run.argv(f"docker://{name}", "-o", "junit_family=xunit1", f"--junitxml={junit}")
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             output: list[str] = []
@@ -170,10 +185,11 @@ def smoke_test(root: Path, spec: ImageSpec, lock: Lock, engine: Engine, *, on_li
         passed, failed = _failures(junit)
     if proc.returncode != 0 or failed:
         listing = "\n".join(f"  - {f}" for f in failed) or "  (see the log above)"
-        msg = f"{len(failed)} smoke check(s) failed for {spec.ref}; it must not be published:\n{listing}"
+        what = f"{spec.ref} on {platform}" if spec.platformed else spec.ref
+        msg = f"{len(failed)} smoke check(s) failed for {what}; it must not be published:\n{listing}"
         raise SmokeTestFailed(msg, details="".join(output))
     result = SmokeResult(
-        ref=spec.ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
+        ref=ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
     )
     _mark_tested(spec, image.id, tests, passed)
     return result

@@ -115,6 +115,7 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
                     new=None,
                 )
             )
+    changes += _platform_changes(old, new)
     old_base = f"{old.base.registry}/{old.base.repository}:{old.base.tag}"
     new_base = f"{new.base.registry}/{new.base.repository}:{new.base.tag}"
     if old_base != new_base:
@@ -138,6 +139,27 @@ def diff(old: ImageSpec, new: ImageSpec) -> tuple[Change, ...]:
     for p in sorted(set(old.os_packages) - set(new.os_packages)):
         changes.append(Change(section="os_packages", id=p, name=p, kind="removed", old=p, new=None))
     return tuple(changes) + prose_diff(old, new)
+
+
+def _platform_changes(old: ImageSpec, new: ImageSpec) -> list[Change]:
+    """The platforms added and removed, and each component's version on a platform both build
+    for where it is not the component's version (``platform_versions``) and changed; none when
+    neither release declares platforms."""
+    changes = [Change(section="platforms", id=p.name, name=p.name, kind="added", old=None, new=p.name)
+               for p in new.platforms if p not in old.platforms]  # fmt: skip
+    changes += [Change(section="platforms", id=p.name, name=p.name, kind="removed", old=p.name, new=None)
+                for p in old.platforms if p not in new.platforms]  # fmt: skip
+    olds = {c.id: c for c in old.components}
+    both = [p for p in new.platforms if p in old.platforms]
+    for c in (c for c in new.components if c.id in olds):
+        was = olds[c.id]
+        for p in both:
+            before, after = was.version_on(p), c.version_on(p)
+            if before != after and (before, after) != (was.version, c.version):
+                name = f"{c.name} ({p.name})"
+                changes.append(Change(section="components", id=f"{c.id}@{p.name}", name=name,
+                                      kind=_direction(before, after), old=before, new=after))  # fmt: skip
+    return changes
 
 
 def declared_upgrades(spec: ImageSpec) -> tuple[Change, ...]:

@@ -6,7 +6,8 @@ named rule of ``RULES`` (tested one by one in tests/unit/manifest/test_inherit_r
 - anything that names the version follows the version: an inherited title that names the
   parent's version names the child's;
 - a component whose pin moves gets the new pin as its display version (an inherited
-  ``noted_as`` belonged to the old pin);
+  ``noted_as`` belonged to the old pin), and installs it on every platform (inherited
+  ``platform_versions`` belonged to the old pin too);
 - an artifact whose version or URL moves must say its new URL and sha256: the inherited ones
   are another file's;
 - a support date (``support.until``, ``support.released``) is its release's own: only the
@@ -217,6 +218,16 @@ def a_moved_pin_drops_its_noted_as(case: Case) -> list[Finding]:
     return []
 
 
+def a_moved_pin_drops_its_platform_versions(case: Case) -> list[Finding]:
+    """A component whose pin moves installs the new pin on every platform: the versions another
+    platform installed instead (``platform_versions``) belonged to the old pin."""
+    for cid in case.moved:
+        after = _components(case.data).get(cid)
+        if isinstance(after, dict) and "platform_versions" not in _components(case.child)[cid]:
+            after.pop("platform_versions", None)
+    return []
+
+
 def a_moved_artifact_brings_its_own_url_and_sha256(case: Case) -> list[Finding]:
     """An artifact whose version or URL moves says its new URL and sha256: the inherited ones
     are another file's."""
@@ -356,6 +367,7 @@ def inherited_prose(case: Case) -> list[Finding]:
 RULES: tuple[Rule, ...] = (
     title_names_this_release,
     a_moved_pin_drops_its_noted_as,
+    a_moved_pin_drops_its_platform_versions,
     a_moved_artifact_brings_its_own_url_and_sha256,
     support_dates_belong_to_their_release,
     a_release_that_changes_nothing_says_so,

@@ -11,6 +11,7 @@ from ..errors import ConfigError, ManifestError, NotFoundError, Problem, Release
 from . import inherit, rules, schema
 from .model import ImageSpec
 from .patchformat import LINE_TAG_SUFFIX, line_of_version, numbering_problem
+from .platforms import KNOWN, of_names
 from .versions import version_key
 from .yamlsrc import Source, YamlProblems, load
 
@@ -315,3 +316,22 @@ def _check_base_chain(repo: Repo, image: str, version: str, src: Source, c: sche
             data = repo._resolved(base["image"], str(base["version"]), ()).data
         except ManifestError:
             return  # its own problems are reported where it is written
+        if len(chain) == 2:
+            _base_serves_every_platform(src.data, ref, data, c)
+
+
+def _base_serves_every_platform(
+    data: dict[str, Any], ref: str, base: dict[str, Any], c: schema.Checker
+) -> None:
+    """A release built on another family's release declares no platform that release lacks: its
+    image for that platform is what the build starts from."""
+    named = base.get("platforms")
+    if named is not None and not (isinstance(named, list) and all(n in KNOWN for n in named)):
+        return  # its own problems are reported where it is written
+    ours = [p.name for p in of_names(data.get("platforms"))]
+    theirs = [p.name for p in of_names(named)]
+    missing = [p for p in ours if p not in theirs]
+    if missing:
+        where = ("platforms",) if "platforms" in data else ("base", "image")
+        c.fail(where, f"{', '.join(missing)}: the base release {ref} is built for {', '.join(theirs)} only; "
+               "add the platform to its manifest and release it first")  # fmt: skip

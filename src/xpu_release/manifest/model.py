@@ -11,6 +11,7 @@ from typing import Any, Literal
 from .evaluation import EvaluationSpec
 from .inherit import applies
 from .patchformat import Patch
+from .platforms import DEFAULT, Platform, of_names, platformed
 from .support import Support
 
 # Where a base is served when the manifest names no ``base.registry`` (a family's release is
@@ -58,6 +59,8 @@ class Component:
     sha256: str | None = None
     format: str | None = None
     dest: str | None = None
+    # (platform name, version): what a platform installs where its wheels carry another version
+    platform_versions: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, cid: str, d: dict[str, Any]) -> Component:
@@ -76,6 +79,7 @@ class Component:
             sha256=d.get("sha256"),
             format=d.get("format"),
             dest=d.get("dest"),
+            platform_versions=tuple((d.get("platform_versions") or {}).items()),
         )
 
     @property
@@ -86,6 +90,14 @@ class Component:
     def pin(self) -> str:
         """The requirement line for a pip component (``vllm==0.7.3``)."""
         return f"{self.package}=={self.version}"
+
+    def version_on(self, platform: Platform) -> str:
+        """The version ``platform`` installs: its ``platform_versions`` entry, else ``version``."""
+        return dict(self.platform_versions).get(platform.name, self.version)
+
+    def pin_on(self, platform: Platform) -> str:
+        """The requirement line ``platform``'s lock resolves (``torch==2.13.0`` on linux/arm64)."""
+        return f"{self.package}=={self.version_on(platform)}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +175,7 @@ class ImageSpec:
     title: Localized
     scenario: tuple[str, ...]
     framework: str
+    platforms: tuple[Platform, ...] = DEFAULT  # what it is built for; the first is the one measured
     accelerator_name: str
     accelerator_kind: str
     base: BaseImage
@@ -203,6 +216,12 @@ class ImageSpec:
     def ref(self) -> str:
         return f"{self.image}:{self.version}"
 
+    @property
+    def platformed(self) -> bool:
+        """Built for any platforms but linux/amd64 alone: a lock section per platform, and one
+        OCI image index published (``platforms.platformed``)."""
+        return platformed(self.platforms)
+
     def of_kind(self, kind: Kind) -> tuple[Component, ...]:
         return tuple(c for c in self.components if c.kind == kind)
 
@@ -228,6 +247,7 @@ class ImageSpec:
             title=Localized.from_dict(data["title"]),
             scenario=tuple(data["scenario"]),
             framework=data["framework"],
+            platforms=of_names(data.get("platforms")),
             accelerator_name=data["accelerator"]["name"],
             accelerator_kind=data["accelerator"]["kind"],
             base=BaseImage(

@@ -15,7 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from . import evaluation
+from . import evaluation, platforms
 from .inherit import scope_problem
 from .model import DEFAULT_BASE_REGISTRY, canonical_name
 from .patchformat import LINE_TAG_SUFFIX
@@ -241,6 +241,11 @@ def the_evaluation_holds_together(m: Resolved, c: Checker) -> None:
         rule(m.data, c)
 
 
+def platform_versions_name_declared_platforms(m: Resolved, c: Checker) -> None:
+    """A component's ``platform_versions`` names platforms the release declares (``platforms``)."""
+    platforms.platform_versions_name_declared_platforms(m.data, c)
+
+
 RULES: tuple[Rule, ...] = (
     a_family_base_names_its_release,
     a_base_image_names_where_it_is,
@@ -258,6 +263,7 @@ RULES: tuple[Rule, ...] = (
     a_version_is_never_a_floating_tag,
     a_patch_makes_the_fixes_it_claims,
     the_evaluation_holds_together,
+    platform_versions_name_declared_platforms,
 )
 
 

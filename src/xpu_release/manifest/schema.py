@@ -14,6 +14,7 @@ from ..errors import ManifestError
 from .evaluation import EVALUATION
 from .model import DEFAULT_BASE_REGISTRY
 from .patchformat import PATCH
+from .platforms import PLATFORM_VERSIONS, PLATFORMS
 from .tokens import (
     ABS_PATH,
     COMPONENT_ID,
@@ -93,7 +94,7 @@ _COMMON = {
 }
 
 BASE_COMPONENT = Obj(
-    fields={"kind": Enum(choices=("base",)), **_COMMON},
+    fields={"kind": Enum(choices=("base",)), **_COMMON, "platform_versions": PLATFORM_VERSIONS},
     required=("kind", "version"),
     description="Carried by the base image (e.g. the accelerator SDK); its version is the base tag.",
 )
@@ -115,6 +116,7 @@ PIP_COMPONENT = Obj(
         **_COMMON,
         "package": Nullable(inner=PIP_NAME, description="Distribution name if not the id."),
         "import": Nullable(inner=PY_MODULE, description="Module the smoke test imports."),
+        "platform_versions": PLATFORM_VERSIONS,
     },
     required=("kind", "version"),
     description="A pinned Python distribution installed from the lock, with hashes.",
@@ -191,6 +193,7 @@ MANIFEST = Obj(
         "title": LOCALIZED,
         "scenario": List(item=Enum(choices=("training", "inference")), unique=True),
         "framework": Enum(choices=("pytorch",)),
+        "platforms": PLATFORMS,
         "accelerator": Obj(
             fields={
                 "name": Str(pattern=r"[A-Za-z0-9 ._\-]+", what="an accelerator name", max_len=40),

@@ -226,11 +226,15 @@ class List(Type):
     unique: bool = False
     max_items: int = 200
     description: str = ""
+    min_items: int = 0
 
     def check(self, value: Any, path: KeyPath, c: Checker) -> None:
         if not isinstance(value, list):
             c.fail(path, f"expected a list, got {_describe(value)}")
             return
+        if len(value) < self.min_items:
+            said = "is empty" if not value else f"has {len(value)} items"
+            c.fail(path, f"{said}; at least {self.min_items} needed")
         if len(value) > self.max_items:
             c.fail(path, f"has {len(value)} items; at most {self.max_items} allowed")
         seen: set[str] = set()
@@ -243,6 +247,8 @@ class List(Type):
 
     def schema(self, partial: bool = False) -> JSON:
         out: JSON = {"type": "array", "items": self.item.schema(partial), "maxItems": self.max_items}
+        if self.min_items:
+            out["minItems"] = self.min_items
         if self.unique:
             out["uniqueItems"] = True
         return self._with_description(out)

@@ -75,12 +75,14 @@ class Manifest:
         return parse(self.body, what=self.digest)
 
     @property
-    def image(self) -> ImageManifest:
-        """The image manifest; WireError for an index (multi-platform: not copied yet)."""
-        if isinstance(self.view, ImageIndex):
-            msg = f"{self.digest} is an image index; multi-platform copies are not supported yet"
-            raise WireError(msg)
-        return self.view
+    def is_index(self) -> bool:
+        """An image index (several platforms' images): no config or layer of its own."""
+        return isinstance(self.view, ImageIndex)
+
+    @property
+    def manifests(self) -> tuple[Descriptor, ...]:
+        """The manifests an index lists (none for an image manifest)."""
+        return self.view.manifests if isinstance(self.view, ImageIndex) else ()
 
     @property
     def layers(self) -> tuple[Descriptor, ...]:
@@ -93,8 +95,10 @@ class Manifest:
         return self.view.subject.digest if self.view.subject is not None else ""
 
     def blobs(self) -> list[tuple[str, int]]:
-        """(digest, size) of the config and every layer."""
-        return [(d.digest, d.size) for d in self.image.blobs()]
+        """(digest, size) of the config and every layer; none for an index, whose manifests are
+        documents of their own (``manifests``), each with its blobs."""
+        view = self.view
+        return [(d.digest, d.size) for d in view.blobs()] if isinstance(view, ImageManifest) else []
 
     @property
     def config_digest(self) -> str:

@@ -4,9 +4,9 @@ carry a ``subject``; other tools push one for an attachment of several parts). `
 copies it as any referrer, with what it lists: ``members`` reads those manifests (and those of
 an index among them) from the source, each checked, before anything is written.
 
-The release's image itself is one platform: an index at the version tag is still refused
-(multi-platform copies are not supported); an index attached to it is not one of its
-platforms, and never stops the copy."""
+An index at the version tag (a platformed release) is the release itself: ``mirror`` copies
+each image it names with that image's own referrers; an index attached to an image is not one
+of its platforms, and never stops the copy."""
 
 from __future__ import annotations
 

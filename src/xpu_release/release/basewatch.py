@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from ..errors import LockError, NotFoundError, ReleaseError
-from ..image.lock import load_lock
+from ..image.lock import load_locks
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import newer_in_line
 from .published import Reader
@@ -88,7 +88,7 @@ def base_reasons(
     ``needs_patch(ref)``: whether our release ``ref`` needs a patch itself (asked parents
     first; ``BaseUnchecked`` when it could not be checked)."""
     try:
-        pinned = load_lock(repo.root, spec, current=False).base_digest
+        pinned = load_locks(repo.root, spec, current=False).base_digest  # a platformed lock's: its index
     except ReleaseError as exc:
         return [], [unchecked("lock", exc)]
     named = f"{spec.base.repository}:{spec.base.tag}"
@@ -104,6 +104,10 @@ def base_reasons(
 
 def _tag_moved(spec: ImageSpec, reader: Reader, pinned: str, named: str) -> list[Reason]:
     current = reader.base_digest(spec.base.registry, spec.base.repository, spec.base.tag)
+    if current is not None and current != pinned and not spec.platformed:  # linux/amd64's image in an index
+        current = reader.base_image(
+            spec.base.registry, spec.base.repository, spec.base.tag, spec.platforms[0]
+        )
     if current is None:
         msg = (
             f"{spec.ref}: its base tag {named} is no longer served by the {spec.base.registry} registry "
@@ -133,6 +137,8 @@ def _release_moved(repo: Repo, spec: ImageSpec, reader: Reader, pinned: str,
                               text=f"its base {base_ref} is patched: {target} is published"))  # fmt: skip
     else:
         current = reader.served(ep, image, version)
+        if current is not None and current != pinned and not spec.platformed:  # linux/amd64's in an index
+            current = reader.base_image(spec.base.registry, image, version, spec.platforms[0])
         if current is None:
             msg = f"{spec.ref}: its base release {base_ref} is not served by {ep.name}; release it first"
             raise NotFoundError(msg)

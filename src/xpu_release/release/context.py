@@ -10,7 +10,7 @@ handed to the stages after it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -72,7 +72,14 @@ class ReleaseContext:
     builder: str  # who builds (or publishes a pulled image): the command read it once
     on_line: Sink
     no_evaluate: str | None = None  # `--no-evaluate REASON`: the evaluation is skipped, and why
+    # A platformed release: every platform's inputs, in the manifest's order (``inputs`` is the
+    # first's); empty for a release of linux/amd64 alone.
+    each: tuple[BuildInputs, ...] = ()
 
     @property
     def spec(self) -> ImageSpec:
         return self.inputs.spec
+
+    def per_platform(self) -> tuple[ReleaseContext, ...]:
+        """The context of each platform's image: its inputs (its lock section, its digest)."""
+        return tuple(replace(self, inputs=i) for i in self.each) if self.each else (self,)

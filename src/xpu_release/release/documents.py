@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import ReleaseError
 from ..evidence.attachment import END_OF_LIFE_ANNOTATION, Attachment
-from ..evidence.attest import Documents
+from ..evidence.attest import Documents, IndexDocuments
 from ..evidence.cosign import bundles_for
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.reuse import choose
@@ -22,7 +22,7 @@ from .pool import EndpointPool
 
 
 def documents_for(
-    client: RegistryClient, repo: str, where: str, documents: Documents, source: Manifest,
+    client: RegistryClient, repo: str, where: str, documents: Documents | IndexDocuments, source: Manifest,
     signer: Signer | None, on_line: Sink,
 ) -> tuple[Attachment, ...]:  # fmt: skip
     """The SBOM and the provenance (and the VEX, after a gate) to attach to ``source``

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import WireError
 from ..labels import BASE_DIGEST_LABEL
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..oci.endpoint import Endpoint
 from ..oci.members import Blob
 from ..oci.model import parse_config
@@ -22,12 +23,20 @@ from .manifests import DOCKER_MANIFEST_TYPE, MANIFEST_TYPE
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def published_layers(client: RegistryClient, repo: str, tags: Iterable[str]) -> dict[str, Blob]:
-    """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases)."""
+def published_layers(
+    client: RegistryClient, repo: str, tags: Iterable[str], platform: Platform | None = None
+) -> dict[str, Blob]:
+    """diff_id → blob, for the images the endpoint serves at ``tags`` (earlier releases); of an
+    index, its ``platform`` image's."""
     out: dict[str, Blob] = {}
     for tag in tags:
         try:
             manifest = client.get_manifest(repo, tag)
+            if manifest is not None and manifest.is_index:
+                entry = next(
+                    (d for d in manifest.manifests if platform and platform.matches(d.platform)), None
+                )
+                manifest = client.get_manifest(repo, entry.digest) if entry is not None else None
         except WireError:
             continue
         for diff_id, blob in layers_of(client, repo, manifest).items():

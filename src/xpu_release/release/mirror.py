@@ -3,11 +3,14 @@ another registry repository or to an OCI image layout directory (``oci:DIR``, fo
 air-gapped region), and back from one into a registry.
 
 What travels: the image manifest and its blobs; every referrer of it (SBOM, provenance, VEX,
-cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag; then the
-version tag, last, once every blob is proven at the target, so that a broken copy is never
-visible at the tag. Digests never change (the bytes are copied, nothing is re-serialized). A
-target whose version tag holds another image is refused (exit 9), nothing written. Floating
-tags are not copied: they are the release's to move.
+cosign bundles, and anything else attached) with its blobs; cosign's ``.att`` tag. Of an image
+index at the tag (a platformed release), each image it names first, each with its blobs, its
+referrers and its ``.att`` (an index naming an image the source does not serve is refused
+before any write), then the index with its own. Then the version tag, last, once every blob is
+proven at the target, so that a broken copy is never visible at the tag. Digests never change
+(the bytes are copied, nothing is re-serialized). A target whose version tag holds another
+image is refused (exit 9), nothing written. Floating tags are not copied: they are the
+release's to move.
 
 A copy is proven where it lands. A blob the target already holds is skipped only once proven
 intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is
@@ -174,6 +177,47 @@ def mirror(
         shutil.rmtree(work, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class _Subject:
+    """A manifest the mirror carries with its referrers, what the attached indexes among them
+    list (``parts``) and its ``.att`` tag: an image; an index and each image it names."""
+
+    manifest: Manifest
+    referrers: list[Manifest]
+    parts: list[Manifest]
+    att: Manifest | None
+
+    @classmethod
+    def read(cls, source: Side, manifest: Manifest) -> _Subject:
+        referrers = source.referrers(manifest.digest)
+        return cls(
+            manifest, referrers, members(source, referrers), source.get_manifest(att_tag(manifest.digest))
+        )
+
+    @property
+    def manifests(self) -> list[Manifest]:
+        return [self.manifest, *self.referrers, *self.parts, *([self.att] if self.att else [])]
+
+    @property
+    def listing(self) -> list[tuple[Manifest, str | None]]:
+        att = [(self.att, att_tag(self.manifest.digest))] if self.att is not None else []
+        return [(self.manifest, None), *((m, None) for m in self.referrers), *att]
+
+
+def _subjects(source: Side, top: Manifest) -> list[_Subject]:
+    """What a copy of ``top`` carries: of an image index at the tag (a platformed release), each
+    image it names first (a copy never names a manifest its target lacks), then the index; each
+    with its referrers and ``.att``."""
+    images = []
+    for entry in top.manifests if is_index(top) else ():
+        image = source.get_manifest(entry.digest)
+        if image is None or is_index(image):
+            msg = f"{source.name}: the index {top.digest} names {entry.digest}, not served as an image"
+            raise NotFoundError(msg)
+        images.append(image)
+    return [_Subject.read(source, m) for m in (*images, top)]
+
+
 def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, tag_it: bool) -> MirrorReport:
     report = MirrorReport(source=source.name, target=target.name, tag=tag)
     image = source.get_manifest(tag)
@@ -181,9 +225,6 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         msg = f"{source.name} serves nothing at {tag}"
         raise NothingAtTag(msg)
     report.digest = image.digest
-    if is_index(image):  # exit 7 from either side, as ``Manifest.image`` says it elsewhere
-        msg = f"{source.name}: {tag} is an image index; multi-platform copies are not supported yet"
-        raise WireError(msg)
     held = target.resolve(tag)
     if held is not None and held != image.digest:
         msg = (f"{target.name}:{tag} holds {held}, not {image.digest}: another image is there; "
@@ -192,36 +233,39 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     # Everything the copy is made of is read and checked before the first write (a layout's
     # blobs hashed; a registry's each proven before it is put): a damaged layout leaves the
     # target as it was.
-    referrers = source.referrers(image.digest)
-    parts = members(source, referrers)  # of the attached indexes among them
-    att = source.get_manifest(att_tag(image.digest))
-    for m in [image, *referrers, *parts, *([att] if att else [])]:
-        blobs_of(source, m)
+    subjects = _subjects(source, image)
+    for subject in subjects:
+        for m in subject.manifests:
+            blobs_of(source, m)
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
-    copier.plan(image)
-    step = max(1, len(referrers) // 20)
-    for i, m in enumerate(referrers, 1):
-        copier.plan(m)
-        if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
-            on_line(f"referrers: {i:,} of {len(referrers):,} checked")
-    for m in parts:
-        copier.plan(m)
-    if att is not None:
-        copier.plan(att)
+    for subject in subjects:
+        copier.plan(subject.manifest)
+        referrers = subject.referrers
+        step = max(1, len(referrers) // 20)
+        for i, m in enumerate(referrers, 1):
+            copier.plan(m)
+            if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
+                on_line(f"referrers: {i:,} of {len(referrers):,} checked")
+        for m in (*subject.parts, *([subject.att] if subject.att else [])):
+            copier.plan(m)
     copier.copy_missing()
-    report.referrers = [m.digest for m in referrers]
-    report.kinds = sorted({k for m in referrers if (k := kind_of(m))})
-    report.att = att is not None
-    tagged_att = [(att, att_tag(image.digest))] if att is not None else []
-    target.put_members(parts)  # before the indexes that list them
-    target.put_manifests([(image, None), *((m, None) for m in referrers), *tagged_att], None)
-    if referrers:
-        target.list_referrers(image, referrers)
+    every = [m for subject in subjects for m in subject.referrers]
+    report.referrers = [m.digest for m in every]
+    report.kinds = sorted({k for m in every if (k := kind_of(m))})
+    report.att = subjects[-1].att is not None
+    for subject in subjects:
+        target.put_members(subject.parts)  # before the indexes that list them
+        target.put_manifests(subject.listing, None)
+        if subject.referrers:
+            target.list_referrers(subject.manifest, subject.referrers)
     damaged = copier.prove()
     if not damaged and tag_it:  # the tag last, once every blob is proven: a broken copy never shows
         target.put_manifests([(image, tag)], tag)
-    report.problems = damaged + check(target, tag if tag_it else None, image, referrers, att)
+    report.problems = damaged
+    for subject in subjects:
+        at = tag if tag_it and subject.manifest is image else None
+        report.problems += check(target, at, subject.manifest, subject.referrers, subject.att)
     return report
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import PerformanceRegression, ReleaseError
-from ..evidence.scan import GatePolicy
+from ..evidence.scan import GatePolicy, merged_entry
 from ..image.engine import Engine
 from ..image.inputs import BuildInputs
-from ..image.lock import Lock, load_lock
+from ..image.lock import Locks, load_locks
 from ..image.render import Rendered, require_current
 from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
@@ -28,6 +28,7 @@ from . import stages
 from .context import Outcome, ReleaseContext, StageResult, Status, done
 from .pool import EndpointPool
 from .publish import Options
+from .record import ReleaseRecord
 
 T = TypeVar("T")
 STAGES = ("validate", "render", "lock", "preflight", "build", "test", "evaluate", "scan", "publish", "verify",
@@ -150,12 +151,13 @@ class Release:
         clients, so each endpoint authenticates once."""
         spec: ImageSpec = self.stage("validate", self._validate)
         rendered = self.stage("render", lambda: self._render(spec))
-        lock = self.stage("lock", lambda: self._lock(spec))
+        locks = self.stage("lock", lambda: self._lock(spec))
         pool = EndpointPool(spec, self.registries, self.credentials, on_line=self.reporter.write)
-        inputs = BuildInputs.of(spec, rendered, lock)
-        return ReleaseContext(repo=self.repo, inputs=inputs, registries=self.registries, pool=pool,
+        each = tuple(BuildInputs.of(spec, rendered, locks.of(p), p) for p in spec.platforms)
+        return ReleaseContext(repo=self.repo, inputs=each[0], registries=self.registries, pool=pool,
                               options=self.options, gate=self.gate, builder=self.builder,
-                              on_line=self.reporter.write, no_evaluate=self.no_evaluate)  # fmt: skip
+                              on_line=self.reporter.write, no_evaluate=self.no_evaluate,
+                              each=each if spec.platformed else ())  # fmt: skip
 
     def run(self) -> Summary:
         ctx = self.context()
@@ -165,19 +167,38 @@ class Release:
                 self.stage(name, lambda d=detail: Outcome(status=Status.PLANNED, detail=d, value=None))  # type: ignore[misc]
             return Summary(ref=ctx.spec.ref, dry_run=True, stages=tuple(self.results), record=None, notes=())
         engine = self.engine
-        image_id = self.stage("build", lambda: stages.build(ctx, engine))
-        self.stage("test", lambda: stages.test(ctx, engine, image_id))
-        evaluation = self.stage("evaluate", lambda: stages.evaluate(ctx, engine, image_id))
-        evidence = self.stage("scan", lambda: stages.scan(ctx, engine, image_id))
-        docs = stages.documents(ctx, image_id, evidence)
-        record = self.stage("publish", lambda: stages.publish(ctx, engine, docs))
-        record = replace(record, scan=evidence.gated.entry, evaluation=evaluation)
+        if ctx.each:
+            record = self._platforms(ctx, engine)
+        else:
+            image_id = self.stage("build", lambda: stages.build(ctx, engine))
+            self.stage("test", lambda: stages.test(ctx, engine, image_id))
+            evaluation = self.stage("evaluate", lambda: stages.evaluate(ctx, engine, image_id))
+            evidence = self.stage("scan", lambda: stages.scan(ctx, engine, image_id))
+            docs = stages.documents(ctx, image_id, evidence)
+            record = self.stage("publish", lambda: stages.publish(ctx, engine, docs))
+            record = replace(record, scan=evidence.gated.entry, evaluation=evaluation)
         self.stage("verify", lambda: stages.verify(ctx, record))
         written: list[Path] = self.stage("notes", lambda: stages.notes(ctx, record))
         self.stage("record", lambda: stages.record(ctx, record))
         self.reporter.write(f"released {ctx.spec.ref} as {record.digest}")
         return Summary(ref=ctx.spec.ref, dry_run=False, stages=tuple(self.results), record=record.to_json(),
                        notes=tuple(str(p) for p in written))  # fmt: skip
+
+    def _platforms(self, ctx: ReleaseContext, engine: Engine) -> ReleaseRecord:
+        """Build, test and scan of a platformed release: each stage for every platform's image
+        (the first failure stops the release, naming the platform: nothing is published); the
+        evaluation measures the first platform's; then one index of them all is published."""
+        contexts = ctx.per_platform()
+        ids = self.stage("build", lambda: stages.each([(c, None) for c in contexts],
+                                                      lambda c, _: stages.build(c, engine)))  # fmt: skip
+        pairs = list(zip(contexts, ids, strict=True))
+        self.stage("test", lambda: stages.each(pairs, lambda c, i: stages.test(c, engine, i)))
+        evaluation = self.stage("evaluate", lambda: stages.evaluate(contexts[0], engine, ids[0]))
+        scanned = self.stage("scan", lambda: stages.each(pairs, lambda c, i: stages.scan(c, engine, i)))
+        builds = [stages.platform_build(c, i, e) for (c, i), e in zip(pairs, scanned, strict=True)]
+        record = self.stage("publish", lambda: stages.publish(ctx, engine, builds))
+        # the record's gate: every platform's findings (each platform's VEX is its own gate's)
+        return replace(record, scan=merged_entry([e.gated.entry for e in scanned]), evaluation=evaluation)
 
     # --- the stages that make the context -----------------------------------------------------
 
@@ -189,6 +210,9 @@ class Release:
         rendered = require_current(self.repo.root, spec, self.registries)
         return done(f"{self.repo.rel(rendered.path)} is current", rendered)
 
-    def _lock(self, spec: ImageSpec) -> Outcome[Lock]:
-        lock = load_lock(self.repo.root, spec)
-        return done(f"{len(lock.layers)} layers locked", lock)
+    def _lock(self, spec: ImageSpec) -> Outcome[Locks]:
+        locks = load_locks(self.repo.root, spec)
+        if not spec.platformed:
+            return done(f"{len(locks.of(spec.platforms[0]).layers)} layers locked", locks)
+        each = "; ".join(f"{p}: {len(lock.layers)}" for p, lock in locks.by_platform)
+        return done(f"layers locked ({each})", locks)

@@ -27,8 +27,9 @@ from ..errors import (
     TLSVerifyFailed,
     WireError,
 )
+from ..image.baseimage import tag_digest
 from ..image.engine import Engine
-from ..image.lock import Lock
+from ..image.lock import Lock, Locks
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
@@ -67,24 +68,28 @@ def engine_check(connect: Callable[[], Engine] = Engine.connect) -> Check:
     return _run("engine", probe)
 
 
-def base_check(spec: ImageSpec, lock: Lock, registries: Registries, credentials: CredentialStore) -> Check:
-    """The build pulls the base by the digest the lock pins: that digest must still be served.
-    A tag that has moved since is reported, not failed: the release builds from the pin."""
+def base_check(
+    spec: ImageSpec, lock: Lock | Locks, registries: Registries, credentials: CredentialStore
+) -> Check:
+    """The build pulls the base by the digest the lock pins (each platform's image, for a
+    platformed lock): that digest must still be served. A tag that has moved since is
+    reported, not failed: the release builds from the pin."""
+    pins = [one.base_digest for _, one in lock.by_platform] if isinstance(lock, Locks) else [lock.base_digest]
 
     def probe() -> str:
         hub = registries.endpoint(spec.base.registry)
         repo = hub.repository(spec.base.repository)
         client = RegistryClient(hub, credentials.for_host(hub.host), QUICK)
         try:
-            pinned = client.head_manifest(repo, lock.base_digest)
-            now = client.head_manifest(repo, spec.base.tag)
+            gone = [d for d in pins if client.head_manifest(repo, d) is None]
+            now = tag_digest(spec, client.get_manifest(repo, spec.base.tag))
         except RegistryAuthError:
             raise
         except WireError as exc:
             raise StackError(redact(exc.message)) from None
-        if pinned is None:
+        if gone:
             msg = (
-                f"{hub.host}/{repo}@{lock.base_digest} is gone, and the build uses it: "
+                f"{hub.host}/{repo}@{gone[0]} is gone, and the build uses it: "
                 f"run `xpu-release lock {spec.ref}` to pin what {spec.base.tag} is now"
             )
             raise LockError(msg)

@@ -102,8 +102,10 @@ def refusals(
     if record is not None and (record.scan or {}).get("status") == "failed":
         msg = f"{ref} failed its vulnerability gate (its release record says so); nothing was promoted"
         raise GateFailed(msg)
-    found = list_referrers(source.client, source.repo, image.digest)
-    for due, vulnerability in _reviews(source, found):
+    # the VEX of the image; of an index, each platform image's own
+    reviews = [r for d in (image.digest, *(m.digest for m in image.manifests))
+               for r in _reviews(source, list_referrers(source.client, source.repo, d))]  # fmt: skip
+    for due, vulnerability in reviews:
         if date.fromisoformat(due) < today:
             msg = (f"{ref}: the exception for {vulnerability} in its VEX was due for review on {due}; "
                    "the gate's conclusion no longer holds: review it and release again. Nothing was "

@@ -15,17 +15,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
 from ..errors import PublishError, ReleaseError, ReleaseWithdrawn
 from ..evidence.annotations import image_annotations
 from ..evidence.attachment import Attachment
-from ..evidence.attest import Documents
+from ..evidence.attest import Documents, IndexDocuments
 from ..evidence.referrers import artifact_manifest, attach
 from ..evidence.signing import Signer
 from ..image.build import source_date_epoch
@@ -33,6 +32,7 @@ from ..image.engine import Engine
 from ..image.normalize import iso
 from ..image.smoke import require_tested
 from ..manifest import ImageSpec
+from ..manifest.platforms import Platform
 from ..oci.codec import DEFAULT, Codec
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
@@ -45,12 +45,9 @@ from .plan import Plan, Target, moving
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
+from .staging import Staged, source_failed, unpublished
 from .tags import TagRules
 from .withdrawn import withdrawal_in_force
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,8 +106,14 @@ class Publisher:
         engine: Engine | None,
         options: Options,
         on_line: Sink,
-        documents: Documents | None = None,
+        documents: Documents | IndexDocuments | None = None,
+        *,
+        tags: TagRules | None = None,
+        platform: Platform | None = None,
     ) -> None:
+        """``tags``: the tag rules of a platformed release, shared by its platforms' publishers
+        (each stages its platform's image; none writes a tag); ``platform``: the platform of the
+        image this one stages (None: the release's one image)."""
         spec = self.spec = pool.spec
         self.documents = documents
         self.attachments: tuple[Attachment, ...] = ()
@@ -123,8 +126,9 @@ class Publisher:
         self.on_line = on_line
         self.spool = BlobSpool(on_line)
         self.pool = pool
-        self.tags = TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
-                             workers=self.workers, on_line=on_line)  # fmt: skip
+        self.tags = tags or TagRules(spec, self.pool, engine, allow_overwrite=options.allow_overwrite,
+                                     workers=self.workers, on_line=on_line)  # fmt: skip
+        self.platform = platform
         self.early: EarlyCopies | None = None
         self.base_digests: frozenset[str] = frozenset()  # blobs of the release it builds on
 
@@ -146,9 +150,9 @@ class Publisher:
         assert self.engine is not None
         base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
         self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
-        current = self.tags.current(first, image_id)
-        if current is not None:  # _current checked it is the tested image, layers and all
-            return current
+        current = self.tags.current(first, image_id, self.platform)
+        if current is not None and current.config_digest == image_id:
+            return current  # TagRules.current checked it is the tested image, layers and all
         self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
@@ -163,6 +167,7 @@ class Publisher:
                 spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
                 annotations=self.options.annotations, codec=self.options.codec, base=base,
+                platform=self.platform,
             )  # fmt: skip
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
@@ -178,6 +183,10 @@ class Publisher:
         return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
                              self.options.signer, self.on_line)  # fmt: skip
 
+    def attached(self, source: Manifest) -> dict[str, str]:
+        """kind → the digest of the artifact manifest that attaches it to ``source``."""
+        return {a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments}
+
     def _attach(self, target: Target, client: RegistryClient, repo: str, source: Manifest) -> None:
         if not self.attachments:
             return
@@ -186,7 +195,7 @@ class Publisher:
         attach(client, repo, source, self.attachments, created=self.created,
                spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
 
-    def _documents_first(self, source: Manifest) -> None:
+    def documents_first(self, source: Manifest) -> None:
         """The documents at the source endpoint before the others are staged, when one of them is
         in the same registry: it mounts them from there (staged at once, it found them there or
         not, by chance, and sent them again). A failure here is the source's stage's to say."""
@@ -210,7 +219,7 @@ class Publisher:
             if self.early is not None:
                 sent_early = self.early.settle(target)
                 started = min(started, self.early.began(target) or started)
-            current = self.tags.current(target, image_id)
+            current = self.tags.current(target, image_id, self.platform)
             if current is not None and current.digest == source.digest:
                 self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
@@ -258,9 +267,10 @@ class Publisher:
                 client: RegistryClient) -> EndpointRecord:  # fmt: skip
         return endpoint_record(target, cast(Status, status), digest, error, started, client.stats)
 
-    def run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        # Early copies need our own first push (it spools each blob as it compresses it), and go
-        # to the endpoints on other hosts than the source's (the same host mounts, in stage).
+    def staged(self, image_id: str) -> Staged:
+        """The image at every endpoint by digest, with its documents: no tag is written. Early
+        copies need our own first push (it spools each blob as it compresses it), and go to the
+        endpoints on other hosts than the source's (the same host mounts, in stage)."""
         first = self.plan.targets[0].endpoint
         others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
         self.early = (
@@ -271,34 +281,19 @@ class Publisher:
             else None
         )
         try:
-            return self._run(image_id, inputs)
+            return self._staged(image_id)
         finally:
             if self.early is not None:  # no copy outlives the run (an interrupt, a failure)
                 self.early.close()
 
-    def _run(self, image_id: str, inputs: str) -> ReleaseRecord:
-        self.tags.check(image_id)
-        base = ReleaseRecord(
-            ref=self.spec.ref,
-            manifest=self.spec.manifest_path,
-            manifest_sha256=self.spec.content_hash,
-            inputs_sha256=inputs,
-            tested_image_id=image_id,
-            digest=None,
-            published_at=_now(),
-            complete=False,
-            floating_moved=(),
-        )
+    def _staged(self, image_id: str) -> Staged:
         try:
             source = self.push_source(image_id)
         except ReleaseError as exc:
-            return replace(base, endpoints=_source_failed(self.plan.targets, exc.message))
+            return Staged(source=None, endpoints=source_failed(self.plan.targets, exc.message))
         self.attachments = self.documents_for(source)
-        attached: dict[str, str] = {
-            a.kind: artifact_manifest(a, source, self.created).digest for a in self.attachments
-        }
-        base = replace(base, attachments=attached)
-        self._documents_first(source)
+        attached = self.attached(source)
+        self.documents_first(source)
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             staged = list(pool.map(lambda t: self.stage(t, source, image_id), self.plan.targets))
         if any(e.status == "failed" for e in staged):
@@ -306,32 +301,18 @@ class Publisher:
             # user sees a release that is missing in one region. A rerun finishes.
             waiting = "staged by digest; no tag is written until every endpoint is staged"
             staged = [replace(e, error=waiting) if e.status == "staged" else e for e in staged]
-            return replace(base, digest=source.digest, endpoints=tuple(staged), complete=False)
+        return Staged(source=source, endpoints=tuple(staged), attachments=attached)
+
+    def finish(self, base: ReleaseRecord, source: Manifest, image_id: str) -> ReleaseRecord:
+        """The version tag at every endpoint ``base`` says is staged, then the floating tags."""
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pairs = zip(self.plan.targets, staged, strict=True)
+            pairs = zip(self.plan.targets, base.endpoints, strict=True)
             endpoints = tuple(pool.map(lambda p: self.tag(p[0], source, image_id, p[1]), pairs))
         complete = all(e.status in ("verified", "unchanged") for e in endpoints)
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if not complete:
             return record
         return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
-
-
-def _source_failed(targets: Sequence[Target], message: str) -> tuple[EndpointRecord, ...]:
-    """Every endpoint's record when the first push (to the source, ``targets[0]``) failed."""
-    first = targets[0]
-    return tuple(
-        EndpointRecord(
-            endpoint=t.endpoint.name,
-            host=t.endpoint.host,
-            version_ref=t.version_ref,
-            floating_refs=t.floating_refs,
-            status="failed" if t is first else "planned",
-            digest=None,
-            error=message if t is first else f"not staged: {first.endpoint.name} (the source) failed",
-        )
-        for t in targets
-    )
 
 
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
@@ -379,7 +360,19 @@ def publish(
         options = replace(options, annotations=annotations)
     publisher = Publisher(pool, engine, options, on_line, documents)
     with pool.metering():
-        return publisher.run(image_id, inputs)
+        return publish_with(publisher, image_id, inputs)
+
+
+def publish_with(publisher: Publisher, image_id: str, inputs: str) -> ReleaseRecord:
+    """``publish``'s workflow with ``publisher``: the version tag checked, the image staged at
+    every endpoint, then tagged (the benchmark runs it on an image with no smoke tests)."""
+    publisher.tags.check(image_id)
+    record = unpublished(publisher.spec, inputs, image_id)
+    staged = publisher.staged(image_id)
+    record = replace(record, attachments=staged.attachments, endpoints=staged.endpoints)
+    if staged.source is None or staged.failed:
+        return replace(record, digest=staged.source.digest if staged.source else None)
+    return publisher.finish(record, staged.source, image_id)
 
 
 def failure_report(record: ReleaseRecord, rerun: str = "publish") -> str:

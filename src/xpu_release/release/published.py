@@ -11,6 +11,7 @@ in this run), one that refuses our credentials (8), an SBOM missing, damaged or 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
@@ -19,10 +20,25 @@ from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, components_of, packages_in
 from ..guard.limits import MAX_SBOMS
 from ..guard.reading import parse_json
+from ..manifest.platforms import Platform, platformed
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
+from ..oci.model import ImageIndex
 from ..oci.registry import RegistryClient, RetryPolicy
+
+
+@dataclass(frozen=True)
+class ServedSboms:
+    """The SBOMs a published release carries: ``images``, the digests they are attached to (the
+    release's own; of an index, each declared platform's image), and every SBOM ``payloads``."""
+
+    images: tuple[str, ...]
+    payloads: tuple[bytes, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.payloads))
 
 
 class Reader:
@@ -99,6 +115,44 @@ class Reader:
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""
         return self.served(self.endpoint(alias), repository, tag, f"the base {repository}:{tag}")
+
+    def base_image(self, alias: str, repository: str, tag: str, platform: Platform) -> str | None:
+        """The digest of ``platform``'s image a base tag serves now: the tag's own, or its entry
+        in the index the tag serves (None: neither)."""
+        ep = self.endpoint(alias)
+        served = self._ask(ep, f"the base {repository}:{tag}",
+                           lambda c: c.get_manifest(ep.repository(repository), tag))  # fmt: skip
+        if served is None or not isinstance(served.view, ImageIndex):
+            return served.digest if served is not None else None
+        return next((d.digest for d in served.view.manifests if platform.matches(d.platform)), None)
+
+    def images(
+        self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
+    ) -> tuple[str, ...]:
+        """The digest of each ``platforms``' image the index ``image@digest`` names (a platformed
+        release: each image carries its own SBOM); VerifyFailed naming a platform it lacks."""
+        served = self._ask(ep, f"the index {image}@{digest[:19]}",
+                           lambda c: c.get_manifest(ep.repository(image), digest))  # fmt: skip
+        where = f"{ep.name}: {ep.prefix}/{image}@{digest[:19]}…"
+        if served is None or not isinstance(served.view, ImageIndex):
+            msg = f"{where} is not an image index; the release is built for {', '.join(map(str, platforms))}"
+            raise VerifyFailed(msg)
+        out = []
+        for platform in platforms:
+            entry = next((d for d in served.view.manifests if platform.matches(d.platform)), None)
+            if entry is None:
+                msg = f"{where}: the index names no {platform} image; rerun its release"
+                raise VerifyFailed(msg)
+            out.append(entry.digest)
+        return tuple(out)
+
+    def release_sboms(
+        self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
+    ) -> ServedSboms:
+        """Every SBOM of the release served at ``image@digest``: of a platformed release (an
+        index), each declared platform's image's own (their packages differ), else the image's."""
+        images = self.images(ep, image, digest, platforms) if platformed(platforms) else (digest,)
+        return ServedSboms(images=images, payloads=tuple(p for d in images for p in self.sboms(ep, image, d)))
 
     def sboms(self, ep: Endpoint, image: str, digest: str) -> tuple[bytes, ...]:
         """Every CycloneDX SBOM of ours attached to ``digest`` (one, unless a rerun or a hand

@@ -30,6 +30,7 @@ from ..errors import PublishError
 from ..files import touch
 from ..image.engine import Engine
 from ..image.export import stream_layers
+from ..manifest.platforms import Platform
 from ..oci.codec import DEFAULT, Codec, decompressed
 from ..oci.downloads import read_blob
 from ..oci.members import Blob, CompressedMap, Members, blob_file, unpacked_map
@@ -147,14 +148,16 @@ def push_image(
     annotations: dict[str, str] | None = None,
     codec: Codec = DEFAULT,
     base: BaseLayers | None = None,
+    platform: Platform | None = None,
 ) -> PushReport:
     """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
     ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
     endpoints can be sent it while the next layer is still being compressed. ``base``: the
-    layers of the release it builds on, mounted from there."""
+    layers of the release it builds on, mounted from there. ``platform``: the image is that
+    platform's (an earlier release's index gives its layers through that platform's image)."""
     diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
     local = CompressedMap(codec)
-    at_endpoint = published_layers(client, repo, earlier_tags)
+    at_endpoint = published_layers(client, repo, earlier_tags, platform)
     blobs: dict[str, Blob] = {}
     need: set[str] = set()
     held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send

@@ -3,7 +3,8 @@ while it scans the one before. A real registry answers in tens of milliseconds; 
 asked one after the other wait for each answer in turn.
 
 Workers (threads, each with its own ``Reader``: its own clients and connections, nothing shared
-with the caller's) ask a release's version tag and read its SBOMs, in the order ``watch`` will
+with the caller's) ask a release's version tag and read its SBOMs (of a platformed release, each
+declared platform's image's: ``Reader.release_sboms``), in the order ``watch`` will
 ask, at most ``WINDOW`` releases ahead of the furthest one it has reached and ``BUDGET`` bytes
 of SBOMs not yet taken. The answers are only
 a head start: ``watch`` still asks each tag itself, takes the SBOMs read ahead only for the
@@ -20,27 +21,30 @@ import threading
 from collections.abc import Callable
 
 from ..errors import VerifyFailed
+from ..manifest.platforms import Platform
 from ..oci.endpoint import Endpoint
-from .published import Reader
+from .published import Reader, ServedSboms
 
 WINDOW = 16  # releases read ahead of the furthest one watch has reached: memory stays bounded
 WORKERS = 2
 BUDGET = 256 << 20  # bytes of SBOMs held ahead: past it, workers wait (an SBOM may be 64 MiB)
 
+Wanted = tuple[str, str, str, tuple[Platform, ...]]  # ref, image, version tag, its platforms
+
 
 class ReadAhead:
-    """The SBOMs of ``wanted`` (ref, image, version tag), in that order, at ``ep``."""
+    """The SBOMs of ``wanted`` (ref, image, version tag, its platforms), in that order, at ``ep``."""
 
-    def __init__(self, make_reader: Callable[[], Reader], ep: Endpoint, wanted: list[tuple[str, str, str]],
+    def __init__(self, make_reader: Callable[[], Reader], ep: Endpoint, wanted: list[Wanted],
                  *, window: int | None = None, workers: int | None = None) -> None:  # fmt: skip
         self.ep = ep
         self._wanted = wanted
-        self._index = {ref: n for n, (ref, _, _) in enumerate(wanted)}
+        self._index = {w[0]: n for n, w in enumerate(wanted)}
         self._window = WINDOW if window is None else window
         self._lock = threading.Condition()
         self._next = 0  # the next of wanted a worker takes
         self._reached = -1  # the furthest of wanted watch has reached
-        self._done: dict[int, tuple[str, tuple[bytes, ...]]] = {}  # index → (digest, SBOMs)
+        self._done: dict[int, tuple[str, ServedSboms]] = {}  # index → (digest, its SBOMs)
         self._flying: set[int] = set()
         self._held = 0  # bytes of SBOMs read ahead and not taken
         self._stopped = False
@@ -61,10 +65,10 @@ class ReadAhead:
             if n > self._reached:
                 self._reached = n
                 for k in [k for k in self._done if k < n]:
-                    self._held -= sum(map(len, self._done.pop(k)[1]))
+                    self._held -= self._done.pop(k)[1].size
                 self._lock.notify_all()
 
-    def sboms(self, ref: str, digest: str) -> tuple[bytes, ...] | None:
+    def sboms(self, ref: str, digest: str) -> ServedSboms | None:
         """The SBOMs read ahead for ``ref`` if its tag served ``digest`` then (waiting for a read
         under way); None: read them yourself."""
         n = self._index.get(ref)
@@ -75,7 +79,7 @@ class ReadAhead:
                 self._lock.wait()
             got = self._done.pop(n, None)
             if got is not None:
-                self._held -= sum(map(len, got[1]))
+                self._held -= got[1].size
                 self._lock.notify_all()
         if got is None or got[0] != digest:
             return None
@@ -103,12 +107,12 @@ class ReadAhead:
                 n = self._next
                 self._next += 1
                 self._flying.add(n)
-            got: tuple[str, tuple[bytes, ...]] | None = None
+            got: tuple[str, ServedSboms] | None = None
             try:
-                _, image, tag = self._wanted[n]
+                _, image, tag, platforms = self._wanted[n]
                 digest = reader.served(self.ep, image, tag)
                 if digest is not None:
-                    got = (digest, reader.sboms(self.ep, image, digest))
+                    got = (digest, reader.release_sboms(self.ep, image, digest, platforms))
             except VerifyFailed:  # this release's SBOM is missing or damaged: watch says so
                 pass
             except Exception:  # anything else (a registry down, refused): stop; watch says why
@@ -120,6 +124,6 @@ class ReadAhead:
                     self._flying.discard(n)
                     if got is not None and n >= self._reached and not self._stopped:
                         self._done[n] = got
-                        self._held += sum(map(len, got[1]))
+                        self._held += got[1].size
                         self.read += 1
                     self._lock.notify_all()

@@ -44,6 +44,18 @@ class EndpointRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PlatformRecord:
+    """One platform's image of a platformed release (``platforms:``), as its index names it."""
+
+    platform: str  # linux/arm64
+    digest: str | None  # its image manifest's (None: its first push failed)
+    tested_image_id: str  # the config digest its smoke tests ran against
+    inputs_sha256: str
+    size: int = 0  # bytes a pull of it fetches: its config and layers, as published
+    attachments: dict[str, str] = field(default_factory=dict)  # its own SBOM, provenance, VEX…
+
+
+@dataclass(frozen=True, kw_only=True)
 class Promotion:
     """One set of endpoints that got the release by ``promote``: from which channel (a
     registries file), to which, and when."""
@@ -60,8 +72,8 @@ class ReleaseRecord:
     manifest: str
     manifest_sha256: str
     inputs_sha256: str
-    tested_image_id: str  # the config digest the smoke tests ran against
-    digest: str | None  # the manifest digest every endpoint serves
+    tested_image_id: str  # the config digest tested (a platformed release: its first platform's)
+    digest: str | None  # the manifest digest every endpoint serves (a platformed release: its index's)
     published_at: str
     complete: bool  # every endpoint verified
     floating_moved: tuple[str, ...]
@@ -81,9 +93,12 @@ class ReleaseRecord:
     # The performance evaluation (image/evaluation.py ``entry``): every round's figures of every
     # arm, the comparisons and what they concluded, or skipped and why; None when none ran.
     evaluation: dict[str, Any] | None = None
+    # A platformed release: each platform's image the index names, in the manifest's order
+    # (none for a release of linux/amd64 alone, whose record has no such key).
+    platforms: tuple[PlatformRecord, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:  # a release of one platform has no "platforms" key
+        return {k: v for k, v in asdict(self).items() if k != "platforms" or self.platforms}
 
     def gate(self) -> RecordedScan | None:
         """The gate's result as typed values (None: no release ran it). The record was checked
@@ -101,9 +116,11 @@ class ReleaseRecord:
         promotions = tuple(
             Promotion(**{**p, "endpoints": tuple(p["endpoints"])}) for p in data.get("promotions") or ()
         )
+        platforms = tuple(PlatformRecord(**{**p, "attachments": dict(p.get("attachments") or {})})
+                          for p in data.get("platforms") or ())  # fmt: skip
         return cls(**{**data, "endpoints": eps, "floating_moved": tuple(data["floating_moved"]),
                       "attachments": dict(data.get("attachments") or {}),
-                      "promotions": promotions})  # fmt: skip
+                      "promotions": promotions, "platforms": platforms})  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -267,6 +284,14 @@ SCHEMA: dict[str, Any] = {
             },
         }]},
         "evaluation": {"anyOf": [{"type": "null"}, EVALUATION_SCHEMA]},
+        "platforms": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["platform", "digest", "tested_image_id", "inputs_sha256"],
+            "properties": {"platform": _STR, "digest": _OPT_DIGEST, "tested_image_id": _DIGEST,
+                           "inputs_sha256": _STR, "size": {"type": "integer", "minimum": 0},
+                           "attachments": {"type": "object", "propertyNames": {"enum": list(ALL_KINDS)},
+                                           "additionalProperties": _DIGEST}},
+        }},
     },
 }  # fmt: skip
 

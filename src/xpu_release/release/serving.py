@@ -56,6 +56,8 @@ class StatusRow:
     documents: tuple[tuple[str, DocState], ...] = ()
     # The withdrawal in force at this endpoint (version tags only; None: not withdrawn here).
     withdrawn: Notice | None = None
+    # A platformed release's version tag: each declared platform's image the index names.
+    platforms: tuple[PlatformState, ...] = ()
 
     @property
     def matches(self) -> bool:
@@ -68,19 +70,36 @@ class StatusRow:
             "error_kind": self.error_kind, "attached": list(self.attached),
             "documents": dict(self.documents),
             "withdrawn": self.withdrawn.to_json() if self.withdrawn else None,
-        }  # fmt: skip
+        } | ({"platforms": [p.to_json() for p in self.platforms]} if self.platforms else {})  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformState:
+    """One platform's image of the index a version tag serves: its digest (None: the index names
+    none), whether the endpoint serves it, and its own documents (``DocState``)."""
+
+    platform: str
+    digest: str | None
+    served: bool
+    documents: tuple[tuple[str, DocState], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"platform": self.platform, "digest": self.digest, "served": self.served,
+                "documents": dict(self.documents)}  # fmt: skip
 
 
 def _document_states(
-    client: RegistryClient, repo: str, found: Referrers, record: ReleaseRecord | None
+    client: RegistryClient, repo: str, found: Referrers, attachments: dict[str, str] | None
 ) -> tuple[tuple[str, DocState], ...]:
+    """Each of our documents the referrers list, against ``attachments`` (the record's: kind →
+    artifact manifest digest; None: no record)."""
     out: list[tuple[str, DocState]] = []
     for kind in ALL_KINDS:
         listed = found.ours(kind)
         if not listed:
             continue
         digest = listed[0].digest
-        recorded = (record.attachments or {}).get(kind) if record else None
+        recorded = (attachments or {}).get(kind)
         manifest = client.get_manifest(repo, digest) if digest else None
         state: DocState = "ok"
         if manifest is None:
@@ -110,20 +129,42 @@ def status(pool: EndpointPool, record: ReleaseRecord | None) -> list[StatusRow]:
                 attached: tuple[str, ...] = ()
                 documents: tuple[tuple[str, DocState], ...] = ()
                 withdrawn: tuple[Notice, ...] = ()
+                platforms: tuple[PlatformState, ...] = ()
                 if served is not None and tag == spec.version:
                     found = list_referrers(client, pool.repo(t.endpoint), served)
-                    documents = _document_states(client, pool.repo(t.endpoint), found, record)
+                    documents = _document_states(client, pool.repo(t.endpoint), found,
+                                                 record.attachments if record else None)  # fmt: skip
                     attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
                     withdrawn = in_force(notices_in(client, pool.repo(t.endpoint), found))
+                    if spec.platformed:
+                        platforms = _platform_states(client, pool.repo(t.endpoint), served, pool, record)
             except ReleaseError as exc:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
                                 error=exc.message, error_kind=_kind(exc))  # fmt: skip
             else:
                 row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
-                                attached=attached, documents=documents,
+                                attached=attached, documents=documents, platforms=platforms,
                                 withdrawn=withdrawn[0] if withdrawn else None)  # fmt: skip
             rows.append(row)
     return rows
+
+
+def _platform_states(client: RegistryClient, repo: str, served: str, pool: EndpointPool,
+                     record: ReleaseRecord | None) -> tuple[PlatformState, ...]:  # fmt: skip
+    """Each declared platform's image of the index ``served`` (an image there: none named)."""
+    index = client.get_manifest(repo, served)
+    recorded = {p.platform: p.attachments for p in record.platforms} if record else {}
+    out = []
+    for platform in pool.spec.platforms:
+        entry = next((d for d in index.manifests if platform.matches(d.platform)), None) if index else None
+        there = entry is not None and client.head_manifest(repo, entry.digest) == entry.digest
+        documents: tuple[tuple[str, DocState], ...] = ()
+        if entry is not None and there:
+            found = list_referrers(client, repo, entry.digest)
+            documents = _document_states(client, repo, found, recorded.get(platform.name))
+        out.append(PlatformState(platform=platform.name, digest=entry.digest if entry else None,
+                                 served=there, documents=documents))  # fmt: skip
+    return tuple(out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +236,8 @@ def pull_published(pool: EndpointPool, inputs: str, engine: Engine, on_line: Sin
     version made from the same inputs gives it by digest (its image id; None: build it). It is
     smoke-tested like a build, and publish then finishes the other endpoints with that image."""
     spec = pool.spec
+    if spec.platformed:  # an index is served, not one image: each platform's is built
+        return None
     existing = engine.image(spec.ref)
     if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
         return None  # the build stage skips it

@@ -5,10 +5,10 @@ reads the ``ReleaseContext`` and what the stages before it handed on, and hands 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import PerformanceRegression, PublishError, ReleaseError, VerifyFailed
 from ..evidence.attest import Documents, image_sbom
@@ -25,6 +25,7 @@ from . import record as records
 from .context import Outcome, ReleaseContext, Status, done
 from .documents import gate_vex
 from .evaluate import evaluate_image, gate_failure, measured_before, references, remember
+from .indexpublish import PlatformBuild, publish_index
 from .notes import notes_path, render_notes
 from .plan import floating_tags, moving
 from .preflight import preflight as preflight_checks
@@ -35,6 +36,8 @@ from .serving import pull_published, status
 from .verify import verify as verify_blobs
 
 LANGUAGES = ("zh", "en")
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 def build(ctx: ReleaseContext, engine: Engine) -> Outcome[str]:
@@ -57,7 +60,8 @@ def test(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[None]:
         return Outcome(
             status=Status.SKIPPED, detail=f"{image_id[:19]} already passed these checks", value=None
         )
-    result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line)
+    result = smoke_test(ctx.repo.root, ctx.spec, ctx.inputs.lock, engine, on_line=ctx.on_line,
+                        platform=ctx.inputs.platform)  # fmt: skip
     return done(f"{result.passed} checks passed", None)
 
 
@@ -107,6 +111,33 @@ def scan(ctx: ReleaseContext, engine: Engine, image_id: str) -> Outcome[Evidence
     return Outcome(status=state, detail=gated.detail, value=Evidence(sbom=sbom, gated=gated))
 
 
+def platform_build(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> PlatformBuild:
+    """One platform's image of a platformed release (``ctx``: that platform's), as publish takes it."""
+    docs = documents(ctx, image_id, evidence)
+    return PlatformBuild(platform=ctx.inputs.platform, documents=docs, inputs=ctx.inputs.digest)
+
+
+def each(
+    pairs: Sequence[tuple[ReleaseContext, A]], run: Callable[[ReleaseContext, A], Outcome[T]]
+) -> Outcome[tuple[T, ...]]:
+    """One stage for every platform's image (``pairs``: each platform's context and what the stage
+    before handed on for it), in the manifest's order: the first failure stops it, its message
+    naming the platform; the report's line says each platform's outcome."""
+    outcomes = []
+    for ctx, value in pairs:
+        platform = ctx.inputs.platform
+        ctx.on_line(f"  {platform}")
+        try:
+            outcomes.append((platform, run(ctx, value)))
+        except ReleaseError as exc:
+            exc.message = f"{platform}: {exc.message}"
+            exc.args = (exc.message,)
+            raise
+    status = Status.DONE if any(o.status == Status.DONE for _, o in outcomes) else outcomes[0][1].status
+    detail = "; ".join(f"{p}: {o.detail}" for p, o in outcomes)
+    return Outcome(status=status, detail=detail, value=tuple(o.value for _, o in outcomes))
+
+
 def documents(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> Documents:
     """The documents publish attaches, from the SBOM the gate scanned and the VEX of its result."""
     vex = gate_vex(ctx.repo, ctx.spec, evidence.gated.result)
@@ -114,8 +145,17 @@ def documents(ctx: ReleaseContext, image_id: str, evidence: Evidence) -> Documen
                      sbom=evidence.sbom, builder=ctx.builder, vex=vex)  # fmt: skip
 
 
-def publish(ctx: ReleaseContext, engine: Engine, docs: Documents) -> Outcome[records.ReleaseRecord]:
-    result = publish_image(ctx.pool, engine, docs.image_id, ctx.inputs.digest, ctx.options, ctx.on_line, docs)
+def publish(
+    ctx: ReleaseContext, engine: Engine, docs: Documents | Sequence[PlatformBuild]
+) -> Outcome[records.ReleaseRecord]:
+    """The image (``docs``: its documents), or of a platformed release one index of every
+    platform's image (``docs``: each platform's build), at every endpoint."""
+    if isinstance(docs, Documents):
+        result = publish_image(
+            ctx.pool, engine, docs.image_id, ctx.inputs.digest, ctx.options, ctx.on_line, docs
+        )
+    else:
+        result = publish_index(ctx.pool, engine, docs, ctx.options, ctx.on_line, ctx.builder)
     if not result.complete:
         # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
         # record is written by the last stage.
@@ -140,7 +180,10 @@ def verify(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[None]:
         raise VerifyFailed(msg)
     # Every blob of the manifest exists at every endpoint with its size (`verify --deep`
     # hashes them too).
-    blobs = verify_blobs(ctx.pool, record.digest, deep=False, attachments=record.attachments)
+    platforms = {p.platform: p.attachments for p in record.platforms}
+    blobs = verify_blobs(
+        ctx.pool, record.digest, deep=False, attachments=record.attachments, platforms=platforms
+    )
     if not blobs.ok:
         listing = "\n".join(f"  {f.endpoint}: {f.what}: {f.problem}" for f in blobs.findings)
         msg = f"after publishing, blobs of {record.digest} are wrong:\n{listing}"
@@ -186,30 +229,37 @@ def preflight(ctx: ReleaseContext, connect: Callable[[], Engine]) -> Outcome[Non
 
 def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     """What each stage after the lock would do, as a dry run says it."""
-    spec, inputs, repo = ctx.spec, ctx.inputs.digest, ctx.repo
-    try:
-        existing = engine.image(spec.ref)
-    except ReleaseError:
-        existing = None
-    same = existing is not None and existing.labels.get(INPUTS_LABEL) == inputs
+    spec, repo = ctx.spec, ctx.repo
     plan = ctx.pool.plan
     moved = moving(spec, newest=ctx.options.move_floating, newest_of_line=ctx.options.move_line)
     stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
     floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
                                                                   if stay else "")  # fmt: skip
-    build_plan = (
-        f"up to date ({existing.id[:19]})" if same and existing else f"would build (inputs {inputs[:12]})"
-    )
+    builds = [(c.inputs.platform, _plan_of_build(c, engine)) for c in ctx.per_platform()]
+    build_plan = "; ".join(f"{p}: {b}" for p, b in builds) if ctx.each else builds[0][1]
+    index = f"one image index of {', '.join(p.name for p in spec.platforms)} at " if ctx.each else ""
     return [
         ("build", build_plan),
         ("test", "would run the smoke checks in a throwaway container"),
         ("evaluate", _plan_of_evaluation(ctx)),
         ("scan", plan_of_gate(ctx.gate)),
-        ("publish", "; ".join(t.version_ref for t in plan.targets) + floating),
+        ("publish", index + "; ".join(t.version_ref for t in plan.targets) + floating),
         ("verify", f"would check {len(plan.targets) * (1 + len(moved))} refs"),
         ("notes", ", ".join(repo.rel(notes_path(repo.root, spec, lang)) for lang in LANGUAGES)),
         ("record", repo.rel(records.default_path(repo.root, spec.image, spec.version))),
     ]
+
+
+def _plan_of_build(ctx: ReleaseContext, engine: Engine) -> str:
+    """Up to date (the engine holds an image of these inputs at the platform's tag), or would build."""
+    inputs = ctx.inputs.digest
+    try:
+        existing = engine.image(ctx.inputs.ref)
+    except ReleaseError:
+        existing = None
+    if existing is not None and existing.labels.get(INPUTS_LABEL) == inputs:
+        return f"up to date ({existing.id[:19]})"
+    return f"would build (inputs {inputs[:12]})"
 
 
 def _plan_of_evaluation(ctx: ReleaseContext) -> str:

@@ -43,6 +43,7 @@ from ..evidence.referrers import Referrers, attachment_of, list_referrers
 from ..evidence.signing import Verifier, open_envelope
 from ..guard.reading import loads
 from ..guard.shown import shown
+from ..manifest.platforms import Platform
 from ..oci.blobcheck import Source, check_copies
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
@@ -113,10 +114,12 @@ def _attachments(
     found: Referrers,
     expected: dict[str, str],
     key: Verifier | None = None,
+    required: tuple[Kind, ...] = KINDS,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
     """Problems with the attachments at one endpoint, and the blobs to check like the image's.
     With ``key``: the provenance (and the VEX) must be an envelope it signed, about the image it
-    is attached to, in each of cosign's layouts too (its bundle, its ``.att`` tag)."""
+    is attached to, in each of cosign's layouts too (its bundle, its ``.att`` tag). ``required``:
+    what must be attached (an image index has a provenance of its own, no SBOM)."""
     if not expected:
         return [("attachments", "no SBOM and no provenance are attached to the image")], []
     problems: list[tuple[str, str]] = []
@@ -126,7 +129,7 @@ def _attachments(
     for kind in ALL_KINDS:
         want = expected.get(kind)
         listed = [d.digest for d in found.ours(kind)]
-        if want is None and kind not in KINDS:
+        if want is None and kind not in required:
             continue  # the VEX, the bundles: only a release with a gate, a key
         if want is None:
             problems.append((kind, "not attached at the first endpoint, so not expected anywhere"))
@@ -212,6 +215,41 @@ def _att(client: RegistryClient, repo: str, subject: str, envelopes: dict[Kind, 
     return problems, manifest.blobs()
 
 
+def _ours(found: Referrers) -> dict[str, str]:
+    """kind → the artifact manifest of ours an endpoint lists of each kind (its first)."""
+    return {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
+
+
+def _platform_images(
+    at: Job, index: Manifest, platforms: tuple[Platform, ...], attached: dict[str, dict[str, str]],
+    key: Verifier | None,
+) -> tuple[list[Finding], list[Job]]:  # fmt: skip
+    """Each declared platform's image that the index ``at`` serves names: served there, an image
+    manifest, its blobs and its own attachments (checked as the release's are); ``attached``
+    learns a platform's from the first endpoint that shows them."""
+    ep, client, repo = at.endpoint, at.client, at.repo
+    findings: list[Finding] = []
+    jobs: list[Job] = []
+    for platform in platforms:
+        what = f"{platform} image"
+        entry = next((d for d in index.manifests if platform.matches(d.platform)), None)
+        try:
+            image = client.get_manifest(repo, entry.digest) if entry is not None else None
+            if image is None or image.is_index:
+                said = "names none" if entry is None else f"names {entry.digest}, not served as an image"
+                findings.append(Finding(endpoint=ep.name, what=what, problem=f"the index {said}"))
+                continue
+            found = list_referrers(client, repo, image.digest)
+            want = attached.setdefault(platform.name, _ours(found))
+            problems, blobs = _attachments(client, repo, found, want, key)
+        except ReleaseError as exc:
+            findings.append(Finding(endpoint=ep.name, what=what, problem=exc.message))
+            continue
+        findings += [Finding(endpoint=ep.name, what=f"{platform} {w}", problem=p) for w, p in problems]
+        jobs += [Job(ep, client, repo, d, size) for d, size in (*image.blobs(), *blobs)]
+    return findings, jobs
+
+
 def verify(
     endpoints: EndpointPool,
     digest: str | None,
@@ -221,15 +259,19 @@ def verify(
     key: Verifier | None = None,
     parallel: int = 8,
     on_line: Sink = lambda _: None,
+    platforms: dict[str, dict[str, str]] | None = None,
 ) -> VerifyReport:
     """Check every endpoint against ``digest`` (None: against what the first endpoint serves),
     and its attachments against ``attachments`` (kind → artifact manifest digest; None: those
-    of the first endpoint)."""
+    of the first endpoint). Of a platformed release, the index and each declared platform's
+    image it names, with that image's own attachments (``platforms``: the record's, platform →
+    kind → artifact manifest digest; a platform not in it: those of the first endpoint)."""
     plan, spec = endpoints.plan, endpoints.spec
     findings: list[Finding] = []
     jobs: list[Job] = []
     expected = digest
     attached = dict(attachments) if attachments is not None else None
+    by_platform = {k: dict(v) for k, v in (platforms or {}).items()}
     withdrawn: dict[str, None] = {}
     for t in plan.targets:
         ep = t.endpoint
@@ -247,18 +289,30 @@ def verify(
             findings.append(Finding(endpoint=ep.name, what=t.version_ref,
                                     problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
             continue
+        if manifest.is_index != spec.platformed:
+            said = "an image index" if manifest.is_index else "one image"
+            built = ", ".join(p.name for p in spec.platforms)
+            problem = f"serves {said}; {spec.ref} is built for {built}"
+            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=problem))
+            continue
         jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]
         try:
             found = list_referrers(client, repo, manifest.digest)
             if attached is None:
-                attached = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
-            problems, blobs = _attachments(client, repo, found, attached, key)
+                attached = _ours(found)
+            required: tuple[Kind, ...] = ("provenance",) if manifest.is_index else KINDS
+            problems, blobs = _attachments(client, repo, found, attached, key, required)
             withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
             continue
         findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
         jobs += [Job(ep, client, repo, d, size) for d, size in blobs]
+        if manifest.is_index:
+            found_images, image_jobs = _platform_images(Job(ep, client, repo, manifest.digest, 0), manifest,
+                                                        spec.platforms, by_platform, key)  # fmt: skip
+            findings += found_images
+            jobs += image_jobs
     on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
     tallies: dict[str, Tally] = {}
     for ep, *_, size in jobs:

@@ -155,7 +155,7 @@ class Watcher:
             except ReleaseError:  # said when it is asked about
                 continue
             if not support_state(spec, self.today).end_of_life:  # never asked about: not read either
-                wanted.append((ref, spec.image, spec.version))
+                wanted.append((ref, spec.image, spec.version, spec.platforms))
         if wanted and self.read_ahead_workers != 0:
             reader = self.reader
             self.ahead = ReadAhead(lambda: Reader(reader.registries, reader.credentials, reader.retry), ep,
@@ -231,8 +231,10 @@ class Watcher:
         statements, problem = self._statements(spec)
         sboms = 0
         try:
-            ahead = self.ahead.sboms(spec.ref, digest) if self.ahead is not None else None
-            payloads = ahead if ahead is not None else self.reader.sboms(ep, spec.image, digest)
+            served = self.ahead.sboms(spec.ref, digest) if self.ahead is not None else None
+            if served is None:  # not read ahead: read now (of an index, each platform's image's)
+                served = self.reader.release_sboms(ep, spec.image, digest, spec.platforms)
+            images, payloads = served.images, served.payloads
             packages = read_sboms(payloads, f"{ep.name}: {spec.ref}")
             sboms = len(payloads)
         except ReleaseError as exc:
@@ -242,7 +244,7 @@ class Watcher:
                 problems.append(problem)
             where = published_at(spec.image, self.reader.registries.publish_endpoints())
             result = scan_packages(spec, packages, self.advisories, statements, today=self.today,
-                                   digests=frozenset({digest}), repositories=where)  # fmt: skip
+                                   digests=frozenset({digest, *images}), repositories=where)  # fmt: skip
             excepted = sum(1 for f in result.findings if f.exception is not None)
             for f in result.findings:  # excepted ones too: an exception that expires keeps the day
                 seen[(f.ids[0], f.package.name)] = self._first_day(f, seen)

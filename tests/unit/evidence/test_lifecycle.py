@@ -19,6 +19,7 @@ from xpu_release.evidence.lifecycle import in_force, lifecycle_statement, make_n
 from xpu_release.evidence.referrers import artifact_manifest, attach, list_referrers
 from xpu_release.evidence.reuse import choose
 from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
+from xpu_release.oci.model import ImageManifest
 from xpu_release.oci.registry import RegistryClient
 
 from ..fake_registry import State, fake_registry
@@ -40,7 +41,8 @@ def lifecycle(end: date, *, signed: bool = False) -> Attachment:
 def test_the_lifecycle_document_is_laid_out_as_dotnets(signed: bool) -> None:
     doc = lifecycle(date(2026, 3, 31), signed=signed)
 
-    m = artifact_manifest(doc, SUBJECT, CREATED).image
+    m = artifact_manifest(doc, SUBJECT, CREATED).view
+    assert isinstance(m, ImageManifest)
 
     assert m.artifact_type == LIFECYCLE_TYPE == "application/vnd.microsoft.artifact.lifecycle"
     assert m.annotations[END_OF_LIFE_ANNOTATION] == "2026-03-31T00:00:00Z"
@@ -91,7 +93,8 @@ def test_a_notice_reads_back_as_written_and_is_dated_with_its_own_time() -> None
     att = withdrawal("2026-12-05T10:00:00Z")
 
     notice = read_notice(att)
-    m = artifact_manifest(att, SUBJECT, CREATED).image
+    m = artifact_manifest(att, SUBJECT, CREATED).view
+    assert isinstance(m, ImageManifest)
 
     assert notice is not None
     assert (notice.kind, notice.release, notice.at, notice.by, notice.reason) == (

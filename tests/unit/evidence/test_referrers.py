@@ -186,7 +186,8 @@ def test_status_says_what_each_listed_document_is(
     )  # fmt: skip
 
     def states(rec: ReleaseRecord | None) -> dict[str, str]:
-        return dict(_document_states(client, REPO, list_referrers(client, REPO, subject.digest), rec))
+        recorded = rec.attachments if rec is not None else None
+        return dict(_document_states(client, REPO, list_referrers(client, REPO, subject.digest), recorded))
 
     assert states(record) == {"sbom": "ok", "provenance": "ok"}
     other = replace(record, attachments={**record.attachments, "provenance": "sha256:" + "9" * 64})

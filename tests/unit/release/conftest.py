@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from xpu_release.release import readahead
+from xpu_release.release.readahead import ReadAhead
 
 from .published_kit import Calendar, World, world
 
@@ -24,3 +28,17 @@ def published(tmp_path: Path) -> Iterator[World]:
 def calendar(monkeypatch: pytest.MonkeyPatch) -> Calendar:
     """It is 2026-12-03 (noon UTC) for ``watch`` and ``patch``: the day the tests count SLAs to."""
     return Calendar(monkeypatch, "2026-12-03")
+
+
+@pytest.fixture
+def read_aheads(monkeypatch: pytest.MonkeyPatch) -> list[ReadAhead]:
+    """Every read-ahead ``watch`` makes during the test (one a run, none with ``--jobs 0``)."""
+    made: list[ReadAhead] = []
+    original = readahead.ReadAhead.__init__
+
+    def recording(self: ReadAhead, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(readahead.ReadAhead, "__init__", recording)
+    return made

@@ -136,18 +136,25 @@ def world(repo: Path, tmp_path: Path) -> Iterator[World]:
     engine = built_image(repo)
     advisories = tmp_path / "osv"
     advisories.mkdir()
+    with three_registries(tmp_path / "local.yaml") as (override, registries):
+        try:
+            yield World(root=repo, engine=engine, override=override, advisories=advisories,
+                        registries=registries)  # fmt: skip
+        finally:
+            use(before)
+    assert settings.cache == tmp_path / "cache"
+
+
+@contextmanager
+def three_registries(override: Path) -> Iterator[tuple[Path, dict[str, State]]]:
+    """Three fake registries (the public endpoint and two VPC regions) mapped by a registries
+    override written at ``override``; endpoint name → the fake behind it."""
     with ExitStack() as stack:
         (a, sa), (b, sb), (c, sc) = (stack.enter_context(fake_registry()) for _ in range(3))
-        override = tmp_path / "local.yaml"
         override.write_text(
             "registries:\n"
             "  hub: {host: '127.0.0.1:1', insecure: true}\n"
             f"  public: {{host: '{a}', insecure: true}}\n"
             f"  vpc: {{hosts: {{cn-beijing: '{b}', cn-wulanchabu: '{c}'}}, insecure: true}}\n"
         )
-        try:
-            yield World(root=repo, engine=engine, override=override, advisories=advisories,
-                        registries={"public": sa, "vpc/cn-beijing": sb, "vpc/cn-wulanchabu": sc})  # fmt: skip
-        finally:
-            use(before)
-    assert settings.cache == tmp_path / "cache"
+        yield override, {"public": sa, "vpc/cn-beijing": sb, "vpc/cn-wulanchabu": sc}

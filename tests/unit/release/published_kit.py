@@ -51,22 +51,7 @@ class World:
 
     def publish(self, image: str, version: str, sbom: bytes | None, *, salt: str = "") -> str:
         """``image:version`` served at its version tag with ``sbom`` attached (None: none)."""
-        config = json.dumps({"image": image, "version": version, "salt": salt}).encode()
-        body = json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "config": {
-                    "mediaType": "application/vnd.oci.image.config.v1+json",
-                    "digest": sha256_digest(config),
-                    "size": len(config),
-                },
-                "layers": [],
-            }
-        ).encode()
-        manifest = Manifest(
-            digest=sha256_digest(body), media_type="application/vnd.oci.image.manifest.v1+json", body=body
-        )
+        manifest = empty_image({"image": image, "version": version, "salt": salt})
         repo = f"{NS}/{image}"
         self.client.put_manifest(repo, manifest.digest, manifest)
         if sbom is not None:
@@ -83,10 +68,7 @@ class World:
 
     def serve_base(self, tag: str = "12", salt: str = "") -> str:
         """The base image's tag served at the hub, as a new digest for each ``salt``."""
-        body = json.dumps({"schemaVersion": 2, "base": BASE, "salt": salt}).encode()
-        manifest = Manifest(
-            digest=sha256_digest(body), media_type="application/vnd.oci.image.manifest.v1+json", body=body
-        )
+        manifest = empty_image({"base": BASE, "salt": salt})
         self.client.put_manifest(f"base/{BASE}", tag, manifest)
         return manifest.digest
 
@@ -163,6 +145,26 @@ class World:
             CPU, "25.03", self.publish(SDK, "2.13.0", sbom(("torch", "2.13.0+cpu"), ("filelock", "4.3.1")))
         )
         self.publish(CPU, "25.03", sbom(*TRAINING))
+
+
+def empty_image(config: dict[str, str]) -> Manifest:
+    """An image manifest of ``config`` and no layer."""
+    raw = json.dumps(config).encode()
+    body = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": sha256_digest(raw),
+                "size": len(raw),
+            },
+            "layers": [],
+        }
+    ).encode()
+    return Manifest(
+        digest=sha256_digest(body), media_type="application/vnd.oci.image.manifest.v1+json", body=body
+    )
 
 
 class Calendar:

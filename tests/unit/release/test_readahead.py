@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from xpu_release.errors import StackError, VerifyFailed
+from xpu_release.manifest.platforms import DEFAULT, Platform
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.release import readahead
-from xpu_release.release.readahead import ReadAhead
+from xpu_release.release.published import ServedSboms
+from xpu_release.release.readahead import ReadAhead, Wanted
 from xpu_release.release.watch import watch_all
 
 from .published_kit import CPU, SDK, World
@@ -44,17 +46,23 @@ class Registry:
                     registry.asked.append(tag)
                 return f"sha256:{tag}"
 
-            def sboms(self, ep: Endpoint, image: str, digest: str) -> tuple[bytes, ...]:
+            def release_sboms(
+                self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
+            ) -> ServedSboms:
                 tag = digest.removeprefix("sha256:")
                 if tag in registry.fail:
                     raise registry.fail[tag]
-                return (f"sbom-{tag}".encode(),)
+                return ServedSboms(images=(digest,), payloads=(f"sbom-{tag}".encode(),))
 
         return Reader()
 
 
-def wanted(n: int) -> list[tuple[str, str, str]]:
-    return [(f"img:{v}", "img", str(v)) for v in range(n)]
+def wanted(n: int) -> list[Wanted]:
+    return [(f"img:{v}", "img", str(v), DEFAULT) for v in range(n)]
+
+
+def payloads(served: ServedSboms | None) -> tuple[bytes, ...] | None:
+    return served.payloads if served is not None else None
 
 
 def settled(registry: Registry, count: int) -> list[str]:
@@ -70,7 +78,7 @@ def test_every_release_is_read_ahead_by_workers_with_readers_of_their_own() -> N
     registry = Registry()
     ahead = ReadAhead(registry.reader, EP, wanted(5), workers=2)
     try:
-        got = [ahead.sboms(f"img:{v}", f"sha256:{v}") for v in range(5)]
+        got = [payloads(ahead.sboms(f"img:{v}", f"sha256:{v}")) for v in range(5)]
     finally:
         ahead.close()
 
@@ -115,7 +123,7 @@ def test_workers_wait_while_the_sboms_held_ahead_pass_the_byte_budget(
     ahead = ReadAhead(registry.reader, EP, wanted(10), workers=1)
     try:
         before = settled(registry, 2)
-        taken = ahead.sboms("img:0", "sha256:0")  # 6 bytes fewer held: one more may be read
+        taken = payloads(ahead.sboms("img:0", "sha256:0"))  # 6 bytes fewer held: one more may be read
         after = settled(registry, 3)
     finally:
         ahead.close()
@@ -142,7 +150,7 @@ def test_a_release_with_a_damaged_sbom_is_skipped_and_the_rest_still_read_ahead(
     registry = Registry(fail={"1": VerifyFailed("public: img@sha256:1 has no SBOM attached")})
     ahead = ReadAhead(registry.reader, EP, wanted(4), workers=1)
     try:
-        got = [ahead.sboms(f"img:{v}", f"sha256:{v}") for v in range(4)]
+        got = [payloads(ahead.sboms(f"img:{v}", f"sha256:{v}")) for v in range(4)]
     finally:
         ahead.close()
 
@@ -163,17 +171,9 @@ def test_closing_ends_the_workers() -> None:
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_watch_answers_the_same_with_and_without_reading_ahead(
-    published: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+    published: World, tmp_path: Path, read_aheads: list[ReadAhead], workers: int
 ) -> None:
     published.advisory("CVE-2026-0009", "transformers", "4.50.0")
-    made: list[ReadAhead] = []
-    original = readahead.ReadAhead.__init__
-
-    def recording(self: ReadAhead, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(readahead.ReadAhead, "__init__", recording)
     watcher = published.watcher(tmp_path / "cache")
     watcher.keep_history = False
     watcher.read_ahead_workers = workers  # watch --jobs
@@ -185,5 +185,5 @@ def test_watch_answers_the_same_with_and_without_reading_ahead(
     answers = {w.ref: (w.state, [r.id for r in w.reasons], w.digest) for w in results}
     assert answers[f"{SDK}:2.13.0"][0] == "up to date"
     assert answers[f"{CPU}:25.03"][:2] == ("needs a patch", ["CVE-2026-0009"])
-    assert [a.read for a in made] == ([2] if workers else [])  # --jobs 0: no read-ahead at all
+    assert [a.read for a in read_aheads] == ([2] if workers else [])  # --jobs 0: no read-ahead at all
     assert watcher.ahead is None  # closed when the run ends

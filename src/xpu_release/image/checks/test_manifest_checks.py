@@ -15,6 +15,13 @@ def _python_json(host: Any, spec: dict[str, Any], script: str) -> Any:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def test_the_image_runs_as_the_platform_it_is_built_for(host: Any, spec: dict[str, Any]) -> None:
+    # An image of another platform runs here under emulation (binfmt_misc): `uname -m` names
+    # the machine its binaries are for, so a linux/arm64 image that is really x86-64 fails.
+    machine = host.run("uname -m").stdout.strip()
+    assert machine == spec["machine"], f"the image runs as {machine}; it is built for {spec['platform']}"
+
+
 def test_pin_is_installed_at_exactly_its_version(
     host: Any, spec: dict[str, Any], pin: dict[str, str]
 ) -> None:

@@ -1,0 +1,81 @@
+"""A release that names no platforms (every release before issue 43) does not change: its
+resolved manifest's hash, its lock's pins hash, its Dockerfile, its lock file and its inputs
+digest (the image's identity label) are byte for byte what they were before platforms existed,
+and so is the config normalization makes of a build (the image id). The figures below were
+computed by the code of the commit before platforms (ac98566) on this very repository."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from xpu_release.image.inputs import BuildInputs
+from xpu_release.image.lockfile import load_locks, pins_sha256
+from xpu_release.image.normalize import config_bytes, normalized_config
+from xpu_release.manifest import Repo
+from xpu_release.manifest.platforms import AMD64
+from xpu_release.manifest.registries import load_registries
+
+ROOT = Path(__file__).resolve().parents[3]
+
+BEFORE = {
+    "pytorch-cpu-sdk:2.13.0": {
+        "content": "1b684a26616920e9e4e870d9a37c545dfc017a8df0499cf32d563681d773728a",
+        "pins": "a1dccac5bd368ff813d90c2d204f345458245931347ae6c43e96a9c1ddbe9788",
+        "inputs": "199bc5748a6e6312c1d05ddbbd6990e938544b5f00641af24d094989e99b5747",
+        "dockerfile": "3f8b113b815c02b9273e804ef3b7c549a20f1cc3e2cfe9149afaf1ff58a571b1",
+        "lock": "f9838890141c3a553c1750629d8e9fd8380c716206cb7a6e2f5f6a730b6ee8b2",
+    },
+    "training-cpu-pytorch:25.03": {
+        "content": "8982d2ba4fdd2a05b320f3d1fa8eba6e7eb23a8387c4c06fe02357d567f29f95",
+        "pins": "f46b89d0b45c598a42ae6752057f57d630297e22f6226f77d71f5ad66fdc0f52",
+        "inputs": "6791ac7f88e2f17e02926cfb0cc5f266dbce8cbb4b763648e6b04d9fdcb3e081",
+        "dockerfile": "1b78a9199e27064d545e461b02a14d9b182bd6f020b8966ae130275a325d2aec",
+        "lock": "086e32f231a05c68e81dfe86a53054d6281e5b8f6ad94ea0eb71124410faa7a9",
+    },
+}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("ref", sorted(BEFORE))
+def test_a_release_without_platforms_is_what_it_was_before_platforms_existed(ref: str) -> None:
+    repo = Repo(ROOT)
+    spec = repo.load_ref(ref)
+    inputs = BuildInputs.read(ROOT, spec, load_registries(ROOT))
+    locks = load_locks(ROOT, spec)
+
+    assert spec.platforms == (AMD64,)
+    assert not locks.platformed
+    assert {
+        "content": spec.content_hash,
+        "pins": pins_sha256(spec),
+        "inputs": inputs.digest,
+        "dockerfile": sha(inputs.dockerfile.text),
+        "lock": sha(locks.render(spec)),
+    } == BEFORE[ref]
+    # the committed lock file itself reads back to the very bytes it holds
+    assert (
+        locks.render(spec) == (ROOT / "images" / spec.image / spec.version / "requirements.lock").read_text()
+    )
+
+
+# What the engine reports of a build on this x86-64 machine, and what normalization made of it
+# before platforms: its sha256 is the image id.
+RAW = {
+    "architecture": "amd64",
+    "os": "linux",
+    "config": {"Env": ["A=1"], "Labels": {"x": "y"}, "Cmd": ["/bin/sh"]},
+    "history": [{"created_by": "RUN x", "created": "2020"}, {"created_by": "ENV A=1", "empty_layer": True}],
+}
+CONFIG_BEFORE = "5f2d8925ff0d4b1fb3a8956b0cd571bda10b6a33a5df2f9aeb1c7f050944e7da"
+
+
+def test_the_config_of_a_linux_amd64_build_is_what_it_was_before_platforms() -> None:
+    made = config_bytes(normalized_config(RAW, ["sha256:" + "a" * 64], 1740787200, AMD64))
+
+    assert hashlib.sha256(made).hexdigest() == CONFIG_BEFORE
