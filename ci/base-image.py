@@ -1,6 +1,7 @@
 """Make the local stack's base image from a debootstrapped root, reproducibly.
 
-    python ci/base-image.py ROOTFS_TARBALL TAG
+    python ci/base-image.py ROOTFS_TARBALL TAG [ARCH]      make and load one platform's image
+    python ci/base-image.py --index TAG MEMBER_TAG...     put an index of pushed images at TAG
 
 Two runs on two machines that install the same Debian package versions give the same image id
 and, pushed by the same engine version, the same digest: what a lock pins stays valid on a fresh
@@ -13,9 +14,11 @@ is written as a normalized layer (sorted, mtimes clamped, no bytecode) under a f
 from __future__ import annotations
 
 import io
+import json
 import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from xpu_release.image import layers
@@ -65,7 +68,17 @@ def fix_tarball(source: Path, dest: Path) -> None:
                 out.addfile(m, io.BytesIO(data))
 
 
-def main(tarball: str, tag: str) -> None:
+# The platforms the stack's base is made for, as an image config and an index entry write them.
+PLATFORMS = {"amd64": {"architecture": "amd64", "os": "linux"},
+             "arm64": {"architecture": "arm64", "os": "linux", "variant": "v8"}}  # fmt: skip
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+
+
+def main(tarball: str, tag: str, arch: str = "amd64") -> None:
+    # The amd64 image's config is what it was before arm64 was made too (its digest is pinned by
+    # committed locks): arm64 adds its variant and names its debootstrap.
+    how = "debootstrap " + ("" if arch == "amd64" else f"--arch={arch} ") + "--variant=minbase"
     with tempfile.TemporaryDirectory(prefix="xpu-base-") as tmp_name:
         tmp = Path(tmp_name)
         raw = tmp / "raw.tar"
@@ -75,11 +88,10 @@ def main(tarball: str, tag: str) -> None:
         raw.unlink()
         config = config_bytes(
             {
-                "architecture": "amd64",
-                "os": "linux",
+                **PLATFORMS[arch],
                 "created": iso(EPOCH),
                 "config": {"Env": [f"PATH={PATH}"], "Cmd": ["/bin/bash"]},
-                "history": [{"created": iso(EPOCH), "created_by": "debootstrap --variant=minbase "
+                "history": [{"created": iso(EPOCH), "created_by": f"{how} "
                              "--include=python3,python3-venv bookworm (ci/local-stack.sh)"}],
                 "rootfs": {"type": "layers", "diff_ids": [diff_id]},
             }
@@ -88,5 +100,37 @@ def main(tarball: str, tag: str) -> None:
     print(sha256_digest(config))
 
 
+def _url(ref: str) -> str:
+    """http://HOST/v2/REPO/manifests/TAG of a plain-HTTP loopback registry's ``HOST/REPO:TAG``."""
+    host, _, path = ref.partition("/")
+    repo, _, tag = path.rpartition(":")
+    return f"http://{host}/v2/{repo}/manifests/{tag}"
+
+
+def index(tag: str, members: list[str]) -> None:
+    """Put a Docker manifest list at ``tag`` naming each member image (already pushed) with the
+    platform its config says; print the list's digest."""
+    entries = []
+    for member in members:
+        request = urllib.request.Request(_url(member), headers={"Accept": DOCKER_MANIFEST})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            body = answer.read()
+        manifest = json.loads(body)
+        config_url = _url(member).rsplit("/manifests/", 1)[0] + "/blobs/" + manifest["config"]["digest"]
+        with urllib.request.urlopen(config_url, timeout=30) as answer:
+            config = json.loads(answer.read())
+        platform = {k: config[k] for k in ("architecture", "os", "variant") if k in config}
+        entries.append({"mediaType": DOCKER_MANIFEST, "digest": sha256_digest(body), "size": len(body),
+                        "platform": platform})  # fmt: skip
+    body = json.dumps({"schemaVersion": 2, "mediaType": DOCKER_LIST, "manifests": entries}, indent=3).encode()
+    put = urllib.request.Request(_url(tag), data=body, method="PUT", headers={"Content-Type": DOCKER_LIST})
+    with urllib.request.urlopen(put, timeout=30):
+        pass
+    print(sha256_digest(body))
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1:2] == ["--index"]:
+        index(sys.argv[2], sys.argv[3:])
+    else:
+        main(*sys.argv[1:])

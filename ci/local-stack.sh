@@ -2,7 +2,8 @@
 # The local stack every build, smoke and publish test runs against: a real Docker engine and
 # real distribution registries on loopback, made from Debian's packages. Idempotent.
 #
-#   ci/local-stack.sh up       install what is missing, start engine + registries, seed the base image
+#   ci/local-stack.sh up       install what is missing, register arm64 emulation, start engine +
+#                              registries, seed the base image (an index of amd64 and arm64)
 #   ci/local-stack.sh env      print `export` lines for eval (DOCKER_HOST, XPU_RELEASE_REGISTRIES, ...)
 #   ci/local-stack.sh status   say what runs
 #   ci/local-stack.sh reset    wipe published data and images from earlier runs (keeps the base image)
@@ -69,6 +70,8 @@ ensure_packages() {
   command -v openssl >/dev/null || missing+=(openssl)
   command -v curl >/dev/null || missing+=(curl)
   command -v docker >/dev/null || missing+=(docker.io)
+  command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+  command -v update-binfmts >/dev/null || missing+=(binfmt-support)
   if ((${#missing[@]})); then
     [[ $(id -u) == 0 ]] || die "missing ${missing[*]}; run as root or install them"
     log "installing ${missing[*]}"
@@ -205,46 +208,78 @@ write_registries_override() {
   sed -i 's/\[cn-beijing cn-wulanchabu cn-shanghai\]/[cn-beijing, cn-wulanchabu, cn-shanghai]/' "$f"
 }
 
+# aarch64 binaries run here through qemu-user-static, registered with the fix-binary flag (F):
+# the kernel opens the emulator once, so it runs inside the engine's containers too, which have
+# no /usr/bin/qemu-aarch64-static of their own. The arm64 base and every arm64 build need it.
+ensure_emulation() {
+  local dir=/proc/sys/fs/binfmt_misc
+  if [[ ! -e "$dir/register" ]]; then
+    mount -t binfmt_misc binfmt_misc "$dir" 2>/dev/null || die "cannot mount $dir (binfmt_misc)"
+  fi
+  [[ -e "$dir/qemu-aarch64" ]] || update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 \
+    || die "could not register qemu-aarch64 with binfmt_misc (update-binfmts --enable qemu-aarch64)"
+  grep -q '^flags: .*F' "$dir/qemu-aarch64" \
+    || die "qemu-aarch64 is registered without the fix-binary flag (F): containers cannot run arm64"
+}
+
 # The base recipe: bump it when ci/base-image.py changes what it makes, so hubs seeded by an
-# older recipe are seeded again.
-BASE_RECIPE=2
+# older recipe are seeded again. 3: the base is an index of linux/amd64 and linux/arm64 (#43).
+BASE_RECIPE=3
+BASE_ARCHES=(amd64 arm64)
+
+base_tarball() {  # the debootstrapped root of one architecture (amd64 keeps its first name)
+  if [[ "$1" == amd64 ]]; then echo "$STACK/base/bookworm-python.tar"; else echo "$STACK/base/bookworm-python-$1.tar"; fi
+}
+
+debootstrap_base() {  # debootstrap_base ARCH: made once a machine, kept across resets
+  local arch="$1" tarball; tarball="$(base_tarball "$1")"
+  [[ -s "$tarball" ]] && return
+  local root="$STACK/base/rootfs-$arch" foreign=()
+  [[ "$arch" == amd64 ]] || foreign=(--arch="$arch")
+  log "debootstrap ($arch): a bookworm root with python3 and venv (amd64 about a minute, arm64 under emulation about six)"
+  rm -rf "$root" && mkdir -p "$root"
+  debootstrap "${foreign[@]}" --variant=minbase --include=python3,python3-venv bookworm "$root" "$DEBIAN_MIRROR" \
+    >"$STACK/base/debootstrap-$arch.log" 2>&1 || die "debootstrap ($arch) failed (see $STACK/base/debootstrap-$arch.log)"
+  # Trim what an image does not need: apt lists and caches, logs.
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+    "$root"/var/log/* "$root"/tmp/*
+  tar --numeric-owner -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+  rm -rf "$root"
+}
 
 seed_base() {
   local ref repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}" url
   ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
   url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
-  if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "$url" \
+  if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.list.v2+json' "$url" \
     && [[ "$(cat "$STACK/base/recipe" 2>/dev/null)" == "$BASE_RECIPE" ]]; then
     return
   fi
   mkdir -p "$STACK/base"
-  local tarball="$STACK/base/bookworm-python.tar"
-  if [[ ! -s "$tarball" ]]; then
-    log "debootstrap: a bookworm root with python3 and venv (about a minute)"
-    local root="$STACK/base/rootfs"
-    rm -rf "$root" && mkdir -p "$root"
-    debootstrap --variant=minbase --include=python3,python3-venv bookworm "$root" "$DEBIAN_MIRROR" \
-      >"$STACK/base/debootstrap.log" 2>&1 || die "debootstrap failed (see $STACK/base/debootstrap.log)"
-    # Trim what an image does not need: apt lists and caches, logs.
-    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-      "$root"/var/log/* "$root"/tmp/*
-    tar --numeric-owner -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-    rm -rf "$root"
-  fi
-  # Reproducible: the same Debian packages give the same image on any machine (ci/base-image.py),
-  # so the digest a committed lock pins is the one a fresh stack serves.
-  log "seeding $ref"
-  local python="$HERE/../.venv/bin/python"
+  local python="$HERE/../.venv/bin/python" arch members=()
   [[ -x "$python" ]] || python=python3
-  DOCKER_HOST="$(engine_host)" "$python" "$HERE/base-image.py" "$tarball" "$ref" >/dev/null \
-    || die "could not make the base image from $tarball"
-  DOCKER_HOST="$(engine_host)" docker push -q "$ref" >/dev/null
+  for arch in "${BASE_ARCHES[@]}"; do
+    debootstrap_base "$arch"
+    # Reproducible: the same Debian packages give the same image on any machine (ci/base-image.py),
+    # so the digest a committed lock pins is the one a fresh stack serves.
+    log "seeding $ref-$arch"
+    DOCKER_HOST="$(engine_host)" "$python" "$HERE/base-image.py" "$(base_tarball "$arch")" "$ref-$arch" "$arch" \
+      >/dev/null || die "could not make the $arch base image from $(base_tarball "$arch")"
+    DOCKER_HOST="$(engine_host)" docker push -q "$ref-$arch" >/dev/null
+    members+=("$ref-$arch")
+  done
+  # The tag the manifests name serves an index of both (a lock of linux/amd64 alone pins the
+  # amd64 image through it, as before); each platform's image stays at its own tag too.
+  log "seeding $ref (an index of ${BASE_ARCHES[*]})"
+  "$python" "$HERE/base-image.py" --index "$ref" "${members[@]}" >/dev/null \
+    || die "could not put the base index at $ref"
   echo "$BASE_RECIPE" >"$STACK/base/recipe"
 }
 
 cmd_up() {
   mkdir -p "$STACK" && chmod 755 "$STACK"
   ensure_packages
+  ensure_emulation
   start_engine
   make_certs
   make_auth
