@@ -164,22 +164,11 @@ def add_payload(root: Path, url: str, sha256: str, gib: float) -> None:
     path.write_text(text.replace("components:\n", component))
 
 
-def one_round(tmp: Path, payload: tuple[str, str, float] | None) -> dict[str, float]:
+def own_registries(tmp: Path) -> Path:
+    """Four empty registries of Debian's docker-registry on free loopback ports (stopped by
+    stop_registries), as a registries file: the stack's hub serves the base."""
     from bench.watch import start_registry
 
-    root = tmp / "repo"
-    for name in ("manifests", "images", "templates", "schema"):
-        shutil.copytree(ROOT / name, root / name)
-    shutil.copy(ROOT / "registries.yaml", root / "registries.yaml")
-    if payload:
-        add_payload(root, *payload)
-        subprocess.run([sys.executable, "-m", "xpu_release", "--root", str(root), "render", CPU],
-                       check=True, capture_output=True)  # fmt: skip
-    cache = tmp / "cache"
-    cache.mkdir()
-    if (host_cache() / "blobs").is_dir():  # the download cache warm, nothing else
-        shutil.copytree(host_cache() / "blobs", cache / "blobs")
-    env = {**os.environ, "XPU_RELEASE_CACHE": str(cache), "XPU_RELEASE_ARTIFACT_TOKEN": TOKEN}
     hosts = []
     for name in ("public", "cn-beijing", "cn-wulanchabu", "cn-shanghai"):
         (tmp / name).mkdir()
@@ -195,6 +184,31 @@ def one_round(tmp: Path, payload: tuple[str, str, float] | None) -> dict[str, fl
         f"    hosts: {{cn-beijing: '{hosts[1]}', cn-wulanchabu: '{hosts[2]}', cn-shanghai: '{hosts[3]}'}}\n"
         "  hub: {host: '127.0.0.1:15000', namespace: base, insecure: true}\n"
     )
+    return regs
+
+
+def stop_registries() -> None:
+    for proc in REGISTRIES:
+        proc.terminate()
+        proc.wait()
+    REGISTRIES.clear()
+
+
+def one_round(tmp: Path, payload: tuple[str, str, float] | None) -> dict[str, float]:
+    root = tmp / "repo"
+    for name in ("manifests", "images", "templates", "schema"):
+        shutil.copytree(ROOT / name, root / name)
+    shutil.copy(ROOT / "registries.yaml", root / "registries.yaml")
+    if payload:
+        add_payload(root, *payload)
+        subprocess.run([sys.executable, "-m", "xpu_release", "--root", str(root), "render", CPU],
+                       check=True, capture_output=True)  # fmt: skip
+    cache = tmp / "cache"
+    cache.mkdir()
+    if (host_cache() / "blobs").is_dir():  # the download cache warm, nothing else
+        shutil.copytree(host_cache() / "blobs", cache / "blobs")
+    env = {**os.environ, "XPU_RELEASE_CACHE": str(cache), "XPU_RELEASE_ARTIFACT_TOKEN": TOKEN}
+    regs = own_registries(tmp)
     osv = tmp / "osv"
     osv.mkdir()
     # A stack whose debootstrap met other Debian versions: re-pinned here, parents first (the
@@ -245,10 +259,7 @@ def main() -> None:
             try:
                 rounds.append(one_round(Path(tmp), payload))
             finally:  # the round's registries, however it ended
-                for proc in REGISTRIES:
-                    proc.terminate()
-                    proc.wait()
-                REGISTRIES.clear()
+                stop_registries()
         print(f"round {n + 1}: cold {rounds[-1]['cold']:.1f} s, patch {rounds[-1]['patched']:.1f} s, "
               f"ratio {rounds[-1]['ratio']:.3f}", flush=True)  # fmt: skip
     median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
