@@ -1,8 +1,9 @@
 """The GitLab pipelines, run by a runner: gitlab-ci-local (pinned; ci/test.sh installs it from
 the npm registry) with its shell executor, against the local stack.
 
-- The tag pipeline's `release` job releases the tagged fixture image: served at every endpoint,
-  the record and the notes in the job's artifacts.
+- The tag pipeline's `release` job, after the job per platform it needs (`--needs`), releases
+  the tagged fixture image: served at every endpoint, the record and the notes in the job's
+  artifacts.
 - The merge-request fan-out: `changed --gitlab-pipeline` is generated in the project as the
   `changed` job would, and that child pipeline is run. gitlab-ci-local does not run `trigger:`
   jobs (the parent's `build-changed`), so the child file is run directly, with `--file`.
@@ -19,23 +20,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..needs import missing
+from ..gitlab_runner import as_checkout, gitlab_ci_local
 from .conftest import ROOT, Cli
 from .test_publish import REF, registries_file, served
 
 pytestmark = pytest.mark.integration
 
-GCL = ROOT / ".cache" / "gitlab-ci-local" / "node_modules" / ".bin" / "gitlab-ci-local"
 PROJECT_FILES = ("pyproject.toml", "README.md", ".gitlab-ci.yml", "registries.yaml")
 PROJECT_DIRS = ("src", "ci", "schema", "templates")
 HIGH = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"
 FIXED_IN_1_17 = {"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.17.0"}]}
-
-
-def _gitlab_ci_local() -> Path:
-    if not GCL.is_file():
-        missing(f"gitlab-ci-local is not installed at {GCL}: ci/test.sh installs it")
-    return GCL
 
 
 def _project(tested: Cli, dst: Path) -> Path:
@@ -49,14 +43,7 @@ def _project(tested: Cli, dst: Path) -> Path:
         shutil.copytree(ROOT / name, dst / name, ignore=ignore)
     for name in ("manifests", "images"):  # the generic in-image checks come with src
         shutil.copytree(tested.root / name, dst / name, ignore=ignore)
-    git = ["git", "-C", str(dst), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "fixture"], check=True)
-    # gitlab-ci-local derives CI_PROJECT_* from the remote. assumed: a GitLab project's address.
-    subprocess.run([*git, "remote", "add", "origin", "https://gitlab.example.invalid/xpu/xpu-release.git"],
-                   check=True)  # fmt: skip
-    return dst
+    return as_checkout(dst)
 
 
 def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = None,
@@ -69,7 +56,7 @@ def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = No
         (project / ".gitlab-ci-local-variables.yml").write_text(yaml.safe_dump(variables))
     job_env = {k: v for k, v in tested.env.items() if k != "XPU_RELEASE_ROOT"}  # the job finds its checkout
     return subprocess.run(
-        [str(_gitlab_ci_local()), "--shell-executor-no-image", *args],
+        [str(gitlab_ci_local()), "--shell-executor-no-image", *args],
         cwd=project, env={**job_env, **(env or {})}, capture_output=True, text=True, timeout=1200,
         check=False,
     )  # fmt: skip
@@ -102,11 +89,18 @@ def test_the_gitlab_tag_pipeline_releases_the_tagged_image_under_a_runner(
     mirror = _osv_mirror(tmp_path / "osv-mirror")  # the job fetches its advisories from here
 
     listed = _run(tested, project, "--list", variables=tag)
-    run = _run(tested, project, "release", variables=tag,
+    # `release` with the jobs it needs: a job per platform (issue 43), then the release.
+    run = _run(tested, project, "release", "--needs", variables=tag,
                env={"XPU_RELEASE_REGISTRIES": str(regs), "OSV_BASE_URL": mirror.as_uri()})  # fmt: skip
 
     assert "release" in listed.stdout
+    assert "release-platform: [linux/amd64,docker]" in listed.stdout
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    # 1.0 is for linux/amd64 alone: its job builds, tests, scans and hands on the image, which the
+    # release loads; the linux/arm64 job has nothing to do and passes.
+    assert f"saved {REF} (linux/amd64) to out/images/linux-amd64.tar" in run.stdout
+    assert f"{REF} does not declare linux/arm64: nothing to build for it" in run.stdout
+    assert f"Loaded image: {REF}" in run.stdout
     record = json.loads((project / "out" / "releases" / "xpu-fixture" / "1.0.json").read_text())
     assert record["complete"] is True
     assert set(served(tested, regs, "1.0").values()) == {record["digest"]}

@@ -19,7 +19,10 @@ from .app import (
 
 @cli.command("from-tag")
 @click.argument("tag")
-@json_option("The ref, image and version as JSON on stdout.")
+@json_option(
+    "The ref, image, version and platforms as JSON on stdout: each platform the manifest declares "
+    "with its slug (linux-arm64) and its image's tag in the engine (local_ref), for a CI job per platform."
+)
 @pass_state
 def from_tag(state: State, tag: str, as_json: bool) -> None:
     """Map a pushed git tag (NAME/VERSION or NAME-VERSION) to NAME:VERSION.
@@ -29,13 +32,17 @@ def from_tag(state: State, tag: str, as_json: bool) -> None:
       xpu-release from-tag training-xpu-pytorch/25.03
       xpu-release from-tag refs/tags/training-xpu-pytorch-25.03 --json
     """
-    from ..manifest import parse_ref
     from ..manifest.triggers import ref_from_tag
 
     ref = ref_from_tag(state.repo, tag)
     if as_json:
-        image, version = parse_ref(ref)
-        _emit_json({"tag": tag, "ref": ref, "image": image, "version": version})
+        spec = state.repo.load_ref(ref)
+        platforms = [
+            {"platform": p.name, "slug": p.slug, "local_ref": p.local_ref(ref)} for p in spec.platforms
+        ]
+        _emit_json(
+            {"tag": tag, "ref": ref, "image": spec.image, "version": spec.version, "platforms": platforms}
+        )
     else:
         click.echo(ref)
 

@@ -71,7 +71,7 @@ def test_quiet_leaves_only_errors_and_data(repo: Path) -> None:
     ("args", "keys"),
     [
         (["validate"], {"checked", "valid", "problems", "notices"}),
-        (["from-tag", "training-cpu-pytorch/25.03"], {"tag", "ref", "image", "version"}),
+        (["from-tag", "training-cpu-pytorch/25.03"], {"tag", "ref", "image", "version", "platforms"}),
         (["render", "--all", "--check"], {"stale", "checked", "current"}),
     ],
 )

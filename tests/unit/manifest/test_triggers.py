@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ..helpers import run, write_manifest
+from ..image.kit import KIT
 
 
 def git(root: Path, *args: str) -> None:
@@ -52,6 +53,24 @@ def test_from_tag_fails_clearly(repo: Path, tag: str, code: int, message: str) -
 
     assert result.exit_code == code
     assert message in result.stderr
+
+
+def test_from_tag_json_names_each_declared_platform_for_a_ci_job_each(repo: Path) -> None:
+    """CI's tag pipeline runs a job per platform of the tagged release: ``from-tag --json`` lists
+    them in the manifest's order, each with the tag its image has in the engine."""
+    write_manifest(repo, "kit", "25.03", KIT)
+
+    platformed = run(repo, "from-tag", "kit/25.03", "--json")
+    single = run(repo, "from-tag", "training-cpu-pytorch/25.03", "--json")
+
+    assert platformed.exit_code == 0, platformed.stderr
+    assert json.loads(platformed.stdout)["platforms"] == [
+        {"platform": "linux/amd64", "slug": "linux-amd64", "local_ref": "kit:25.03"},
+        {"platform": "linux/arm64", "slug": "linux-arm64", "local_ref": "kit:25.03-arm64"},
+    ]
+    assert json.loads(single.stdout)["platforms"] == [  # no platforms: linux/amd64 alone
+        {"platform": "linux/amd64", "slug": "linux-amd64", "local_ref": "training-cpu-pytorch:25.03"}
+    ]
 
 
 def test_changed_lists_a_bumped_manifest_and_its_children(gitrepo: Path) -> None:
