@@ -262,6 +262,10 @@ def main() -> None:
                 stop_registries()
         print(f"round {n + 1}: cold {rounds[-1]['cold']:.1f} s, patch {rounds[-1]['patched']:.1f} s, "
               f"ratio {rounds[-1]['ratio']:.3f}", flush=True)  # fmt: skip
+        # Each round's stages as it ends (a run stopped early keeps what it measured).
+        cold, patch = STAGES.get("cold", {}), STAGES.get("patch", {})
+        pairs = (f"{k} {cold.get(k, 0):.1f}/{patch.get(k, 0):.1f}" for k in dict.fromkeys([*cold, *patch]))
+        print("  stages (cold / patch): " + ", ".join(pairs), flush=True)
     median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     ratio = median["ratio"]
     low, high = min(r["ratio"] for r in rounds), max(r["ratio"] for r in rounds)
