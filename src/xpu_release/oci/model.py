@@ -132,10 +132,12 @@ class ImageIndex:
 
 @dataclass(frozen=True, kw_only=True)
 class ImageConfig:
-    """What is read of an image's config: its labels and its layers' diff_ids."""
+    """What is read of an image's config: its labels, its layers' diff_ids and its platform
+    (``os``, ``architecture``, ``variant``: "" where it says none)."""
 
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
     diff_ids: tuple[str, ...] = ()
+    platform: Platform = Platform(architecture="", os="")
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -275,4 +277,8 @@ def parse_config(body: bytes, *, what: str, error: Fail = DamagedFileError) -> I
     if len(diff_ids) > limits.MAX_DESCRIPTORS:
         msg = f"{what}: rootfs.diff_ids has {len(diff_ids)} entries; the limit is {limits.MAX_DESCRIPTORS}"
         raise error(msg)
-    return ImageConfig(labels=MappingProxyType(dict(labels)), diff_ids=tuple(diff_ids))
+    # a platform field that is no string says no platform: it matches none (verify says so)
+    platform = Platform(
+        **{k: v if isinstance(v := data.get(k), str) else "" for k in ("architecture", "os", "variant")}
+    )
+    return ImageConfig(labels=MappingProxyType(dict(labels)), diff_ids=tuple(diff_ids), platform=platform)

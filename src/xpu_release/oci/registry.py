@@ -62,9 +62,11 @@ class Manifest:
     def read(cls, body: bytes, *, digest: str, media_type: str, what: str, error: Fail) -> Manifest:
         """A manifest read from outside: parsed now, so that a damaged one is ``error`` naming
         ``what`` (a layout's damage, a registry's wrong answer), never a crash further on. The
-        media type is the one it was served with, else the one it states."""
+        media type is the one it states, else the one it was served with (a registry that
+        serves it as another type does not make it one: copies and index entries say what the
+        bytes are)."""
         view = parse(body, what=what, error=error)
-        media = media_type if is_media_type(media_type) else view.media_type
+        media = next((m for m in (view.media_type, media_type) if is_media_type(m)), view.media_type)
         manifest = cls(digest=digest, media_type=media, body=body)
         manifest.__dict__["view"] = view  # the cached_property below, filled with what was checked
         return manifest

@@ -6,7 +6,9 @@ production). No rebuild, no engine: the very bytes staging serves, proven where 
 
 In the order publish keeps:
 
-1. **refusals**, before anything is copied: staging must serve one digest at the version tag;
+1. **refusals**, before anything is copied: staging must serve one digest at the version tag,
+   the release's shape (one image, or of a platformed release an index naming each declared
+   platform's image once, each served as an image of that platform: ``platformindex.py``);
    a withdrawal in force there or at a target (exit 16); a failed gate (the record's scan says failed, or an
    exception in the release's VEX was due for review before today: the gate's conclusion no
    longer holds; exit 14); a target whose version tag holds another image (exit 9);
@@ -37,6 +39,7 @@ from ..oci.registry import Manifest
 from ..progress import Sink
 from .mirror import MirrorReport, mirror
 from .plan import Target
+from .platformindex import platform_images, shape_problem
 from .pool import EndpointPool, version_served
 from .record import EndpointRecord, Promotion, ReleaseRecord
 from .sides import RegistrySide
@@ -90,14 +93,23 @@ def not_withdrawn(staging: EndpointPool, target: EndpointPool, digest: str, *, t
 def refusals(
     source: RegistrySide, image: Manifest, record: ReleaseRecord | None, today: date, target: EndpointPool
 ) -> None:
-    """The image staging serves is the recorded release (exit 7), and its gate did not fail and
-    still holds (exit 14)."""
+    """The image staging serves is the recorded release, served as a release of its platforms
+    is (exit 7), and its gate did not fail and still holds (exit 14)."""
     ref = target.spec.ref
     if record is not None and record.digest != image.digest:
         msg = (f"{ref}: staging serves {image.digest} at its version tag, but the release record says "
                f"{record.digest} was tested and published; nothing was promoted (an image that is not the "
                "tested release is never promoted: release it again, or promote with the --record of "
                "the release staging serves)")  # fmt: skip
+        raise VerifyFailed(msg)
+    problem = shape_problem(image, target.spec)
+    wrong = [f"{image.digest} {problem}"] if problem else []
+    if image.is_index and not problem:
+        wrong = [f"{what}: {why}" for what, why in platform_images(source.client, source.repo, image,
+                                                                   target.spec.platforms)[0]]  # fmt: skip
+    if wrong:
+        msg = "\n".join([f"{ref}: staging does not serve it as it is released; nothing was promoted:",
+                         *(f"  {source.name}: {w}" for w in wrong)])  # fmt: skip
         raise VerifyFailed(msg)
     if record is not None and (record.scan or {}).get("status") == "failed":
         msg = f"{ref} failed its vulnerability gate (its release record says so); nothing was promoted"

@@ -151,8 +151,8 @@ class Publisher:
         base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
         self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
         current = self.tags.current(first, image_id, self.platform)
-        if current is not None and current.config_digest == image_id:
-            return current  # TagRules.current checked it is the tested image, layers and all
+        if current is not None and self.tags.is_tested(first, current, image_id):
+            return current  # the tested image, layers and all, whatever --allow-overwrite allowed
         self.on_line(f"pushing {first.endpoint.prefix}/{self.spec.image}")
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.

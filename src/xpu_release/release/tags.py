@@ -94,6 +94,12 @@ class TagRules:
             return "it is an image index (several platforms), not the tested image"
         return self._image_not_ours(target, manifest, image_id)
 
+    def is_tested(self, target: Target, manifest: Manifest, image_id: str) -> bool:
+        """``manifest`` at ``target`` is the tested image ``image_id`` itself, config and layers:
+        what a push may keep instead of pushing it again (``--allow-overwrite`` lets a tag hold
+        other content; it never makes that content the tested image)."""
+        return not manifest.is_index and self._image_not_ours(target, manifest, image_id) is None
+
     def _image_not_ours(self, target: Target, manifest: Manifest, image_id: str) -> str | None:
         if manifest.config_digest != image_id:
             return f"its config is {manifest.config_digest}, the tested image is {image_id}"

@@ -48,6 +48,7 @@ from ..oci.blobcheck import Source, check_copies
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient
 from ..progress import Sink, Tally
+from .platformindex import platform_images, shape_problem
 from .pool import EndpointPool
 
 CHUNK = 1 << 20
@@ -224,26 +225,21 @@ def _platform_images(
     at: Job, index: Manifest, platforms: tuple[Platform, ...], attached: dict[str, dict[str, str]],
     key: Verifier | None,
 ) -> tuple[list[Finding], list[Job]]:  # fmt: skip
-    """Each declared platform's image that the index ``at`` serves names: served there, an image
-    manifest, its blobs and its own attachments (checked as the release's are); ``attached``
-    learns a platform's from the first endpoint that shows them."""
+    """The index ``at`` serves as an index of each declared platform's image (``platformindex``:
+    each named once, nothing else, of its size, its config saying its platform), and each of
+    those images served there: its blobs and its own attachments (checked as the release's are);
+    ``attached`` learns a platform's from the first endpoint that shows them."""
     ep, client, repo = at.endpoint, at.client, at.repo
-    findings: list[Finding] = []
+    problems, images = platform_images(client, repo, index, platforms)
+    findings = [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
     jobs: list[Job] = []
-    for platform in platforms:
-        what = f"{platform} image"
-        entry = next((d for d in index.manifests if platform.matches(d.platform)), None)
+    for platform, image in images:
         try:
-            image = client.get_manifest(repo, entry.digest) if entry is not None else None
-            if image is None or image.is_index:
-                said = "names none" if entry is None else f"names {entry.digest}, not served as an image"
-                findings.append(Finding(endpoint=ep.name, what=what, problem=f"the index {said}"))
-                continue
             found = list_referrers(client, repo, image.digest)
             want = attached.setdefault(platform.name, _ours(found))
             problems, blobs = _attachments(client, repo, found, want, key)
         except ReleaseError as exc:
-            findings.append(Finding(endpoint=ep.name, what=what, problem=exc.message))
+            findings.append(Finding(endpoint=ep.name, what=f"{platform} image", problem=exc.message))
             continue
         findings += [Finding(endpoint=ep.name, what=f"{platform} {w}", problem=p) for w, p in problems]
         jobs += [Job(ep, client, repo, d, size) for d, size in (*image.blobs(), *blobs)]
@@ -289,10 +285,8 @@ def verify(
             findings.append(Finding(endpoint=ep.name, what=t.version_ref,
                                     problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
             continue
-        if manifest.is_index != spec.platformed:
-            said = "an image index" if manifest.is_index else "one image"
-            built = ", ".join(p.name for p in spec.platforms)
-            problem = f"serves {said}; {spec.ref} is built for {built}"
+        problem = shape_problem(manifest, spec)
+        if problem is not None:
             findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=problem))
             continue
         jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]

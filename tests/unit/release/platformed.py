@@ -33,8 +33,10 @@ from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.oci.members import Blob, CompressedMap, blob_file, spool_dir
 from xpu_release.oci.registry import RegistryClient
 from xpu_release.oci.store import remember_config
-from xpu_release.release.indexpublish import PlatformBuild
+from xpu_release.release.indexpublish import PlatformBuild, publish_index
 from xpu_release.release.pool import EndpointPool
+from xpu_release.release.publish import Options
+from xpu_release.release.record import ReleaseRecord
 from xpu_release.settings import Settings, current, use
 
 from ..fake_registry import State
@@ -140,6 +142,12 @@ class World:
             inputs = self.engine.images[image_id]["Config"]["Labels"][INPUTS_LABEL]
             out.append(PlatformBuild(platform=p, documents=docs, inputs=inputs))
         return out
+
+    def published(self) -> ReleaseRecord:
+        """kit:25.03 published at every endpoint (``publish_index``, default options), its record."""
+        record = publish_index(self.pool(), self.engine, self.builds(), Options(), lambda _: None, "test")  # type: ignore[arg-type]
+        assert record.complete, record.endpoints
+        return record
 
 
 def logged_in(registries: Registries) -> CredentialStore:
