@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from xpu_release.oci.transport import RetryPolicy
 from xpu_release.secrets import forget_all
 
 STACK_ENVIRONMENT = (
@@ -26,3 +27,11 @@ def _no_stack_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     forget_the_stack(monkeypatch)
     yield
     forget_all()  # a test's passwords are hidden in its own output only, not in the next test's
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries follow one another at once: a test of what a command says when a registry does
+    not answer makes every attempt the command's policy makes, without waiting out its backoff
+    (about 5 s with the default policy)."""
+    monkeypatch.setattr(RetryPolicy, "delay", lambda _self, _attempt, _retry_after: 0.0)
