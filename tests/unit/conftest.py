@@ -1,4 +1,7 @@
-"""Unit tests see only the repository's own registries file, whatever the shell exported."""
+"""Unit tests see only the repository's own registries file, whatever the shell exported; and
+jsonschema, which test modules import as they are collected, compiles rfc3987's IRI grammars when
+an IRI is first checked, as in the commands (``record._defer_iri_grammars``), not in each
+worker's collection (about 1 s of CPU a worker)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from xpu_release.oci.transport import RetryPolicy
+from xpu_release.release import record
 from xpu_release.secrets import forget_all
+
+record._defer_iri_grammars()
 
 STACK_ENVIRONMENT = (
     "XPU_RELEASE_REGISTRIES",
