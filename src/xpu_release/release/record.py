@@ -413,8 +413,10 @@ def _defer_iri_grammars() -> None:
         return getattr(real(), attr)
 
     stand_in = types.ModuleType(name, "rfc3987_syntax, imported when first used (see record.py)")
-    # its submodules load from the real package; any other name is looked up there (PEP 562)
+    # its submodules load from the real package; any other name is looked up there (PEP 562),
+    # but not __file__, which tools read of every module (Hypothesis's scan for constants did)
     vars(stand_in).update(
-        __path__=list(found.submodule_search_locations), is_valid_syntax=is_valid_syntax, __getattr__=rest
-    )
+        __path__=list(found.submodule_search_locations), __file__=found.origin,
+        is_valid_syntax=is_valid_syntax, __getattr__=rest,
+    )  # fmt: skip
     sys.modules[name] = stand_in

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.image.lock import lock_path, resolve
+from xpu_release.image.lock import lock_path
 from xpu_release.manifest import Repo
 
 from ..helpers import write_manifest
-from ..image.test_lock_keeps_pins import wheel
+from ..image.test_lock_keeps_pins import first_lock, wheel
 from ..release.published_kit import Calendar, World, sbom, world
 from ..release.test_lifecycle_publish import released  # noqa: F401  (a fixture: publish with a fake engine)
 from ..release.test_patch import KIT, kit_manifest
@@ -51,7 +51,7 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calendar: Calendar) -> 
         spec = Repo(w.root).load(KIT, "1.0")
         lock_path(w.root, spec).parent.mkdir(parents=True)
         lock_path(w.root, spec).write_text(
-            resolve(spec, base=f"debian/bookworm-python:12@{digest}").render(spec)
+            first_lock(spec, house, f"debian/bookworm-python:12@{digest}").render(spec)
         )
         for name, version, *needs in [("alpha", "2.0", "beta"), ("beta", "1.1"), ("beta", "1.2")]:
             wheel(house, name, version, *needs)

@@ -168,7 +168,7 @@ def test_headers_that_trickle_are_stopped_like_a_body_that_trickles() -> None:
     box: dict[str, BaseException] = {}
     with evil_registry(_trickles_headers) as (host, stopped):
         ep = Endpoint(registry="public", role="public", region=None, host=host, namespace="ns", insecure=True)
-        policy = RetryPolicy(attempts=1, base_delay=0.0, max_delay=0.0, timeout=3.0, pace=QUICK)
+        policy = RetryPolicy(attempts=1, base_delay=0.0, max_delay=0.0, timeout=1.0, pace=QUICK)
         client = RegistryClient(ep, None, policy)
 
         def get() -> None:
@@ -179,7 +179,7 @@ def test_headers_that_trickle_are_stopped_like_a_body_that_trickles() -> None:
 
         worker = threading.Thread(target=get, daemon=True)
         worker.start()
-        worker.join(15)  # the pace's deadline is 2 s, the socket's timeout 3 s
+        worker.join(15)  # the pace's deadline is 2 s, the socket's timeout 1 s (ten header bytes)
         hung = worker.is_alive()
         stopped.set()  # the answer ends: the worker sees its end
         worker.join(10)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import Result
 
 from xpu_release.cli import cli
 from xpu_release.manifest.order import build_order
+
+from ..helpers import check_jsonschema
 
 ROOT = Path(__file__).resolve().parents[3]
 PIPELINES = [ROOT / ".github" / "workflows" / "release.yml", ROOT / ".gitlab-ci.yml"]
@@ -132,17 +133,14 @@ def test_the_pull_request_build_has_a_job_for_every_wave_of_this_repository() ->
 # --- GitLab: the merge request fans out through a generated child pipeline ------------------
 
 
-def _gitlab_schema_check(path: Path) -> subprocess.CompletedProcess[str]:
+def _gitlab_schema_check(path: Path) -> Result:
     """GitLab's own CI schema, as check-jsonschema vendors it (offline)."""
-    return subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.gitlab-ci", str(path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    return check_jsonschema("--builtin-schema", "vendor.gitlab-ci", str(path))
 
 
 def test_the_gitlab_file_passes_gitlabs_ci_schema() -> None:
     result = _gitlab_schema_check(ROOT / ".gitlab-ci.yml")
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.exit_code == 0, result.output
 
 
 def test_the_gitlab_merge_request_runs_the_generated_child_pipeline() -> None:
@@ -179,7 +177,7 @@ def test_the_child_pipeline_has_a_job_per_release_each_after_the_job_of_its_base
         "xpu-release build pytorch-cpu-sdk:2.13.0", "xpu-release test pytorch-cpu-sdk:2.13.0"]  # fmt: skip
     assert "# assumed:" in text
     result = _gitlab_schema_check(tmp_path / "child.yml")
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.exit_code == 0, result.output
 
 
 def test_a_base_that_did_not_change_is_not_waited_for(tmp_path: Path) -> None:
@@ -197,12 +195,16 @@ def test_with_nothing_changed_the_child_pipeline_still_has_a_job_and_passes(tmp_
     (tmp_path / "child.yml").write_text(text)
 
     assert list(yaml.safe_load(text)) == ["stages", "nothing changed"]
-    assert _gitlab_schema_check(tmp_path / "child.yml").returncode == 0
+    assert _gitlab_schema_check(tmp_path / "child.yml").exit_code == 0
 
 
 def test_the_gitlab_schema_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "bad.yml").write_text("build:\n  stage: [not, a, string]\n  script: 42\n")
-    assert _gitlab_schema_check(tmp_path / "bad.yml").returncode != 0
+    result = _gitlab_schema_check(tmp_path / "bad.yml")
+
+    assert result.exit_code == 1, result.output
+    assert "Schema validation errors were encountered" in result.output
+    assert "$.build.script: 42 is not" in result.output
 
 
 # --- promotion: by hand, in a protected environment ---------------------------------------------

@@ -6,6 +6,7 @@ These run pip's own resolver against a local wheelhouse of generated wheels (no 
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -13,20 +14,54 @@ from pathlib import Path
 import pytest
 
 from xpu_release.image.lock import Kept, earlier_lock, lock_path, resolve
-from xpu_release.manifest import Repo
+from xpu_release.image.lockfile import Lock, pins_sha256
+from xpu_release.manifest import ImageSpec, Repo
 
 from ..helpers import write_manifest
 
 
 def wheel(house: Path, name: str, version: str, *requires: str) -> None:
-    """A pure-Python wheel that installs nothing but says what it needs."""
+    """A pure-Python wheel that installs nothing but says what it needs (the same bytes for the
+    same arguments: its members are dated 2026-01-01)."""
     dist = f"{name}-{version}.dist-info"
     with zipfile.ZipFile(house / f"{name}-{version}-py3-none-any.whl", "w") as whl:
         needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
-        whl.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}")
         tags = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        whl.writestr(f"{dist}/WHEEL", tags)
-        whl.writestr(f"{dist}/RECORD", "")
+        for member, text in [
+            ("METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}"),
+            ("WHEEL", tags),
+            ("RECORD", ""),
+        ]:
+            whl.writestr(zipfile.ZipInfo(f"{dist}/{member}", date_time=(2026, 1, 1, 0, 0, 0)), text)
+
+
+# The first locks of the fixtures, by what pip resolved them from (the wheels' bytes, the pins,
+# the floors, the base): the house they were resolved in, and the lock.
+_FIRST_LOCKS: dict[tuple[object, ...], tuple[str, Lock]] = {}
+
+
+def first_lock(spec: ImageSpec, house: Path, base: str) -> Lock:
+    """``resolve(spec, base=base)`` for a manifest whose only source is the wheelhouse ``house``
+    of ``wheel``'s making, as a fixture's starting lock: pip resolves once a worker for each set
+    of wheels and pins (half a second of CPU), and a later wheelhouse holding the same wheels
+    gets that lock moved to it (its wheels' URLs, and the pins' hash, which names the house)."""
+    assert spec.pip_find_links == (str(house),), "the wheelhouse only"
+    assert not spec.pip_index_url, "the wheelhouse only"
+    wheels = tuple(sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in house.iterdir()))
+    pins = tuple((c.id, c.pin) for c in spec.of_kind("pip"))
+    kind = (wheels, pins, spec.pip_constraints, base)
+    if kind not in _FIRST_LOCKS:
+        _FIRST_LOCKS[kind] = (house.as_uri(), resolve(spec, base=base))
+    made_in, lock = _FIRST_LOCKS[kind]
+    here = house.as_uri()
+    layers = tuple(
+        replace(
+            layer, packages=tuple(replace(p, url=here + p.url.removeprefix(made_in)) for p in layer.packages)
+        )
+        for layer in lock.layers
+    )
+    assert all(p.url.startswith(made_in + "/") for layer in lock.layers for p in layer.packages), lock
+    return replace(lock, layers=layers, pins_sha256=pins_sha256(spec))
 
 
 def manifest(house: Path, version: str, extends: str | None, **pins: str) -> str:
@@ -63,7 +98,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     write_manifest(root, "kit", "1.0", manifest(house, "1.0", None, gamma="1.0", alpha="1.0"))
     spec = Repo(root).load_ref("kit:1.0")
     lock_path(root, spec).parent.mkdir(parents=True)
-    lock_path(root, spec).write_text(resolve(spec, base=BASE).render(spec))
+    lock_path(root, spec).write_text(first_lock(spec, house, BASE).render(spec))
     wheel(house, "beta", "1.1")
     return root, house
 
@@ -160,8 +195,6 @@ def test_a_constraint_raises_a_kept_pin_to_its_floor_and_no_further(repo: tuple[
 
 
 def test_constraints_are_a_fact_of_the_lock_and_none_leaves_earlier_locks_current() -> None:
-    from xpu_release.image.lockfile import Lock, pins_sha256
-
     root = Path(__file__).resolve().parents[3]
     spec = Repo(root).load_ref("training-cpu-pytorch:25.03")
     committed = Lock.parse(lock_path(root, spec).read_text(), "committed")

@@ -282,6 +282,7 @@ def test_an_alias_in_the_registries_file_is_named_as_that_files_mistake(repo: Pa
     assert "in manifests" not in result.stderr
 
 
+@pytest.mark.usefixtures("no_backoff")
 def test_lock_check_with_no_registry_answering_is_exit_10(repo: Path, tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[3]
     lock = "images/training-cpu-pytorch/25.03/requirements.lock"

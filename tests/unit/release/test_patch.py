@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.image.lock import lock_path, resolve
+from xpu_release.image.lock import lock_path
 from xpu_release.manifest import Repo
 
 from ..helpers import run, write_manifest
-from ..image.test_lock_keeps_pins import wheel
+from ..image.test_lock_keeps_pins import first_lock, wheel
 from .published_kit import World, sbom, world
 
 KIT = "kit"
@@ -48,7 +48,7 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         spec = Repo(w.root).load(KIT, "1.0")
         lock_path(w.root, spec).parent.mkdir(parents=True)
         lock_path(w.root, spec).write_text(
-            resolve(spec, base=f"debian/bookworm-python:12@{digest}").render(spec)
+            first_lock(spec, house, f"debian/bookworm-python:12@{digest}").render(spec)
         )
         for name, version, *needs in [("alpha", "2.0", "beta"), ("beta", "1.1"), ("beta", "1.2")]:
             wheel(house, name, version, *needs)  # published since kit 1.0 was locked

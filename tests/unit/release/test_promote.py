@@ -26,8 +26,9 @@ from xpu_release.release.record import read
 
 from ..evidence.test_sign_only_ours import key
 from ..helpers import run
-from .line import LOGIN, PASSWORD, Channel, channel, image_of, manifests, publish, recorded
+from .line import LOGIN, PASSWORD, Channel, channel, held, hold, image_of, manifests, publish, recorded
 
+ROOT = Path(__file__).resolve().parents[3]
 VERSIONS = ["1.0", "1.1"]
 SIGNER = key()
 
@@ -72,19 +73,32 @@ def evidence(ch: Channel, version: str, spool: Path, review_by: str = "2099-01-0
         findable(client, repo, image, [foreign])
 
 
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, object]], dict[str, str]]:
+    """What staging's endpoints hold once demo 1.0 and 1.1 are released there (signed, gated,
+    with a support date), made once for this module (0.7 s of CPU); and the digests."""
+    tmp = tmp_path_factory.mktemp("staged")
+    with channel(ROOT, tmp, "staging", "staging") as staging:
+        digests = publish(staging, VERSIONS, tmp / "spool").digests
+        for v in VERSIONS:
+            evidence(staging, v, tmp / "spool")
+        return held(staging), digests
+
+
 @pytest.fixture
-def channels(repo: Path, tmp_path: Path) -> Iterator[tuple[Channel, Channel, dict[str, str]]]:
-    """demo 1.0 and 1.1 released to staging (signed, gated, with a support date); production
-    serves nothing of them."""
+def channels(
+    repo: Path, tmp_path: Path, staged: tuple[dict[str, dict[str, object]], dict[str, str]]
+) -> Iterator[tuple[Channel, Channel, dict[str, str]]]:
+    """demo 1.0 and 1.1 released to staging (signed, gated, with a support date): fresh fakes
+    holding what ``staged`` made; production serves nothing of them."""
     manifests(repo, VERSIONS)
+    contents, digests = staged
     with (
         channel(repo, tmp_path, "staging", "staging") as staging,
         channel(repo, tmp_path, "production") as prod,
     ):
-        digests = publish(staging, VERSIONS, tmp_path / "spool").digests
-        for v in VERSIONS:
-            evidence(staging, v, tmp_path / "spool")
-        yield staging, prod, digests
+        hold(staging, contents)
+        yield staging, prod, dict(digests)
 
 
 def promote(staging: Channel, prod: Channel, ref: str = "demo:1.1", *more: str) -> tuple[int, str, str]:
