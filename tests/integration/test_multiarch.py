@@ -43,11 +43,16 @@ def multiarch(fixture_cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tup
     """xpu-fixture:3.0 released once for the module, to a namespace of its own."""
     if not Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists():
         pytest.fail("no binfmt handler for aarch64 (qemu-user-static): ci/local-stack.sh registers it")
-    platformed_fixture(fixture_cli)
+    # In a copy of the session's repository: a 3.0 there would be the newest version of
+    # xpu-fixture for every later test, and their releases of 1.0 would move no `latest`.
+    root = tmp_path_factory.mktemp("multiarch-repo") / "repo"
+    shutil.copytree(fixture_cli.root, root, symlinks=True)
+    cli = Cli(root=root, env=fixture_cli.env)
+    platformed_fixture(cli)
     regs = registries_file(tmp_path_factory.mktemp("multiarch") / "regs.yaml", "a" + uuid.uuid4().hex[:10])
-    result = fixture_cli.run("--registries", str(regs), "release", REF, "--json", timeout=3600)
+    result = cli.run("--registries", str(regs), "release", REF, "--json", timeout=3600)
     assert result.returncode == 0, result.stderr
-    return fixture_cli, regs, json.loads(result.stdout)["record"]
+    return cli, regs, json.loads(result.stdout)["record"]
 
 
 def test_one_index_of_both_platforms_at_every_endpoint(multiarch: tuple[Cli, Path, dict[str, Any]]) -> None:
