@@ -2,7 +2,7 @@
 write into a cache folder of their own, never the user's (a release engineer's cache, or the
 stack's that `ci/local-stack.sh reset` is emptying at the same moment); and jsonschema, which test
 modules import as they are collected, compiles rfc3987's IRI grammars when an IRI is first
-checked, as in the commands (``record._defer_iri_grammars``), not in each worker's collection
+checked, as in the commands (``release.iri.defer_iri_grammars``), not in each worker's collection
 (about 1 s of CPU a worker)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from xpu_release.oci.transport import RetryPolicy
-from xpu_release.release import record
+from xpu_release.release.iri import defer_iri_grammars
 from xpu_release.secrets import forget_all
 from xpu_release.settings import CACHE_ENV, Settings, use
 
@@ -26,7 +26,7 @@ atexit.register(shutil.rmtree, _CACHE, True)
 os.environ[CACHE_ENV] = _CACHE
 use(Settings.from_env(os.environ))
 
-record._defer_iri_grammars()
+defer_iri_grammars()
 
 STACK_ENVIRONMENT = (
     "XPU_RELEASE_REGISTRIES",

@@ -20,6 +20,7 @@ from ..guard.shown import shown
 from ..guard.writing import write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
 from ..jsontext import readable
+from .iri import defer_iri_grammars
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -360,7 +361,7 @@ def read(path: Path) -> ReleaseRecord:
 def is_evaluation(data: Any) -> bool:
     """``data`` has the shape of the record's ``evaluation`` (a kept one is taken again only
     then)."""
-    _defer_iri_grammars()
+    defer_iri_grammars()
     from jsonschema import Draft202012Validator
 
     return bool(Draft202012Validator(EVALUATION_SCHEMA).is_valid(data))
@@ -368,7 +369,7 @@ def is_evaluation(data: Any) -> bool:
 
 def _shape_problem(data: Any) -> str | None:
     """The first way ``data`` differs from ``SCHEMA`` (None: it is a record)."""
-    _defer_iri_grammars()
+    defer_iri_grammars()
     from jsonschema import Draft202012Validator
 
     errors = sorted(Draft202012Validator(SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
@@ -383,40 +384,3 @@ def _shape_problem(data: Any) -> str | None:
         return f"{where + ': ' if where else ''}has no {', '.join(missing)}"
     said = first.message if len(first.message) <= 160 else first.message[:157] + "..."
     return f"{where or 'the document'}: {said}"
-
-
-def _defer_iri_grammars() -> None:
-    """Let ``import jsonschema`` cost 0.1 s, not 1.1 s: its format checker imports
-    ``rfc3987_syntax`` (pulled in by cyclonedx-python-lib's validation extra), which compiles three
-    Earley parsers of the IRI grammar as it is imported. A record has no IRI to check, so the first
-    import gets a stand-in whose checks import the real module when first called: the SBOM's
-    ``iri-reference`` fields are still checked, at the first one, in the process that makes it."""
-    import importlib
-    import importlib.util
-    import sys
-    import types
-
-    name = "rfc3987_syntax"
-    if "jsonschema" in sys.modules or name in sys.modules:
-        return
-    found = importlib.util.find_spec(name)
-    if found is None or found.submodule_search_locations is None:
-        return
-
-    def real() -> types.ModuleType:
-        return importlib.import_module(f"{name}.syntax_helpers")  # what its __init__ re-exports
-
-    def is_valid_syntax(term: str, value: str) -> bool:  # the one name jsonschema imports
-        return bool(real().is_valid_syntax(term, value))
-
-    def rest(attr: str) -> Any:
-        return getattr(real(), attr)
-
-    stand_in = types.ModuleType(name, "rfc3987_syntax, imported when first used (see record.py)")
-    # its submodules load from the real package; any other name is looked up there (PEP 562),
-    # but not __file__, which tools read of every module (Hypothesis's scan for constants did)
-    vars(stand_in).update(
-        __path__=list(found.submodule_search_locations), __file__=found.origin,
-        is_valid_syntax=is_valid_syntax, __getattr__=rest,
-    )  # fmt: skip
-    sys.modules[name] = stand_in
