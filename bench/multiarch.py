@@ -16,6 +16,10 @@ first platform only; bench/evaluate.py measures it). Prints a table and writes
 bench/results/multiarch.json. The suite's own multi-architecture test uses the small fixture
 image (tests/integration/test_multiarch.py): the full family under emulation takes too long for
 every run.
+
+On an x86 machine it stops at the SDK's arm64 smoke test (2026-12-06): torch's aarch64 wheel
+crashes on import under qemu-user (oneDNN's xbyak_aarch64 finds no midr_el1 in sysfs), so the
+release fails closed, as it must; the family's arm64 image needs an arm64 runner.
 """
 
 from __future__ import annotations
