@@ -36,13 +36,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
+import random
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -96,9 +99,6 @@ TOKEN = "bench-patch-" + os.urandom(8).hex()  # the payload server's bearer toke
 def make_payload(folder: Path, gib: float) -> tuple[Path, str]:
     """A tar.gz of ``gib`` GiB of incompressible bytes (64 MiB files, a fixed seed): the same
     bytes every run. Returns the file and its sha256."""
-    import random
-    import tarfile
-
     path = folder / f"payload-{gib}g.tar.gz"
     rng = random.Random(43)
     left = int(gib * 2**30)
@@ -108,7 +108,7 @@ def make_payload(folder: Path, gib: float) -> tuple[Path, str]:
             size = min(left, 64 * 2**20)
             info = tarfile.TarInfo(f"lib/part-{n:03d}.so")
             info.size, info.mtime, info.mode = size, 0, 0o644
-            tar.addfile(info, _Bytes(rng.randbytes(size)))
+            tar.addfile(info, io.BytesIO(rng.randbytes(size)))
             left -= size
             n += 1
     digest = hashlib.sha256()
@@ -116,16 +116,6 @@ def make_payload(folder: Path, gib: float) -> tuple[Path, str]:
         while chunk := fh.read(2**22):
             digest.update(chunk)
     return path, digest.hexdigest()
-
-
-class _Bytes:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.data) if n < 0 else self.at + n
-        out, self.at = self.data[self.at : end], min(end, len(self.data))
-        return out
 
 
 def serve_payload(path: Path) -> str:
