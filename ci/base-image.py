@@ -18,13 +18,13 @@ import json
 import sys
 import tarfile
 import tempfile
-import urllib.request
 from pathlib import Path
 
 from xpu_release.image import layers
 from xpu_release.image.engine import Engine
 from xpu_release.image.normalize import config_bytes, iso, load_image
-from xpu_release.oci.registry import sha256_digest
+from xpu_release.oci.endpoint import Endpoint
+from xpu_release.oci.registry import DOCKER_LIST, Manifest, RegistryClient, sha256_digest
 
 # assumed: the base's SOURCE_DATE_EPOCH, 2025-03-01T00:00:00Z (the first release it serves).
 EPOCH = 1740787200
@@ -71,8 +71,6 @@ def fix_tarball(source: Path, dest: Path) -> None:
 # The platforms the stack's base is made for, as an image config and an index entry write them.
 PLATFORMS = {"amd64": {"architecture": "amd64", "os": "linux"},
              "arm64": {"architecture": "arm64", "os": "linux", "variant": "v8"}}  # fmt: skip
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 
 
 def main(tarball: str, tag: str, arch: str = "amd64") -> None:
@@ -100,11 +98,13 @@ def main(tarball: str, tag: str, arch: str = "amd64") -> None:
     print(sha256_digest(config))
 
 
-def _url(ref: str) -> str:
-    """http://HOST/v2/REPO/manifests/TAG of a plain-HTTP loopback registry's ``HOST/REPO:TAG``."""
+def _client(ref: str) -> tuple[RegistryClient, str, str]:
+    """Our registry client for a plain-HTTP loopback registry's ``HOST/REPO:TAG`` (its answers
+    bounded and checked as every client's), the repository and the tag."""
     host, _, path = ref.partition("/")
     repo, _, tag = path.rpartition(":")
-    return f"http://{host}/v2/{repo}/manifests/{tag}"
+    hub = Endpoint(registry="hub", role="base", region=None, host=host, namespace="", insecure=True)
+    return RegistryClient(hub, None), repo, tag
 
 
 def index(tag: str, members: list[str]) -> None:
@@ -112,20 +112,18 @@ def index(tag: str, members: list[str]) -> None:
     platform its config says; print the list's digest."""
     entries = []
     for member in members:
-        request = urllib.request.Request(_url(member), headers={"Accept": DOCKER_MANIFEST})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            body = answer.read()
-        manifest = json.loads(body)
-        config_url = _url(member).rsplit("/manifests/", 1)[0] + "/blobs/" + manifest["config"]["digest"]
-        with urllib.request.urlopen(config_url, timeout=30) as answer:
-            config = json.loads(answer.read())
+        client, repo, ref = _client(member)
+        manifest = client.get_manifest(repo, ref)
+        if manifest is None:
+            sys.exit(f"{member} is not served")
+        config = json.loads(client.blob_bytes(repo, manifest.config_digest))
         platform = {k: config[k] for k in ("architecture", "os", "variant") if k in config}
-        entries.append({"mediaType": DOCKER_MANIFEST, "digest": sha256_digest(body), "size": len(body),
+        size = len(manifest.body)
+        entries.append({"mediaType": manifest.media_type, "digest": manifest.digest, "size": size,
                         "platform": platform})  # fmt: skip
     body = json.dumps({"schemaVersion": 2, "mediaType": DOCKER_LIST, "manifests": entries}, indent=3).encode()
-    put = urllib.request.Request(_url(tag), data=body, method="PUT", headers={"Content-Type": DOCKER_LIST})
-    with urllib.request.urlopen(put, timeout=30):
-        pass
+    client, repo, ref = _client(tag)
+    client.put_manifest(repo, ref, Manifest(digest=sha256_digest(body), media_type=DOCKER_LIST, body=body))
     print(sha256_digest(body))
 
 
