@@ -48,15 +48,17 @@ def _project(tested: Cli, dst: Path) -> Path:
 
 def _run(tested: Cli, project: Path, *args: str, env: dict[str, str] | None = None,
          variables: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """gitlab-ci-local in ``project``. The job's shell inherits this environment, as a
-    self-hosted runner's jobs inherit the runner's: the stack's engine, docker config and
+    """gitlab-ci-local in ``project``, each job in a checkout of its own (``--shell-isolation``:
+    the project's tracked files copied, as a runner clones; what a job hands on goes through
+    its artifacts, and jobs of one stage do not share a folder). The job's shell inherits this
+    environment, as a self-hosted runner's jobs inherit the runner's: the stack's engine, docker config and
     registries, the artifact token (a secret: never in argv). ``variables`` are the pipeline's
     (gitlab-ci-local's variables file; it turns a value that names a file into a file variable)."""
     if variables:
         (project / ".gitlab-ci-local-variables.yml").write_text(yaml.safe_dump(variables))
     job_env = {k: v for k, v in tested.env.items() if k != "XPU_RELEASE_ROOT"}  # the job finds its checkout
     return subprocess.run(
-        [str(gitlab_ci_local()), "--shell-executor-no-image", *args],
+        [str(gitlab_ci_local()), "--shell-executor-no-image", "--shell-isolation", *args],
         cwd=project, env={**job_env, **(env or {})}, capture_output=True, text=True, timeout=1200,
         check=False,
     )  # fmt: skip
@@ -188,7 +190,15 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
     assert step["why"]  # every reason it was patched for
     notes = (project / "out" / "releases" / "xpu-fixture" / "1.0.1.en.md").read_text()
     assert "CVE-2099-0201" in notes
+    # Each job runs in a checkout of its own: the patch's files came back as the job's artifacts,
+    # not yet committed, and the next scheduled run's checkout does not have them.
+    untracked = subprocess.run(["git", "-C", str(project), "status", "--porcelain", "--", "manifests"],
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "?? manifests/xpu-fixture/1.0.1.yaml" in untracked
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
     assert not (project / "manifests" / "xpu-fixture" / "1.0.2.yaml").exists()
-    assert quiet["patched"] == []
+    assert quiet["patched"] == []  # the registry says 1.0.1 is published: 1.0 is not patched again
+    (was,) = [r for r in quiet["releases"] if r["ref"] == REF]
+    assert (was["state"], was["superseded_by"]) == ("superseded", "xpu-fixture:1.0.1")
+    assert was["uncommitted"] is True
     assert served(tested, regs, "1.0.1") == after  # nothing new published

@@ -96,6 +96,10 @@ def _say(w: Any) -> None:
     by = f" by {w.superseded_by}" if w.superseded_by else ""
     eol = f" since {w.end_of_life}: not watched (past its support date)" if w.end_of_life else ""
     click.echo(f"{w.ref}  {w.state}{by}{eol}{sla}")
+    if w.uncommitted:
+        click.echo(f"  {w.superseded_by} is published but its manifest is not in this checkout: commit the "
+                   "files the run that released it wrote (its job's artifacts: manifests/, images/); "
+                   "until then it is not watched")  # fmt: skip
     for r in w.reasons:
         click.echo(f"  {r.text}")
     for o in w.open:
@@ -123,7 +127,8 @@ def _say(w: Any) -> None:
 def _tally(results: list[Any]) -> str:
     counts: dict[str, int] = {}
     for w in results:
-        counts[w.state] = counts.get(w.state, 0) + 1
+        key = "superseded by a patch not committed here" if w.uncommitted else w.state
+        counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{n} {s}" for s, n in counts.items())
 
 

@@ -46,6 +46,17 @@ def newer_in_line(repo: Repo, spec: ImageSpec) -> list[str]:
     return [v for v in line_versions(repo, spec.image, line_of(spec)) if version_key(v) > mine]
 
 
+def later_patch_tags(tags: tuple[str, ...], spec: ImageSpec) -> list[str]:
+    """The tags among ``tags`` that name a patch of ``spec``'s line after it: a registry's
+    answer for releases whose manifests a checkout may not have yet."""
+    mine, line = version_key(spec.version), line_of(spec)
+    return [
+        t for t in tags
+        if VERSION_RX.fullmatch(t) and (s := split_patch(t)) is not None and s[0] == line
+        and version_key(t) > mine
+    ]  # fmt: skip
+
+
 def newest_of_line(repo: Repo, spec: ImageSpec) -> bool:
     """True when no later release of its line has a manifest: its line tag may move to it."""
     return not newer_in_line(repo, spec)

@@ -52,10 +52,12 @@ class Reader:
         self._clients: dict[str, RegistryClient] = {}
         self._silent: dict[str, str] = {}  # endpoint → what it said when it did not answer at all
         self._served: dict[tuple[str, str, str], str | None] = {}  # asked once per run: bases, lines
+        self._tags: dict[tuple[str, str], tuple[str, ...]] = {}  # an image's tags, asked once per run
 
     def forget(self) -> None:
         """Ask every tag again (``watch --release``, after it published a patch)."""
         self._served.clear()
+        self._tags.clear()
 
     def public(self) -> Endpoint:
         """Where users pull releases: the registries file's first public endpoint."""
@@ -104,6 +106,15 @@ class Reader:
                 ep, what or f"{image}:{tag}", lambda c: c.head_manifest(ep.repository(image), tag)
             )
         return self._served[key]
+
+    def tags(self, ep: Endpoint, image: str) -> tuple[str, ...]:
+        """Every tag ``image`` has at ``ep``, asked once a run: the patches a scheduled job
+        published whose manifests are not in this checkout yet are found here."""
+        key = (ep.name, image)
+        if key not in self._tags:
+            listed = self._ask(ep, f"the tags of {image}", lambda c: c.tags(ep.repository(image)))
+            self._tags[key] = tuple(listed)
+        return self._tags[key]
 
     def withdrawn(self, ep: Endpoint, image: str, digest: str) -> bool:
         """Whether a withdrawal of ``digest`` is in force at ``ep`` (failing closed: a notice that

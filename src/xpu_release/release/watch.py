@@ -34,8 +34,9 @@ from ..evidence.remedy import published, records_for, smallest_fix
 from ..evidence.scan import Finding, scan_packages
 from ..evidence.vex import Statement, published_at, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
-from ..manifest.lines import line_of, newer_in_line
+from ..manifest.lines import later_patch_tags, line_of, newer_in_line
 from ..manifest.support import state as support_state
+from ..manifest.versions import version_key
 from . import history
 from .basewatch import BaseUnchecked, Reason, Unchecked, base_reasons, unchecked
 from .history import Seen, State
@@ -78,6 +79,7 @@ class Watched:
     open: tuple[Open, ...] = ()
     excepted: int = 0  # findings a valid exception of the image's VEX covers
     superseded_by: str | None = None  # the newest published release of its line
+    uncommitted: bool = False  # superseded_by has no manifest in this checkout (not watched until it has)
     pending: str | None = None  # a later release of its line with a manifest, not published
     unchecked: tuple[Unchecked, ...] = ()
     scanned: bool = False  # its SBOM as published was read and scanned
@@ -106,7 +108,7 @@ class Watched:
             "endpoint": self.endpoint, "checked_at": self.checked_at,
             "reasons": [r.to_json() for r in self.reasons], "sla": self.sla, "open": self.counts,
             "findings": [o.to_json() for o in self.open], "excepted": self.excepted,
-            "superseded_by": self.superseded_by, "pending": self.pending,
+            "superseded_by": self.superseded_by, "uncommitted": self.uncommitted, "pending": self.pending,
             "unchecked": [{"what": u.what, "message": u.message, "exit_code": u.exit_code}
                           for u in self.unchecked],
             "scanned": self.scanned, "sboms": self.sboms, "history": self.history,
@@ -205,18 +207,23 @@ class Watcher:
             if digest is None:
                 return head
             head = _with(head, digest=digest)
-            later = [
-                (v, self.reader.served(ep, spec.image, v)) for v in reversed(newer_in_line(self.repo, spec))
-            ]
+            local = newer_in_line(self.repo, spec)
+            # and the patches a scheduled job published whose files are not committed here yet
+            tagged = later_patch_tags(self.reader.tags(ep, spec.image), spec)
+            elsewhere = [v for v in tagged if v not in local]
+            newest_first = sorted([*local, *elsewhere], key=version_key, reverse=True)
+            later = [(v, self.reader.served(ep, spec.image, v)) for v in newest_first]
             # a withdrawn release supersedes nothing: the release it would replace is served again
             published_later = [
                 v for v, d in later if d is not None and not self.reader.withdrawn(ep, spec.image, d)
             ]
         except ReleaseError as exc:
             return _with(head, state="could not check", unchecked=(unchecked("registry", exc),))
-        pending = next((v for v, d in later if d is None), None)
+        pending = next((v for v, d in later if d is None and v in local), None)
         if published_later:
-            done = _with(head, state="superseded", superseded_by=f"{spec.image}:{published_later[0]}",
+            newest = published_later[0]
+            done = _with(head, state="superseded", superseded_by=f"{spec.image}:{newest}",
+                         uncommitted=newest in elsewhere,
                          seen=tuple(sorted(self._first_seen(spec).items())))  # fmt: skip
             return self._keep(spec, done)
         head = _with(head, pending=f"{spec.image}:{pending}" if pending else None)
@@ -348,7 +355,8 @@ def watch_all(
 ) -> list[Watched]:
     """Every ref, parents first (a child's answer may go *through* its base's); then, for each
     one superseded, the release that superseded it (the newest published of its line: what
-    the line's users pull), which is checked instead."""
+    the line's users pull), which is checked instead, when its manifest is in this checkout (a
+    scheduled run's patch is published before its files are committed: the answer says so)."""
     ranked = {r: i for i, r in enumerate(r for wave in order(refs) for r in wave)}
     ordered = sorted(refs, key=lambda r: ranked.get(r, len(ranked)))
     watcher.read_ahead(ordered)
@@ -359,7 +367,8 @@ def watch_all(
         watcher.stop_reading_ahead()
     asked = list(dict.fromkeys(refs))
     for ref in asked:  # grows as it goes: a superseding release is asked in turn
-        later = watcher.watch(ref).superseded_by
+        done = watcher.watch(ref)
+        later = None if done.uncommitted else done.superseded_by  # no manifest here: said, not asked
         if later is not None and later not in asked:
             asked.append(later)
     return [watcher.watch(r) for r in asked]

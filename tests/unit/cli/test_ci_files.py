@@ -103,6 +103,10 @@ def test_both_pipelines_watch_on_a_schedule_with_the_tag_releases_runner_and_cre
     assert job["tags"] == gitlab["release"]["tags"]
     assert job["script"] == ["ci/fetch-advisories.sh .cache/osv", "ci/watch.sh"]
     assert "xpu-release watch --release" in (ROOT / "ci" / "watch.sh").read_text()
+    # A runner's checkout is thrown away: the patches' files leave in the job's artifacts.
+    upload = next(s for s in watch["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert {"manifests/", "images/", "out/watch.json"} <= set(upload["with"]["path"].split())
+    assert {"manifests/", "images/", "out/watch.json"} <= set(job["artifacts"]["paths"])
 
 
 def test_the_ci_entry_point_runs_the_readme_test_command() -> None:

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from xpu_release.manifest import Repo
-from xpu_release.manifest.lines import line_of, line_tag, line_versions, newest_of_line, next_patch
+from xpu_release.manifest.lines import (
+    later_patch_tags,
+    line_of,
+    line_tag,
+    line_versions,
+    newest_of_line,
+    next_patch,
+)
 from xpu_release.manifest.patchformat import numbering_problem, split_patch
 from xpu_release.manifest.versions import version_key
 
@@ -50,6 +57,17 @@ def test_the_next_patch_of_a_release_is_its_version_and_one_more_number(repo: Pa
     assert next_patch(r, r.load(CPU, "25.03.1")) == "25.03.2"  # a patch of a patch stays on the line
     assert line_of(r.load(CPU, "25.03.1")) == "25.03"
     assert line_versions(r, CPU, "25.03") == ["25.03", "25.03.1"]
+
+
+def test_the_tags_that_name_a_later_patch_of_the_line_are_found_among_a_registrys(repo: Path) -> None:
+    patch_of(repo, CPU, "25.03.1", "25.03")
+    r = Repo(repo)
+    tags = ("latest", "25.03", "25.03-latest", "25.03.1", "25.03.2", "25.03.10", "25.030", "25.04",
+            "25.04.1", "sha256-" + "0" * 64 + ".sbom", "25.03.x")  # fmt: skip
+
+    assert later_patch_tags(tags, r.load(CPU, "25.03")) == ["25.03.1", "25.03.2", "25.03.10"]
+    assert later_patch_tags(tags, r.load(CPU, "25.03.1")) == ["25.03.2", "25.03.10"]
+    assert later_patch_tags(tags, r.load(SDK, "2.13.0")) == []
 
 
 def test_a_release_that_is_not_a_patch_is_a_line_of_its_own(repo: Path) -> None:

@@ -240,7 +240,30 @@ def test_a_release_whose_patch_is_published_is_superseded_and_left_to_it(w: Worl
     assert code == 0
     assert found[f"{CPU}:25.03"]["state"] == "superseded"
     assert found[f"{CPU}:25.03"]["superseded_by"] == f"{CPU}:25.03.1"
+    assert found[f"{CPU}:25.03"]["uncommitted"] is False  # its manifest is here: it is watched
     assert found[f"{CPU}:25.03.1"]["state"] == "up to date"
+
+
+def test_a_patch_published_by_a_scheduled_job_supersedes_before_its_files_are_committed(w: World) -> None:
+    """A scheduled runner's checkout has no manifest of the patch the last scheduled run released
+    (its files are in that job's artifacts until someone commits them): the registry's tags
+    say it is there, so the release is superseded, not patched again, and the answer says
+    what to commit."""
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    fixed = tuple((n, "1.6.0" if n == "accelerate" else v) for n, v in TRAINING)
+    w.publish(CPU, "25.03.1", sbom(*fixed), salt="patched")  # no manifests/…/25.03.1.yaml here
+
+    code, found = watch(w)
+    text = run(w.root, "--registries", str(w.registries), "watch", f"{CPU}:25.03", "--advisories",
+               str(w.osv), "--today", TODAY)  # fmt: skip
+
+    assert code == 0, found
+    assert found[f"{CPU}:25.03"]["state"] == "superseded"
+    assert found[f"{CPU}:25.03"]["superseded_by"] == f"{CPU}:25.03.1"
+    assert found[f"{CPU}:25.03"]["uncommitted"] is True
+    assert text.exit_code == 0, text.output
+    assert f"{CPU}:25.03.1 is published but its manifest is not in this checkout" in text.stdout
+    assert not (w.root / "manifests" / CPU / "25.03.1.yaml").exists()
 
 
 def test_the_referrers_api_finds_the_sbom_as_the_tag_schema_does(tmp_path: Path) -> None:
