@@ -55,8 +55,8 @@ run_pytest() {
 unit_tests=(-q -p no:cacheprovider -n "$((2 * $(nproc)))" --dist worksteal tests/unit)
 
 if ((fast)); then
-  log "engine-free tests (tests/unit)"
-  run_pytest "${unit_tests[@]}" "$@"
+  log "engine-free tests (tests/unit; properties with the edit loop's fewer examples)"
+  run_pytest "${unit_tests[@]}" --hypothesis-profile=edit "$@"
   exit $?
 fi
 

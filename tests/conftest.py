@@ -17,6 +17,9 @@ _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", max_examples=120, derandomize=True, deadline=None, database=None,
                           suppress_health_check=_SLOW)  # fmt: skip
 settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=_SLOW)
+# The edit loop (`ci/test.sh --fast`): the same properties, each with a quarter of ci's examples
+# where a test sets no number of its own; the full run (`ci/test.sh`, CI) searches with ci's.
+settings.register_profile("edit", parent=settings.get_profile("ci"), max_examples=30)
 settings.load_profile("ci")
 
 # Library code called in-process by the tests reads its settings (the engine's DOCKER_HOST, the

@@ -95,9 +95,10 @@ def interval(
     n, m = len(subject), len(reference)
     paired = n == m
     ratios = []
+    rounds_n, rounds_m = range(n), range(m)
     for _ in range(resamples):
-        picks = [rng.randrange(n) for _ in range(n)]
-        others = picks if paired else [rng.randrange(m) for _ in range(m)]
+        picks = rng.choices(rounds_n, k=n)  # one draw per figure (randrange per figure: 5x the CPU)
+        others = picks if paired else rng.choices(rounds_m, k=m)
         ratios.append(median([subject[i] for i in picks]) / median([reference[i] for i in others]))
     ratios.sort()
     tail = (1 - confidence) / 2
