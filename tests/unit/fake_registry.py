@@ -80,9 +80,23 @@ def _subject_of(body: bytes) -> str | None:
 
 class Handler(BaseHTTPRequestHandler):
     server: _Server
+    # Connections kept open between requests, as a registry's are (HTTP/1.0 opened a connection
+    # and a server thread per request: some 16,000 in the engine-free tier).
+    protocol_version = "HTTP/1.1"
+    _consumed = False  # this request's body was read
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
+
+    def end_headers(self) -> None:
+        """A request whose body is left unread ends its connection (``Connection: close``):
+        the body's bytes would otherwise be read as the next request."""
+        sent_body = (
+            self.headers.get("Content-Length", "0") not in ("", "0") or "Transfer-Encoding" in self.headers
+        )
+        if sent_body and not self._consumed:
+            self.send_header("Connection", "close")  # and close_connection: BaseHTTPRequestHandler's
+        super().end_headers()
 
     @property
     def state(self) -> State:
@@ -135,6 +149,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
+        self._consumed = "Transfer-Encoding" not in self.headers  # a chunked body is not read here
         return self.rfile.read(length) if length else b""
 
     def _authorized(self) -> bool:
@@ -160,6 +175,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps({"token": token}).encode(), {"Content-Type": "application/json"})
 
     def _route(self) -> None:
+        self._consumed = False
         url = urlparse(self.path)
         if url.path == "/token":
             self._token()
