@@ -209,8 +209,9 @@ class Watcher:
             head = _with(head, digest=digest)
             local = newer_in_line(self.repo, spec)
             # and the patches a scheduled job published whose files are not committed here yet
+            committed = self.repo.versions(spec.image)  # a version with a manifest: known, patch or not
             tagged = later_patch_tags(self.reader.tags(ep, spec.image), spec)
-            elsewhere = [v for v in tagged if v not in local]
+            elsewhere = [v for v in tagged if v not in committed]
             newest_first = sorted([*local, *elsewhere], key=version_key, reverse=True)
             later = [(v, self.reader.served(ep, spec.image, v)) for v in newest_first]
             # a withdrawn release supersedes nothing: the release it would replace is served again

@@ -266,6 +266,24 @@ def test_a_patch_published_by_a_scheduled_job_supersedes_before_its_files_are_co
     assert not (w.root / "manifests" / CPU / "25.03.1.yaml").exists()
 
 
+def test_a_committed_release_of_a_line_of_its_own_named_like_a_patch_supersedes_nothing(w: World) -> None:
+    """25.03.1 released as a version of its own (no release.patch: a line of its own) is in
+    the checkout and among the tags: it is not a patch of 25.03, which is watched as before."""
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    w.patch_manifest(CPU, "25.03.1", "25.03")
+    path = w.root / "manifests" / CPU / "25.03.1.yaml"
+    path.write_text(path.read_text().split("release:")[0])  # not a patch
+    w.publish(CPU, "25.03.1", sbom(*TRAINING), salt="its own")
+
+    code, found = watch(w)
+
+    assert code == 15, found
+    assert found[f"{CPU}:25.03"]["state"] == "needs a patch"
+    assert found[f"{CPU}:25.03"]["superseded_by"] is None
+    assert found[f"{CPU}:25.03"]["uncommitted"] is False
+    assert found[f"{CPU}:25.03.1"]["state"] == "needs a patch"
+
+
 def test_the_referrers_api_finds_the_sbom_as_the_tag_schema_does(tmp_path: Path) -> None:
     with world(tmp_path, referrers_api=True) as made:
         made.released()
