@@ -157,8 +157,9 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
     its base (moved tag, a patched base release); each open finding's fix and SLA
     (security.sla_days). A release past its support date (support:) is end of life: said, and
-    not checked. Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
-    release that could not be checked ends in its own error's code. Each answer is added to the
+    not checked. Exit 0: nothing to do; 15: a release needs a patch, is out of SLA or is
+    superseded by a published patch whose manifest is not committed; a release that could not
+    be checked ends in its own error's code. Each answer is added to the
     release's re-scan history (out/releases/<name>/<version>.watch/). Without --release it ends
     with the plan: what --release would patch and release, parents first.
 

@@ -100,7 +100,9 @@ class Watched:
 
     @property
     def needs_attention(self) -> bool:
-        return self.state in ("needs a patch", "out of SLA")
+        """Someone must act: patch it, decide on what no version fixes, or commit the patch
+        that supersedes it (until then no one watches what the line's users pull)."""
+        return self.state in ("needs a patch", "out of SLA") or self.uncommitted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -376,11 +378,11 @@ def watch_all(
 
 
 def exit_code(results: list[Watched]) -> int:
-    """0: nothing needs doing; 15: a release needs a patch or is out of SLA; a release that
-    could not be checked ends in its error's code (the first such), whatever the others need:
-    an incomplete answer is never read as "only patches are due"; then 13 when a release's
-    re-scan history could not be written (its answer stands, the SLA clocks it carries would
-    not)."""
+    """0: nothing needs doing; 15: a release needs a patch, is out of SLA or is superseded by a
+    patch whose manifest is not committed; a release that could not be checked ends in its
+    error's code (the first such), whatever the others need: an incomplete answer is never read
+    as "only patches are due"; then 13 when a release's re-scan history could not be written
+    (its answer stands, the SLA clocks it carries would not)."""
     for w in results:
         if w.unchecked:
             return w.unchecked[0].exit_code
