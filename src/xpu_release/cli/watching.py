@@ -322,9 +322,11 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
         if watched.unchecked:
             raise watched.unchecked[0].error
         if watched.state == "superseded":
-            _patched(
-                as_json, None, watched, f"{ref} is superseded by {watched.superseded_by}: patch that one"
-            )
+            said = f"{ref} is superseded by {watched.superseded_by}: patch that one"
+            if watched.uncommitted:  # its manifest is in the artifacts of the run that released it
+                said = (f"{ref} is superseded by {watched.superseded_by}, published but not committed here: "
+                        "commit its files (manifests/, images/), then patch that one")  # fmt: skip
+            _patched(as_json, None, watched, said)
             return
         if watched.state == "end of life":
             said = f"{ref} is end of life since {watched.end_of_life}: it gets no patch; nothing was written"
