@@ -148,7 +148,8 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
     """The scheduled job (`CI_PIPELINE_SOURCE=schedule`) on a runner: 1.0 was released clean; an
     advisory against its six 1.16.0 (high, fixed in 1.17.0) appears in the mirror; the job
     fetches it, `watch --release` patches 1.0 into 1.0.1 and releases it, and `latest` serves
-    the patch while 1.0 keeps its digest. The next scheduled run has nothing to do."""
+    the patch while 1.0 keeps its digest. The next scheduled run, whose checkout lacks the
+    patch's files, patches nothing and fails (15) until someone commits them."""
     from datetime import UTC, datetime, timedelta
 
     project = _project(tested, tmp_path / "project")
@@ -195,7 +196,8 @@ def test_the_gitlab_schedule_pipeline_patches_and_releases_what_a_new_advisory_n
     untracked = subprocess.run(["git", "-C", str(project), "status", "--porcelain", "--", "manifests"],
                                capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "?? manifests/xpu-fixture/1.0.1.yaml" in untracked
-    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    assert again.returncode != 0, again.stdout[-4000:] + again.stderr[-2000:]  # a person must commit
+    assert quiet["exit_code"] == 15, again.stdout[-4000:] + again.stderr[-2000:]
     assert not (project / "manifests" / "xpu-fixture" / "1.0.2.yaml").exists()
     assert quiet["patched"] == []  # the registry says 1.0.1 is published: 1.0 is not patched again
     (was,) = [r for r in quiet["releases"] if r["ref"] == REF]

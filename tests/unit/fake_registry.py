@@ -39,6 +39,7 @@ class Faults:
     flood_declares: int | None = None  # the Content-Length a flood declares (None: none, it just goes on)
     referrers_body: bytes | None = None  # the referrers API's answer, as it is (with the API on)
     manifest_type: str | None = None  # the Content-Type every manifest is served with ("": none)
+    tags_body: bytes | None = None  # every tag list's answer, as it is
 
 
 @dataclass
@@ -217,6 +218,9 @@ class Handler(BaseHTTPRequestHandler):
     # --- API ---------------------------------------------------------------------------------
 
     def _tags(self, repo: str, query: dict[str, list[str]]) -> None:
+        if self.state.faults.tags_body is not None:
+            self._send(200, self.state.faults.tags_body, {"Content-Type": "application/json"})
+            return
         tags = sorted(tag for (r, tag) in self.state.manifests if r == repo and not tag.startswith("sha256:"))
         n = min(int(query.get("n", ["1000"])[0]), self.state.faults.page_size)
         last = query.get("last", [""])[0]

@@ -157,8 +157,9 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
     its base (moved tag, a patched base release); each open finding's fix and SLA
     (security.sla_days). A release past its support date (support:) is end of life: said, and
-    not checked. Exit 0: nothing to do; 15: a release needs a patch or is out of SLA; a
-    release that could not be checked ends in its own error's code. Each answer is added to the
+    not checked. Exit 0: nothing to do; 15: a release needs a patch, is out of SLA or is
+    superseded by a published patch whose manifest is not committed; a release that could not
+    be checked ends in its own error's code. Each answer is added to the
     release's re-scan history (out/releases/<name>/<version>.watch/). Without --release it ends
     with the plan: what --release would patch and release, parents first.
 
@@ -321,9 +322,11 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
         if watched.unchecked:
             raise watched.unchecked[0].error
         if watched.state == "superseded":
-            _patched(
-                as_json, None, watched, f"{ref} is superseded by {watched.superseded_by}: patch that one"
-            )
+            said = f"{ref} is superseded by {watched.superseded_by}: patch that one"
+            if watched.uncommitted:  # its manifest is in the artifacts of the run that released it
+                said = (f"{ref} is superseded by {watched.superseded_by}, published but not committed here: "
+                        "commit its files (manifests/, images/), then patch that one")  # fmt: skip
+            _patched(as_json, None, watched, said)
             return
         if watched.state == "end of life":
             said = f"{ref} is end of life since {watched.end_of_life}: it gets no patch; nothing was written"

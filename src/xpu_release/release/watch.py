@@ -100,7 +100,9 @@ class Watched:
 
     @property
     def needs_attention(self) -> bool:
-        return self.state in ("needs a patch", "out of SLA")
+        """Someone must act: patch it, decide on what no version fixes, or commit the patch
+        that supersedes it (until then no one watches what the line's users pull)."""
+        return self.state in ("needs a patch", "out of SLA") or self.uncommitted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -209,8 +211,9 @@ class Watcher:
             head = _with(head, digest=digest)
             local = newer_in_line(self.repo, spec)
             # and the patches a scheduled job published whose files are not committed here yet
+            committed = self.repo.versions(spec.image)  # a version with a manifest: known, patch or not
             tagged = later_patch_tags(self.reader.tags(ep, spec.image), spec)
-            elsewhere = [v for v in tagged if v not in local]
+            elsewhere = [v for v in tagged if v not in committed]
             newest_first = sorted([*local, *elsewhere], key=version_key, reverse=True)
             later = [(v, self.reader.served(ep, spec.image, v)) for v in newest_first]
             # a withdrawn release supersedes nothing: the release it would replace is served again
@@ -375,11 +378,11 @@ def watch_all(
 
 
 def exit_code(results: list[Watched]) -> int:
-    """0: nothing needs doing; 15: a release needs a patch or is out of SLA; a release that
-    could not be checked ends in its error's code (the first such), whatever the others need:
-    an incomplete answer is never read as "only patches are due"; then 13 when a release's
-    re-scan history could not be written (its answer stands, the SLA clocks it carries would
-    not)."""
+    """0: nothing needs doing; 15: a release needs a patch, is out of SLA or is superseded by a
+    patch whose manifest is not committed; a release that could not be checked ends in its
+    error's code (the first such), whatever the others need: an incomplete answer is never read
+    as "only patches are due"; then 13 when a release's re-scan history could not be written
+    (its answer stands, the SLA clocks it carries would not)."""
     for w in results:
         if w.unchecked:
             return w.unchecked[0].exit_code

@@ -107,6 +107,8 @@ def test_both_pipelines_watch_on_a_schedule_with_the_tag_releases_runner_and_cre
     upload = next(s for s in watch["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
     assert {"manifests/", "images/", "out/watch.json"} <= set(upload["with"]["path"].split())
     assert {"manifests/", "images/", "out/watch.json"} <= set(job["artifacts"]["paths"])
+    for paths in (upload["with"]["path"].split(), job["artifacts"]["paths"]):
+        assert len(paths) == len(set(paths)), paths  # each once
 
 
 def test_the_ci_entry_point_runs_the_readme_test_command() -> None:

@@ -185,6 +185,22 @@ def test_a_superseded_release_is_left_to_its_patch(kit: World) -> None:
     assert f"{KIT}:1.0 is superseded by {KIT}:1.0.1: patch that one" in said
 
 
+def test_a_release_superseded_by_a_patch_not_committed_here_says_to_commit_it_first(kit: World) -> None:
+    """1.0.1 published by a scheduled run whose files are not committed: it is not patched again
+    (1.0.1 would be its number, and version tags are immutable), and "patch that one" would
+    name a release this checkout has no manifest of."""
+    kit.publish(KIT, "1.0.1", sbom(("alpha", "2.0"), ("beta", "1.1"), ("gamma", "1.0")), salt="1.0.1")
+    kit.advisory("CVE-2026-1000", "alpha", "2.0")
+
+    code, out, said = patch(kit)
+
+    assert (code, out) == (0, "")
+    assert (
+        f"{KIT}:1.0 is superseded by {KIT}:1.0.1, published but not committed here: commit its files" in said
+    )
+    assert not (kit.root / "manifests" / KIT / "1.0.1.yaml").exists()
+
+
 def test_a_lock_whose_base_did_not_move_asks_no_engine(kit: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:1")  # no engine answers there
     lock = kit.root / "images" / KIT / "1.0" / "requirements.lock"

@@ -248,7 +248,8 @@ def test_a_patch_published_by_a_scheduled_job_supersedes_before_its_files_are_co
     """A scheduled runner's checkout has no manifest of the patch the last scheduled run released
     (its files are in that job's artifacts until someone commits them): the registry's tags
     say it is there, so the release is superseded, not patched again, and the answer says
-    what to commit."""
+    what to commit. Until then the release the line's users pull is watched by no one: that
+    needs a person (exit 15, as ``needs a patch``), never a green run (the artifacts expire)."""
     w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
     fixed = tuple((n, "1.6.0" if n == "accelerate" else v) for n, v in TRAINING)
     w.publish(CPU, "25.03.1", sbom(*fixed), salt="patched")  # no manifests/…/25.03.1.yaml here
@@ -257,13 +258,47 @@ def test_a_patch_published_by_a_scheduled_job_supersedes_before_its_files_are_co
     text = run(w.root, "--registries", str(w.registries), "watch", f"{CPU}:25.03", "--advisories",
                str(w.osv), "--today", TODAY)  # fmt: skip
 
-    assert code == 0, found
+    assert code == 15, found
     assert found[f"{CPU}:25.03"]["state"] == "superseded"
     assert found[f"{CPU}:25.03"]["superseded_by"] == f"{CPU}:25.03.1"
     assert found[f"{CPU}:25.03"]["uncommitted"] is True
-    assert text.exit_code == 0, text.output
+    assert text.exit_code == 15, text.output
     assert f"{CPU}:25.03.1 is published but its manifest is not in this checkout" in text.stdout
+    assert "1 superseded by a patch not committed here" in text.stderr
     assert not (w.root / "manifests" / CPU / "25.03.1.yaml").exists()
+
+
+def test_a_tag_pushed_by_hand_that_looks_like_a_patch_hides_no_finding_behind_a_green_run(w: World) -> None:
+    """Anyone who can push a tag named like the next patch (a copy of the release itself, here)
+    makes the release superseded; the run still asks a person to look (exit 15), and the plan
+    patches nothing."""
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    w.client.put_manifest(f"egslingjun/{CPU}", "25.03.1", w.client.get_manifest(f"egslingjun/{CPU}", "25.03"))
+
+    result = run(w.root, "--registries", str(w.registries), "watch", "--advisories", str(w.osv),
+                 "--today", TODAY, "--json")  # fmt: skip
+
+    answer = json.loads(result.stdout)
+    assert result.exit_code == answer["exit_code"] == 15, result.output
+    assert answer["plan"] == []
+
+
+def test_a_committed_release_of_a_line_of_its_own_named_like_a_patch_supersedes_nothing(w: World) -> None:
+    """25.03.1 released as a version of its own (no release.patch: a line of its own) is in
+    the checkout and among the tags: it is not a patch of 25.03, which is watched as before."""
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    w.patch_manifest(CPU, "25.03.1", "25.03")
+    path = w.root / "manifests" / CPU / "25.03.1.yaml"
+    path.write_text(path.read_text().split("release:")[0])  # not a patch
+    w.publish(CPU, "25.03.1", sbom(*TRAINING), salt="its own")
+
+    code, found = watch(w)
+
+    assert code == 15, found
+    assert found[f"{CPU}:25.03"]["state"] == "needs a patch"
+    assert found[f"{CPU}:25.03"]["superseded_by"] is None
+    assert found[f"{CPU}:25.03"]["uncommitted"] is False
+    assert found[f"{CPU}:25.03.1"]["state"] == "needs a patch"
 
 
 def test_the_referrers_api_finds_the_sbom_as_the_tag_schema_does(tmp_path: Path) -> None:

@@ -120,6 +120,24 @@ def test_a_registry_that_does_not_answer_is_a_message_per_release_and_exit_10(
     assert not (w.root / "out").exists()  # no answer, no history
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b"<html>busy</html>", json.dumps({"tags": [1, 2]}).encode(), json.dumps({"tags": "25.03.1"}).encode()],
+)
+def test_a_tag_list_that_is_not_one_is_said_per_release_with_exit_7(w: World, body: bytes) -> None:
+    """The tags are read for the patches a scheduled run published and nobody committed yet: a
+    list that cannot be read leaves the release unchecked (never read as "no patch")."""
+    w.state.faults.tags_body = body
+
+    code, found, said = watch(w)
+
+    assert code == 7
+    training = found[f"{CPU}:25.03"]
+    assert (training["state"], training["unchecked"][0]["what"]) == ("could not check", "registry")
+    assert f"did not give the tags of {CPU}" in training["unchecked"][0]["message"]
+    assert f"{CPU}:25.03: could not check its registry: " in said
+
+
 def test_a_registry_answering_500_in_the_middle_of_a_run_fails_only_what_it_did_not_answer(
     w: World, tmp_path: Path
 ) -> None:
