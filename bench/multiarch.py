@@ -41,7 +41,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.patch import STAGE, STAGES, host_cache, own_registries, stop_registries  # noqa: E402
+import yaml  # noqa: E402
+
+from bench.patch import STAGES, host_cache, keep_stages, own_registries, run_xpu, stop_registries  # noqa: E402
+from xpu_release.manifest.platforms import of_names  # noqa: E402
 
 SDK, CPU = "pytorch-cpu-sdk:2.13.0", "training-cpu-pytorch:25.03"
 SKIP = ("--no-evaluate", "bench/multiarch.py measures releases without the evaluation")
@@ -76,9 +79,7 @@ class Run:
     def step(self, ref: str, name: str, *args: str) -> bool:
         """``xpu-release ARGS`` timed; False when it failed (kept, with its last words)."""
         started = time.monotonic()
-        argv = [sys.executable, "-m", "xpu_release", "--root", str(self.root), "--registries", str(self.regs),
-                *args]  # fmt: skip
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=self.env)
+        proc = run_xpu(self.root, self.regs, self.env, *args)
         return self.keep(ref, name, started, proc.returncode, proc.stdout + proc.stderr)
 
     def keep(self, ref: str, name: str, started: float, code: int, said: str) -> bool:
@@ -87,7 +88,7 @@ class Run:
         if said_last:
             step["said"] = said_last
         if name == "release":
-            STAGES[ref] = {m[1]: float(m[2]) for m in STAGE.finditer(said)}
+            keep_stages(ref, said)
         self.steps.setdefault(ref, {})[name] = step
         OUT.write_text(json.dumps({"steps": self.steps, "stages": STAGES}, indent=2) + "\n")
         outcome = "passed" if not code else f"failed (exit {code})"
@@ -101,13 +102,12 @@ class Run:
         for a child's lock: a stand-in for a release that could not pass here (no smoke test)."""
         started = time.monotonic()
         image, version = ref.split(":")
-        public = next(line.split("'")[1] for line in self.regs.read_text().splitlines() if "public:" in line)
+        public = yaml.safe_load(self.regs.read_text())["registries"]["public"]["host"]
         members = []
-        for platform in PLATFORMS:
-            arch = platform.split("/")[1]
-            local = ref if arch == "amd64" else f"{ref}-{arch}"
-            remote = f"{public}/bench/{image}:{version}-{arch}"
-            for argv in (["docker", "tag", local, remote], ["docker", "push", "-q", remote]):
+        for platform in of_names(PLATFORMS):
+            remote = f"{public}/bench/{image}:{version}-{platform.architecture}"
+            tag = ["docker", "tag", platform.local_ref(ref), remote]
+            for argv in (tag, ["docker", "push", "-q", remote]):
                 subprocess.run(argv, check=True, capture_output=True, env=self.env)
             members.append(remote)
         spec = importlib.util.spec_from_file_location("base_image", ROOT / "ci" / "base-image.py")
@@ -115,7 +115,7 @@ class Run:
         assert spec.loader is not None
         base_image = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(base_image)
-        base_image.index(f"{public}/bench/{ref.split(':')[0]}:{version}", members)
+        base_image.index(f"{public}/bench/{image}:{version}", members)
         self.keep(ref, "stand-in (pushed, not released)", started, 0, "")
 
 

@@ -66,14 +66,24 @@ STAGE = re.compile(r"^\s+([a-z][a-z-]*): \w[\w ]* in ([0-9.]+) s\b", re.M)  # th
 STAGES: dict[str, dict[str, float]] = {}  # the last round's: what each release spent per stage
 
 
+def run_xpu(root: Path, regs: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``xpu-release ARGS`` in the copy ``root`` against the registries file ``regs``."""
+    argv = [sys.executable, "-m", "xpu_release", "--root", str(root), "--registries", str(regs), *args]
+    return subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+
+
+def keep_stages(ref: str, said: str) -> None:
+    """What the release of ``ref`` said it spent per stage, into STAGES."""
+    STAGES[ref] = {m[1]: float(m[2]) for m in STAGE.finditer(said)}
+
+
 def xpu(root: Path, regs: Path, env: dict[str, str], *args: str, stages: str = "") -> float:
     started = time.monotonic()
-    argv = [sys.executable, "-m", "xpu_release", "--root", str(root), "--registries", str(regs), *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    proc = run_xpu(root, regs, env, *args)
     if proc.returncode not in (0, 15):  # 15: watch says a patch is due
         sys.exit(f"xpu-release {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     if stages:
-        STAGES[stages] = {m[1]: float(m[2]) for m in STAGE.finditer(proc.stdout + proc.stderr)}
+        keep_stages(stages, proc.stdout + proc.stderr)
     return time.monotonic() - started
 
 

@@ -90,6 +90,10 @@ def _order(state: State) -> Any:
     return lambda refs: build_order(state.repo, refs)
 
 
+# Where a scheduled run's patch files wait to be committed (ci/watch.sh, the watch jobs' artifacts).
+_PATCH_FILES = "the watch job's artifacts: manifests/, images/"
+
+
 def _say(w: Any) -> None:
     """One release as ``watch`` answers for it."""
     sla = " (out of SLA)" if w.sla == "out" and w.state == "needs a patch" else ""
@@ -98,8 +102,8 @@ def _say(w: Any) -> None:
     click.echo(f"{w.ref}  {w.state}{by}{eol}{sla}")
     if w.uncommitted:
         click.echo(f"  {w.superseded_by} is published but its manifest is not in this checkout: commit the "
-                   "files the run that released it wrote (its job's artifacts: manifests/, images/); "
-                   "until then it is not watched")  # fmt: skip
+                   f"files the run that released it wrote ({_PATCH_FILES}); until then it is not "
+                   "watched")  # fmt: skip
     for r in w.reasons:
         click.echo(f"  {r.text}")
     for o in w.open:
@@ -325,7 +329,7 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
             said = f"{ref} is superseded by {watched.superseded_by}: patch that one"
             if watched.uncommitted:  # its manifest is in the artifacts of the run that released it
                 said = (f"{ref} is superseded by {watched.superseded_by}, published but not committed here: "
-                        "commit its files (manifests/, images/), then patch that one")  # fmt: skip
+                        f"commit its files ({_PATCH_FILES}), then patch that one")  # fmt: skip
             _patched(as_json, None, watched, said)
             return
         if watched.state == "end of life":
