@@ -27,10 +27,10 @@ def _download(url: str, dest: Path, token: str | None) -> None:
     if parsed.scheme == "file":
         shutil.copyfile(unquote(parsed.path), dest)
         return
-    import requests
+    from ..oci.connection import outside_session  # requests, imported by the commands that fetch
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with requests.get(url, headers=headers, stream=True, timeout=60) as resp:
+    with outside_session() as session, session.get(url, headers=headers, stream=True, timeout=60) as resp:
         if resp.status_code in (401, 403):
             msg = f"{url} refused us ({resp.status_code}); set XPU_RELEASE_ARTIFACT_TOKEN"
             raise BuildFailed(msg)

@@ -17,15 +17,19 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
 import http.client
+import itertools
 import re
 import socket
 import ssl
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -38,7 +42,71 @@ from ..guard.reading import read_file
 from ..guard.shown import shown
 from .endpoint import Endpoint, Origin
 
+if TYPE_CHECKING:
+    from requests.sessions import _Settings
+
 BLOCK = 1 << 20  # bytes of a request body per send: urllib3's 16 KiB took twice the CPU (bench)
+
+
+class _Alarm:
+    """One deadline of the watchdog: ``action`` runs at it unless ``disarm`` came first."""
+
+    __slots__ = ("_action", "_lock", "fired", "settled")
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self._action, self._lock = action, threading.Lock()
+        self.fired = self.settled = False
+
+    def ring(self) -> None:
+        with self._lock:
+            if not self.settled:
+                self.fired = self.settled = True
+                self._action()
+
+    def disarm(self) -> bool:
+        """No ring after this; whether it rang before."""
+        with self._lock:
+            self.settled = True
+            return self.fired
+
+
+class _Watchdog:
+    """Every answer's deadline on one thread of the process (a timer thread started per request
+    cost a thread each: some 90 a publish of a small image, thousands for a release with many
+    referrers). Deadlines are kept in a heap; a disarmed one is dropped when it comes up."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Condition()
+        self._heap: list[tuple[float, int, _Alarm]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, action: Callable[[], None]) -> _Alarm:
+        alarm = _Alarm(action)
+        with self._ready:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._order), alarm))
+            if self._thread is None or not self._thread.is_alive():  # the first, or after a fork
+                self._thread = threading.Thread(target=self._run, name="xpu-release-deadlines", daemon=True)
+                self._thread.start()
+            self._ready.notify()
+        return alarm
+
+    def _run(self) -> None:
+        with self._ready:
+            while True:
+                while self._heap and self._heap[0][2].settled:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._ready.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._ready.wait(wait)
+                    continue
+                heapq.heappop(self._heap)[2].ring()  # a socket shut: returns at once
+
+
+_WATCHDOG = _Watchdog()
 
 
 class _HeadersDeadline:
@@ -52,30 +120,20 @@ class _HeadersDeadline:
         deadline, sock = self.timeout, self.sock
         if not isinstance(deadline, int | float) or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        lock, state = threading.Lock(), {"done": False, "stopped": False}
 
         def stop() -> None:
-            with lock:
-                if not state["done"]:
-                    state["stopped"] = True
-                    with contextlib.suppress(OSError):  # already closed: nothing waits on it
-                        sock.shutdown(socket.SHUT_RDWR)  # the waiting read returns at once
+            with contextlib.suppress(OSError):  # already closed: nothing waits on it
+                sock.shutdown(socket.SHUT_RDWR)  # the waiting read returns at once
 
-        timer = threading.Timer(deadline, stop)
-        timer.daemon = True
-        timer.start()
+        alarm = _WATCHDOG.arm(deadline, stop)
         try:
             response = super().getresponse()  # type: ignore[misc]
         except Exception:
-            if state["stopped"]:
+            if alarm.disarm():
                 msg = f"the answer's headers did not arrive within {deadline:g} s"
                 raise TimeoutError(msg) from None
             raise
-        finally:
-            timer.cancel()
-            with lock:
-                state["done"] = True
-        if state["stopped"]:  # stopped the moment they arrived: the connection is gone
+        if alarm.disarm():  # stopped the moment they arrived: the connection is gone
             msg = f"the answer's headers did not arrive within {deadline:g} s"
             raise TimeoutError(msg)
         return response
@@ -107,7 +165,55 @@ class Adapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
 
 
-class _Session(requests.Session):
+def _as_sent(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """The request's own ``Authorization`` (or none), as the transport set it."""
+    return request
+
+
+class _OwnLogins(requests.Session):
+    """A session whose logins are xpu-release's own, and that reads the environment once:
+
+    - ``~/.netrc`` is never read. requests reads it (or ``$NETRC``) for every request that has
+      no ``auth``, and for every redirect: a file outside the guard (a FIFO there hung every
+      request), and an entry for a registry's host replaced the ``Authorization`` we send. A
+      login comes from the settings (``XPU_RELEASE_USERNAME``, the artifact token), nowhere else.
+    - The environment's proxy and CA settings (``HTTPS_PROXY``, ``NO_PROXY``,
+      ``REQUESTS_CA_BUNDLE``) still apply, read once per origin and session instead of on every
+      request (each read walked the whole environment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.auth = _as_sent  # an auth of the session's: requests then looks for no other
+        self._environment: dict[tuple[str, str, str], _Settings] = {}
+
+    def rebuild_auth(self, prepared_request: requests.PreparedRequest, response: requests.Response) -> None:
+        """requests' own on a redirect (our ``Authorization`` never goes to another host),
+        without reading ``~/.netrc`` for the new one."""
+        before, after = response.request.url or "", prepared_request.url or ""
+        if "Authorization" in prepared_request.headers and self.should_strip_auth(before, after):  # type: ignore[no-untyped-call]
+            del prepared_request.headers["Authorization"]
+
+    def merge_environment_settings(
+        self, url: str | bytes | None, proxies: Any, stream: Any, verify: Any, cert: Any
+    ) -> _Settings:
+        if proxies or not isinstance(url, str):  # proxies of the caller's: requests' own merge
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        parsed = urlsplit(url)
+        key = (parsed.scheme, parsed.netloc, repr((stream, verify, cert)))
+        found = self._environment.get(key)
+        if found is None:
+            found = super().merge_environment_settings(url, {}, stream, verify, cert)
+            self._environment[key] = found
+        proxies = dict(found["proxies"])  # the caller's own copy
+        return {
+            "proxies": proxies,
+            "stream": found["stream"],
+            "verify": found["verify"],
+            "cert": found["cert"],
+        }
+
+
+class _Session(_OwnLogins):
     """A session that leaves redirects to the transport: requests reads a redirect's
     ``Location`` even when told not to follow it (``http://[::1`` raised its ValueError there)."""
 
@@ -121,6 +227,12 @@ def session() -> requests.Session:
     made.mount("https://", Adapter())
     made.mount("http://", Adapter())
     return made
+
+
+def outside_session() -> requests.Session:
+    """A session for an artifact server (fetch, preflight): requests' redirects (our
+    ``Authorization`` dropped at another host), the logins and environment of ``_OwnLogins``."""
+    return _OwnLogins()
 
 
 # --- hosts and URLs -----------------------------------------------------------------------------

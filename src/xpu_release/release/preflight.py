@@ -119,13 +119,16 @@ def _reachable(url: str, token: str | None) -> None:
         return
     import requests
 
+    from ..oci.connection import outside_session
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        resp = requests.head(url, headers=headers, timeout=QUICK.timeout, allow_redirects=True)
-        if resp.status_code >= 400:  # HEAD refused (501, 405; 403 from a URL signed for GET): GET a byte
-            one_byte = {**headers, "Range": "bytes=0-0"}
-            with requests.get(url, headers=one_byte, timeout=QUICK.timeout, stream=True) as resp:
-                pass  # the status is all we read; closing drops the rest of an unranged answer
+        with outside_session() as session:
+            resp = session.head(url, headers=headers, timeout=QUICK.timeout, allow_redirects=True)
+            if resp.status_code >= 400:  # HEAD refused (501, 405; 403 from a URL signed for GET): GET a byte
+                one_byte = {**headers, "Range": "bytes=0-0"}
+                with session.get(url, headers=one_byte, timeout=QUICK.timeout, stream=True) as resp:
+                    pass  # the status is all we read; closing drops the rest of an unranged answer
     except requests.RequestException as exc:
         msg = f"{parsed.netloc or url} does not answer ({type(exc).__name__})"
         raise BuildFailed(msg) from None
