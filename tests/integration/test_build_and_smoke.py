@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import subprocess
 import time
@@ -83,6 +85,10 @@ def test_smoke_checks_pass_on_the_built_image(
     # pin, pip check, import, 2 env vars, file, tool, artifact, 5 labels, no leftovers, own test
     assert summary["passed"] >= 15
     assert summary["failed"] == []
+    # On more than one core, the generic checks and the image's own each in a container of their own.
+    started = dict(re.findall(r"smoke-testing \S+ in container (\S+): (\S+)", result.stderr))
+    if (os.cpu_count() or 1) > 1:
+        assert sorted(started.values()) == ["checks", "images/xpu-fixture/tests"], result.stderr[-2000:]
 
 
 def test_the_smoke_run_ignores_the_repository_pytest_settings(

@@ -8,12 +8,15 @@ container is uuid-named and removed afterwards, even on Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -113,12 +116,14 @@ class StagedRun:
     ini: Path
     suites: tuple[Path, ...]
 
-    def argv(self, hosts: str, *more: str) -> list[str]:
-        """The pytest command that runs the suites against testinfra's ``hosts``."""
+    def argv(self, hosts: str, *more: str, suites: tuple[Path, ...] = ()) -> list[str]:
+        """The pytest command that runs ``suites`` (default: every one) against testinfra's
+        ``hosts``."""
         return [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
             "-p", "xpu_release.image.smoke_plugin", f"--xpu-spec={self.spec_file}", "-c", str(self.ini),
-            *more, f"--hosts={hosts}", "--rootdir", str(self.folder / "suites"), *map(str, self.suites),
+            *more, f"--hosts={hosts}", "--rootdir", str(self.folder / "suites"),
+            *map(str, suites or self.suites),
         ]  # fmt: skip
 
 
@@ -165,34 +170,64 @@ def smoke_test(
     tests = tests_sha256(root, spec)
     with tempfile.TemporaryDirectory(prefix="xpu-smoke-") as tmp:
         run = stage_run(root, spec, image.id, lock.provided, Path(tmp), platform)
-        junit = run.folder / "junit.xml"
-        # By id, not by tag: the container runs exactly the image the marker will name.
-        with engine.container(image.id, purpose="smoke") as name:
-            on_line(f"smoke-testing {ref} in container {name}")
-            cmd = run.argv(f"docker://{name}", "-o", "junit_family=xunit1", f"--junitxml={junit}")
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            output: list[str] = []
-            try:
-                assert proc.stdout is not None
-                for line in proc.stdout:
-                    output.append(line)
-                    on_line(line.rstrip())
-                proc.wait()
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        passed, failed = _failures(junit)
-    if proc.returncode != 0 or failed:
+        codes, output = _run_suites(run, engine, image.id, ref, on_line)
+        counted = [_failures(run.folder / f"junit-{n}.xml") for n in range(len(codes))]
+        passed, failed = sum(n for n, _ in counted), [f for _, fs in counted for f in fs]
+    if any(codes) or failed:
         listing = "\n".join(f"  - {f}" for f in failed) or "  (see the log above)"
         what = f"{spec.ref} on {platform}" if spec.platformed else spec.ref
         msg = f"{len(failed)} smoke check(s) failed for {what}; it must not be published:\n{listing}"
-        raise SmokeTestFailed(msg, details="".join(output))
+        raise SmokeTestFailed(msg, details=output)
     result = SmokeResult(
         ref=ref, image_id=image.id, passed=passed, failed=(), seconds=time.monotonic() - started
     )
     _mark_tested(spec, image.id, tests, passed)
     return result
+
+
+def _run_suites(
+    run: StagedRun, engine: Engine, image_id: str, ref: str, on_line: LineSink
+) -> tuple[list[int], str]:
+    """Each suite in a container of its own, all at once where the machine has more than one
+    core (the generic checks and the image's own each import torch and run for seconds); all in
+    one container on a single core. Their exit codes, and what they said (on screen, each line
+    named by its suite). The containers are of ``image_id``: the image the marker names."""
+    groups = [(s,) for s in run.suites] if (os.cpu_count() or 1) > 1 else [run.suites]
+    said: list[list[str]] = [[] for _ in groups]
+    shown = threading.Lock()
+    procs: list[subprocess.Popen[str]] = []
+    readers: list[threading.Thread] = []
+
+    def follow(n: int, proc: subprocess.Popen[str], tag: str) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            said[n].append(line)
+            with shown:
+                on_line(f"{tag}{line.rstrip()}")
+
+    def start(n: int, suites: tuple[Path, ...], name: str) -> None:
+        suite = suites[0].relative_to(run.folder / "suites").as_posix() if len(groups) > 1 else ""
+        on_line(f"smoke-testing {ref} in container {name}" + (f": {suite}" if suite else ""))
+        junit = f"--junitxml={run.folder / f'junit-{n}.xml'}"
+        cmd = run.argv(f"docker://{name}", "-o", "junit_family=xunit1", junit, suites=suites)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        tag = f"[{suite}] " if suite else ""
+        readers.append(threading.Thread(target=follow, args=(n, procs[-1], tag), daemon=True))
+        readers[-1].start()
+
+    with contextlib.ExitStack() as stack:
+        try:
+            for n, suites in enumerate(groups):
+                start(n, suites, stack.enter_context(engine.container(image_id, purpose="smoke")))
+            for proc, reader in zip(procs, readers, strict=True):
+                proc.wait()
+                reader.join()
+        finally:  # interrupted, or a container refused: no run outlives its container
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    return [proc.returncode for proc in procs], "".join(line for lines in said for line in lines)
 
 
 def suites(root: Path, spec: ImageSpec) -> list[tuple[str, Path]]:
