@@ -7,6 +7,8 @@ keeps the full log. Containers are context managers: uuid-named, labelled, alway
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +55,20 @@ class ImageInfo:
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
             env=tuple(config.get("Env") or ()),
         )
+
+
+def _context_unsent(name: str, context: Path, exc: OSError) -> str:
+    """Why the build context never reached the engine: Docker's client says "Can not read file
+    in context" of whatever failed as it wrote the context's tar (most often a full disk), and
+    hides the cause one exception down."""
+    cause = exc.__context__ if isinstance(exc.__context__, OSError) else exc
+    tmp = tempfile.gettempdir()
+    free = shutil.disk_usage(tmp).free / 1e9
+    return (
+        f"build of {name}: its context ({context}) could not be sent to the engine: {cause}; "
+        f"Docker's client writes it to {tmp} first as one tar ({free:.1f} GB free there): free "
+        "space, or set TMPDIR to a folder with room"
+    )
 
 
 def _stream_error(chunk: dict[str, Any]) -> str | None:
@@ -116,18 +132,21 @@ class Engine:
         name = name or tag
         log: list[str] = []
         image_id = ""
-        stream = self.api.build(
-            path=str(context),
-            tag=tag,
-            buildargs=buildargs,
-            labels=labels,
-            rm=True,
-            forcerm=True,
-            network_mode="none",
-            decode=True,
-            pull=False,
-            nocache=nocache,
-        )
+        try:
+            stream = self.api.build(
+                path=str(context),
+                tag=tag,
+                buildargs=buildargs,
+                labels=labels,
+                rm=True,
+                forcerm=True,
+                network_mode="none",
+                decode=True,
+                pull=False,
+                nocache=nocache,
+            )
+        except OSError as exc:  # Docker's client tars the context into a temporary file first
+            raise BuildFailed(_context_unsent(name, context, exc)) from None
         for chunk in stream:
             if "stream" in chunk:
                 text = redact(chunk["stream"])
@@ -269,6 +288,10 @@ class Engine:
                 msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
                 raise BuildFailed(msg)
         return out.decode() if isinstance(out, bytes) else str(out)
+
+    def cpu_count(self) -> int:
+        """The engine's CPUs (its machine may not be this one)."""
+        return int(self.client.info().get("NCPU") or 1)
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL

@@ -75,8 +75,11 @@ def check_index(spec: ImageSpec) -> None:
         return
     import requests
 
+    from ..oci.connection import outside_session
+
     try:
-        requests.get(spec.pip_index_url, timeout=10)
+        with outside_session() as session:
+            session.get(spec.pip_index_url, timeout=10, stream=True).close()  # the headers say it answers
     except requests.RequestException as exc:
         reason = type(exc).__name__
         msg = (

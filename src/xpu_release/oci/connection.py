@@ -20,6 +20,7 @@ import contextlib
 import heapq
 import http.client
 import itertools
+import os
 import re
 import socket
 import ssl
@@ -33,6 +34,8 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from requests.auth import HTTPBasicAuth
+from requests.utils import get_auth_from_url
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -54,28 +57,34 @@ class _Alarm:
     __slots__ = ("_action", "_lock", "fired", "settled")
 
     def __init__(self, action: Callable[[], None]) -> None:
-        self._action, self._lock = action, threading.Lock()
+        self._action: Callable[[], None] | None = action
+        self._lock = threading.Lock()
         self.fired = self.settled = False
 
     def ring(self) -> None:
         with self._lock:
-            if not self.settled:
+            if not self.settled and self._action is not None:
                 self.fired = self.settled = True
                 self._action()
 
     def disarm(self) -> bool:
-        """No ring after this; whether it rang before."""
+        """No ring after this (and what it would have done is let go); whether it rang before."""
         with self._lock:
-            self.settled = True
+            self.settled, self._action = True, None
             return self.fired
 
 
 class _Watchdog:
     """Every answer's deadline on one thread of the process (a timer thread started per request
     cost a thread each: some 90 a publish of a small image, thousands for a release with many
-    referrers). Deadlines are kept in a heap; a disarmed one is dropped when it comes up."""
+    referrers). Deadlines are kept in a heap; a disarmed one is dropped when it comes up. A
+    forked child starts with none of its parent's (they are the parent's connections)."""
 
     def __init__(self) -> None:
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
         self._ready = threading.Condition()
         self._heap: list[tuple[float, int, _Alarm]] = []
         self._order = itertools.count()
@@ -85,7 +94,7 @@ class _Watchdog:
         alarm = _Alarm(action)
         with self._ready:
             heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._order), alarm))
-            if self._thread is None or not self._thread.is_alive():  # the first, or after a fork
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="xpu-release-deadlines", daemon=True)
                 self._thread.start()
             self._ready.notify()
@@ -103,10 +112,22 @@ class _Watchdog:
                 if wait > 0:
                     self._ready.wait(wait)
                     continue
-                heapq.heappop(self._heap)[2].ring()  # a socket shut: returns at once
+                with contextlib.suppress(Exception):  # one connection's trouble ends no other deadline
+                    heapq.heappop(self._heap)[2].ring()  # a socket shut: returns at once
 
 
 _WATCHDOG = _Watchdog()
+
+
+def _shut(sock: Any) -> None:
+    """Shut ``sock`` so that a read waiting on it returns at once (TLS through an HTTPS proxy is a
+    wrapper without ``shutdown``: its socket underneath); already closed: nothing waits on it."""
+    raw = sock if hasattr(sock, "shutdown") else getattr(sock, "socket", None)
+    with contextlib.suppress(OSError):
+        if raw is not None:
+            raw.shutdown(socket.SHUT_RDWR)
+        else:
+            sock.close()
 
 
 class _HeadersDeadline:
@@ -120,20 +141,18 @@ class _HeadersDeadline:
         deadline, sock = self.timeout, self.sock
         if not isinstance(deadline, int | float) or sock is None:
             return super().getresponse()  # type: ignore[misc]
-
-        def stop() -> None:
-            with contextlib.suppress(OSError):  # already closed: nothing waits on it
-                sock.shutdown(socket.SHUT_RDWR)  # the waiting read returns at once
-
-        alarm = _WATCHDOG.arm(deadline, stop)
+        alarm, fired = _WATCHDOG.arm(deadline, lambda: _shut(sock)), False
         try:
             response = super().getresponse()  # type: ignore[misc]
         except Exception:
-            if alarm.disarm():
+            fired = alarm.disarm()
+            if fired:
                 msg = f"the answer's headers did not arrive within {deadline:g} s"
                 raise TimeoutError(msg) from None
             raise
-        if alarm.disarm():  # stopped the moment they arrived: the connection is gone
+        finally:  # also when interrupted: no shutdown of a socket after its request
+            fired = alarm.disarm() or fired
+        if fired:  # stopped the moment they arrived: the connection is gone
             msg = f"the answer's headers did not arrive within {deadline:g} s"
             raise TimeoutError(msg)
         return response
@@ -166,7 +185,12 @@ class Adapter(HTTPAdapter):
 
 
 def _as_sent(request: requests.PreparedRequest) -> requests.PreparedRequest:
-    """The request's own ``Authorization`` (or none), as the transport set it."""
+    """The request's own ``Authorization``, as the transport set it; else the login its URL
+    carries (``https://user:token@host/…``), as requests itself takes it; else none."""
+    if "Authorization" not in request.headers:
+        user, password = get_auth_from_url(request.url or "")
+        if user or password:
+            HTTPBasicAuth(user, password)(request)
     return request
 
 

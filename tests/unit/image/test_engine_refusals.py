@@ -6,6 +6,7 @@ engine's words escaped, and no container is left behind."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +77,26 @@ def test_a_bounded_run_the_engine_refuses_says_what_it_answered() -> None:
     assert got.refused is not None
     assert "executable file not found" in got.refused
     assert client.removed == client.created
+
+
+class DiskFull:
+    """A client whose tar of the build context meets a full disk, as Docker's client says it."""
+
+    @property
+    def api(self) -> DiskFull:
+        return self
+
+    def build(self, path: str, **kwargs: Any) -> Any:
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError:
+            msg = f"Can not read file in context: {path}/artifacts/payload/payload.tar.gz"
+            raise OSError(msg)  # noqa: B904 (docker-py's own words, its cause one exception down)
+
+
+def test_a_context_that_cannot_be_tarred_is_the_build_failing_with_its_cause(tmp_path: Path) -> None:
+    with pytest.raises(BuildFailed) as failed:
+        Engine(DiskFull()).build(context=tmp_path, tag="img:1", buildargs={}, labels={}, on_line=print)
+    assert failed.value.exit_code == 5
+    assert "No space left on device" in failed.value.message
+    assert "TMPDIR" in failed.value.message

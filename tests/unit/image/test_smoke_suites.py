@@ -4,8 +4,11 @@ tests/integration/test_build_and_smoke.py's)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,68 @@ def test_checks_in_nested_folders_are_hashed(tmp_path: Path) -> None:
     nested.write_text("def test_more() -> None: ...\n")
 
     assert smoke.tests_sha256(here, spec) != before
+
+
+class _Engine:
+    """Containers by name only: the suites below never reach their host."""
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus, self.started = cpus, 0
+
+    def cpu_count(self) -> int:
+        return self.cpus
+
+    @contextlib.contextmanager
+    def container(self, image: str, *, purpose: str) -> Iterator[str]:
+        self.started += 1
+        yield f"c{self.started}"
+
+
+def _two_suites(tmp_path: Path) -> smoke.StagedRun:
+    """A suite that says 300 KiB and passes (more than a pipe holds), and one of helpers only."""
+    root = clone(tmp_path / "repo")
+    run = smoke.stage_run(root, Repo(root).load_ref(REF), "sha256:" + "1" * 64, (), tmp_path)
+    loud, quiet = tmp_path / "suites" / "loud", tmp_path / "suites" / "quiet"
+    loud.mkdir(parents=True)
+    quiet.mkdir()
+    loud_test = "def test_loud():\n    for _ in range(3000):\n        print('x' * 100)\n    assert False\n"
+    (loud / "test_loud.py").write_text(loud_test)
+    (quiet / "conftest.py").write_text("HELPER = 1\n")
+    return dataclasses.replace(run, suites=(loud, quiet))
+
+
+def test_each_suite_runs_in_a_container_of_its_own_and_a_suite_without_tests_fails_nothing(
+    tmp_path: Path,
+) -> None:
+    run, engine = _two_suites(tmp_path), _Engine(cpus=2)
+    shown: list[str] = []
+
+    codes, said = smoke._run_suites(run, engine, "sha256:" + "1" * 64, "x:1", shown.append)  # type: ignore[arg-type]
+
+    assert engine.started == 2
+    assert codes[1] == 0  # helpers only: nothing to fail
+    assert codes[0] != 0  # the loud test fails, and is reported
+    assert "[loud] " in said
+    assert any(line.startswith("[quiet] ") for line in shown)
+
+
+def test_a_screen_that_breaks_stops_no_suite(tmp_path: Path) -> None:
+    run = _two_suites(tmp_path)
+
+    def broken(line: str) -> None:  # the terminal went away once the runs had started
+        if line.startswith("["):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    codes, said = smoke._run_suites(run, _Engine(cpus=2), "sha256:" + "1" * 64, "x:1", broken)  # type: ignore[arg-type]
+
+    assert len(codes) == 2
+    assert said.count("x" * 100) >= 3000  # the whole output was read: no run was left on a full pipe
+
+
+def test_on_an_engine_of_one_cpu_every_suite_runs_in_one_container(tmp_path: Path) -> None:
+    run, engine = _two_suites(tmp_path), _Engine(cpus=1)
+
+    codes, _ = smoke._run_suites(run, engine, "sha256:" + "1" * 64, "x:1", lambda _: None)  # type: ignore[arg-type]
+
+    assert engine.started == 1
+    assert len(codes) == 1

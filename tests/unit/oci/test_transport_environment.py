@@ -4,8 +4,10 @@
   there hung every request, and an entry for a registry's host replaced the login we send;
 - the environment's proxy settings still apply (``HTTP_PROXY``, ``NO_PROXY``), read once per
   origin and session;
+- an artifact URL's own login (``https://user:token@host/…``) is still sent, as requests sends it;
 - every answer's header deadline is kept by one watchdog thread, not a timer thread a request;
-  a deadline rings once, in order, and never once it is disarmed (its answer came)."""
+  a deadline rings once, in order, and never once it is disarmed (its answer came); one that
+  fails ends no other; a forked child keeps none of its parent's."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import requests
 from xpu_release.errors import ReleaseError
 from xpu_release.image.fetch import fetch
 from xpu_release.manifest.registries import Endpoint
-from xpu_release.oci.connection import _WATCHDOG, session
+from xpu_release.oci.connection import _WATCHDOG, _shut, session
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from xpu_release.settings import Settings, use
@@ -212,3 +214,53 @@ def test_a_deadline_rings_once_when_it_comes_and_never_after_it_is_disarmed() ->
 
     assert rung == ["soon", "late"]
     assert (soon.disarm(), late.disarm()) == (True, True)  # each had rung
+
+
+def test_a_deadline_whose_action_fails_ends_no_other() -> None:
+    rung: list[str] = []
+
+    def broken() -> None:
+        msg = "'SSLTransport' object has no attribute 'shutdown'"
+        raise AttributeError(msg)
+
+    _WATCHDOG.arm(0.01, broken)
+    _WATCHDOG.arm(0.05, lambda: rung.append("after"))
+    deadline = time.monotonic() + 10
+    while not rung and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert rung == ["after"]
+
+
+def test_tls_through_a_proxy_is_shut_by_its_socket_underneath() -> None:
+    shut: list[int] = []
+
+    class Raw:
+        def shutdown(self, how: int) -> None:
+            shut.append(how)
+
+    class Wrapped:  # urllib3's SSLTransport: no shutdown of its own
+        socket = Raw()
+
+    _shut(Wrapped())
+    assert shut == [2]  # SHUT_RDWR
+
+
+def test_a_forked_child_keeps_none_of_its_parents_deadlines() -> None:
+    _WATCHDOG.arm(60, lambda: None)  # the parent's, pending
+    pid = os.fork()
+    if pid == 0:  # the child: its own watchdog, empty
+        os._exit(0 if not _WATCHDOG._heap and _WATCHDOG._thread is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_an_artifact_urls_own_login_is_sent(
+    tmp_path: Path, artifact_server: tuple[int, list[tuple[str, str | None]]]
+) -> None:
+    port, seen = artifact_server
+    use(Settings(cache=tmp_path / "cache"))
+
+    fetch(f"http://user:tok@127.0.0.1:{port}/sdk.tar.gz", hashlib.sha256(ARTIFACT).hexdigest(), "sdk.tar.gz")
+
+    assert [auth for _, auth in seen] == ["Basic dXNlcjp0b2s="]  # base64("user:tok")
