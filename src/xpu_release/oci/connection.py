@@ -141,20 +141,18 @@ class _HeadersDeadline:
         deadline, sock = self.timeout, self.sock
         if not isinstance(deadline, int | float) or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        alarm, fired = _WATCHDOG.arm(deadline, lambda: _shut(sock)), False
+        alarm = _WATCHDOG.arm(deadline, lambda: _shut(sock))
         try:
             response = super().getresponse()  # type: ignore[misc]
         except Exception:
+            if not alarm.disarm():  # not cut by the deadline: the failure is what it says
+                raise
+            response = None
+        finally:  # on every way out (an interrupt too): no shutdown of a socket after its request
             fired = alarm.disarm()
-            if fired:
-                msg = f"the answer's headers did not arrive within {deadline:g} s"
-                raise TimeoutError(msg) from None
-            raise
-        finally:  # also when interrupted: no shutdown of a socket after its request
-            fired = alarm.disarm() or fired
-        if fired:  # stopped the moment they arrived: the connection is gone
+        if fired:  # cut, or cut the moment the headers arrived: the connection is gone either way
             msg = f"the answer's headers did not arrive within {deadline:g} s"
-            raise TimeoutError(msg)
+            raise TimeoutError(msg) from None
         return response
 
 
@@ -200,7 +198,8 @@ class _OwnLogins(requests.Session):
     - ``~/.netrc`` is never read. requests reads it (or ``$NETRC``) for every request that has
       no ``auth``, and for every redirect: a file outside the guard (a FIFO there hung every
       request), and an entry for a registry's host replaced the ``Authorization`` we send. A
-      login comes from the settings (``XPU_RELEASE_USERNAME``, the artifact token), nowhere else.
+      login comes from the settings (``XPU_RELEASE_USERNAME``, the artifact token) or from an
+      artifact URL's own ``user:token@``, nowhere else.
     - The environment's proxy and CA settings (``HTTPS_PROXY``, ``NO_PROXY``,
       ``REQUESTS_CA_BUNDLE``) still apply, read once per origin and session instead of on every
       request (each read walked the whole environment)."""
