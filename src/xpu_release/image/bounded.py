@@ -107,6 +107,11 @@ def engine_said(exc: Exception) -> str:
     return f"{said} (HTTP {status})" if status else said
 
 
+def engine_cpus(client: Any) -> int:
+    """The CPUs of the engine behind ``client`` (its machine may not be this one)."""
+    return int(client.info().get("NCPU") or 1)
+
+
 class Containers:
     """The engine as the evaluation asks it (``experiment.Runner``): bounded runs, and how many
     CPUs a CPU set may name."""
@@ -123,4 +128,4 @@ class Containers:
                    limits=limits, timeout=timeout)  # fmt: skip
 
     def cpu_count(self) -> int:
-        return int(self.client.info().get("NCPU") or 1)
+        return engine_cpus(self.client)

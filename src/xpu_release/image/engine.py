@@ -30,7 +30,7 @@ from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
-from .bounded import engine_said, throwaway
+from .bounded import engine_cpus, engine_said, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -290,8 +290,7 @@ class Engine:
         return out.decode() if isinstance(out, bytes) else str(out)
 
     def cpu_count(self) -> int:
-        """The engine's CPUs (its machine may not be this one)."""
-        return int(self.client.info().get("NCPU") or 1)
+        return engine_cpus(self.client)
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
