@@ -6,6 +6,7 @@ grows past what one person can hold in mind."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from pathlib import Path
 
@@ -32,12 +33,27 @@ def rank(wing: str) -> int:
     return RANK.get(wing, 0)
 
 
+@functools.cache
+def _parsed(text: str) -> tuple[ast.Module, tuple[ast.AST, ...]]:
+    tree = ast.parse(text)
+    return tree, tuple(ast.walk(tree))
+
+
+def parsed(path: Path) -> ast.Module:
+    """The module at ``path``, parsed once per text (these tests read each module six times)."""
+    return _parsed(path.read_text())[0]
+
+
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at ``path``, as ``ast.walk`` gives them."""
+    return _parsed(path.read_text())[1]
+
+
 def imported_wings(path: Path) -> set[tuple[str, int]]:
     """Every wing (or leaf module) ``path`` imports from inside the package, with the line."""
-    tree = ast.parse(path.read_text())
     package = path.relative_to(SRC).parent.parts
     out: set[tuple[str, int]] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = list(package[: len(package) - (node.level - 1)])
             target = [*base, *(node.module.split(".") if node.module else [])]
@@ -64,7 +80,7 @@ def test_wings_import_one_way() -> None:
 
 def test_every_wing_says_what_it_owns_and_may_import() -> None:
     for wing in RANK:
-        doc = ast.get_docstring(ast.parse((SRC / wing / "__init__.py").read_text())) or ""
+        doc = ast.get_docstring(parsed(SRC / wing / "__init__.py")) or ""
         assert "Owns" in doc, wing
         assert "May import" in doc, wing
 
@@ -76,7 +92,7 @@ def test_only_the_cli_reads_the_environment() -> None:
             continue
         if path.parent.name == "workloads":  # run inside images, switched by their users' environment
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -99,7 +115,7 @@ def test_every_environment_variable_is_named_once_in_settings() -> None:
         rel = str(path.relative_to(SRC))
         if rel == "settings.py" or rel in NAMES_AGAIN:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             value = node.value if isinstance(node, ast.Constant) else None
             if isinstance(value, str) and value.startswith("XPU_RELEASE_") and value.isupper():
                 again.append(f"{rel}:{node.lineno}: {value}")
@@ -110,14 +126,14 @@ def test_every_environment_variable_is_named_once_in_settings() -> None:
 def test_no_module_and_no_class_grows_past_one_head(path: Path) -> None:
     text = path.read_text()
     assert text.count("\n") <= MAX_MODULE_LINES, f"{path.name}: {text.count(chr(10))} lines"
-    for node in ast.walk(ast.parse(text)):
+    for node in nodes(path):
         if isinstance(node, ast.ClassDef):
             size = (node.end_lineno or node.lineno) - node.lineno + 1
             assert size <= MAX_CLASS_LINES, f"{path.name}: class {node.name} is {size} lines"
 
 
 def test_every_module_says_why_it_exists() -> None:
-    missing = [str(p.relative_to(SRC)) for p in modules() if not ast.get_docstring(ast.parse(p.read_text()))]
+    missing = [str(p.relative_to(SRC)) for p in modules() if not ast.get_docstring(parsed(p))]
     assert missing == []
 
 
@@ -142,7 +158,7 @@ def import_graph(src: Path) -> dict[str, dict[str, int]]:
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: dict[str, int] = {}
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom):
                 parts = package.split(".")

@@ -68,7 +68,11 @@ class Judgement:
 def median(values: Sequence[float]) -> float:
     """The median; of an even count, the middle two's midpoint taken without their sum (two
     figures near the largest float would overflow it to infinity)."""
-    ordered = sorted(values)
+    return _middle(sorted(values))
+
+
+def _middle(ordered: list[float]) -> float:
+    """The median of figures already in order."""
     mid = len(ordered) // 2
     if len(ordered) % 2:
         return float(ordered[mid])
@@ -91,15 +95,21 @@ def interval(
     """The percentile bootstrap interval of ``ratio_of_medians``: rounds resampled as pairs when
     both arms have one figure per round, else each arm on its own."""
     _check(subject, reference)
-    rng = random.Random(seed)
+    draw = random.Random(seed).random
     n, m = len(subject), len(reference)
     paired = n == m
     ratios = []
     rounds_n, rounds_m = range(n), range(m)
     for _ in range(resamples):
-        picks = rng.choices(rounds_n, k=n)  # one draw per figure (randrange per figure: 5x the CPU)
-        others = picks if paired else rng.choices(rounds_m, k=m)
-        ratios.append(median([subject[i] for i in picks]) / median([reference[i] for i in others]))
+        # One draw per figure, as rng.choices(range(n), k=n) draws (floor(random() * n)), without
+        # its call and its list of rounds: the same resamples in two thirds of the time
+        # (randrange per figure: 5x the CPU).
+        picks = [int(draw() * n) for _ in rounds_n]
+        others = picks if paired else [int(draw() * m) for _ in rounds_m]
+        ours, theirs = [subject[i] for i in picks], [reference[i] for i in others]
+        ours.sort()
+        theirs.sort()
+        ratios.append(_middle(ours) / _middle(theirs))
     ratios.sort()
     tail = (1 - confidence) / 2
     low = ratios[math.floor(tail * (resamples - 1))]

@@ -7,8 +7,33 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.bccache
 
 from ..errors import ConfigError
+
+
+class _CompiledOnce(jinja2.BytecodeCache):
+    """Each template's compiled code, kept for this process by the template's name, whatever
+    folder it was read from: another copy of the same templates (a second checkout, a test's copy
+    of the repository) compiles nothing again. Jinja compares the source's checksum before it
+    runs kept code, so a template whose text differs is compiled anew, never run stale."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return super().get_cache_key(name)  # the folder left out: the checksum decides
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        kept = self._code.get(bucket.key)
+        if kept is not None:
+            bucket.bytecode_from_string(kept)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+_COMPILED = _CompiledOnce()  # every environment below has the same options: their code is alike
 
 
 @functools.cache
@@ -17,6 +42,7 @@ def _environment(templates: Path) -> jinja2.Environment:
     still checks a template file's mtime on use, so an edited one is compiled again)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
+        bytecode_cache=_COMPILED,
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Dockerfiles and Markdown, not HTML; values are validated instead
         trim_blocks=True,

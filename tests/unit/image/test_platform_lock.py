@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +60,11 @@ def manifest(house: Path, pins: str, platforms: str = "[linux/amd64, linux/arm64
     )
 
 
-@pytest.fixture
-def house(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def stocked(house: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A wheelhouse with a pure wheel, a compiled one for both platforms, and a torch-like pin
     whose x86-64 wheel carries a local label (+cpu) and whose aarch64 wheel does not."""
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # this wheelhouse only: no index, no config
     monkeypatch.setenv("PIP_NO_INDEX", "1")
-    house = tmp_path / "wheels"
     house.mkdir()
     wheel(house, "pure", "1.0")
     wheel(house, "native", "2.0", X86, "pure")
@@ -76,20 +75,56 @@ def house(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return house
 
 
+@pytest.fixture
+def house(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return stocked(tmp_path / "wheels", monkeypatch)
+
+
 def spec_of(tmp_path: Path, text: str, ref: str = "kit:1.0") -> Any:
     write_manifest(tmp_path / "repo", "kit", ref.split(":")[1], text)
     return Repo(tmp_path / "repo").load_ref(ref)
+
+
+def locks_of(spec: Any) -> Locks:
+    sections = tuple(
+        (p, resolve(spec, base, platform=p)) for p, base in ((AMD64, ON_AMD64), (ARM64, ON_ARM64))
+    )
+
+    return Locks(pins_sha256=pins_sha256(spec), base=INDEX, by_platform=sections, platformed=True)
+
+
+NATIVE = "  native: {kind: pip, version: '2.0'}\n"
+
+
+@dataclass(frozen=True)
+class Native:
+    """kit:1.0 for linux/amd64 and linux/arm64, pinning ``native`` 2.0 (which needs ``pure``),
+    from ``house``, and its platformed lock: ``locks``, written out as ``text``."""
+
+    house: Path
+    spec: Any
+    locks: Locks
+    text: str
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory: pytest.TempPathFactory) -> Native:
+    """One lock for the tests that read it, damage it or set it beside another manifest: made
+    once, since pip's two resolutions are what these tests spend their time on."""
+    made = tmp_path_factory.mktemp("native")
+    with pytest.MonkeyPatch.context() as monkeypatch:  # pip's settings for these resolutions only
+        house = stocked(made / "wheels", monkeypatch)
+        spec = spec_of(made, manifest(house, NATIVE))
+        locks = locks_of(spec)
+    return Native(house, spec, locks, locks.render(spec))
 
 
 def urls(lock: Any) -> list[str]:
     return [Path(p.url).name for layer in lock.layers for p in layer.packages]
 
 
-def test_each_platform_resolves_its_own_wheels(tmp_path: Path, house: Path) -> None:
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
-
-    amd64 = resolve(spec, ON_AMD64, platform=AMD64)
-    arm64 = resolve(spec, ON_ARM64, platform=ARM64)
+def test_each_platform_resolves_its_own_wheels(native: Native) -> None:
+    amd64, arm64 = native.locks.of(AMD64), native.locks.of(ARM64)  # resolve(spec, …, platform=…)
 
     assert urls(amd64) == [f"native-2.0-{X86}.whl", "pure-1.0-py3-none-any.whl"]
     assert urls(arm64) == [f"native-2.0-{ARM}.whl", "pure-1.0-py3-none-any.whl"]
@@ -122,7 +157,7 @@ def test_a_pin_whose_wheels_carry_another_version_on_a_platform_says_so(tmp_path
 
 
 def test_what_a_platforms_base_provides_is_never_in_its_layers(tmp_path: Path, house: Path) -> None:
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
+    spec = spec_of(tmp_path, manifest(house, NATIVE))
 
     lock = resolve(spec, ON_ARM64, provided=(("pure", "1.0"),), platform=ARM64)
 
@@ -130,19 +165,8 @@ def test_what_a_platforms_base_provides_is_never_in_its_layers(tmp_path: Path, h
     assert lock.provided == (("pure", "1.0"),)
 
 
-def locks_of(spec: Any) -> Locks:
-    sections = tuple(
-        (p, resolve(spec, base, platform=p)) for p, base in ((AMD64, ON_AMD64), (ARM64, ON_ARM64))
-    )
-
-    return Locks(pins_sha256=pins_sha256(spec), base=INDEX, by_platform=sections, platformed=True)
-
-
-def test_a_platformed_lock_pins_the_index_and_each_platforms_image_and_reads_back(
-    tmp_path: Path, house: Path
-) -> None:
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
-    locks = locks_of(spec)
+def test_a_platformed_lock_pins_the_index_and_each_platforms_image_and_reads_back(native: Native) -> None:
+    spec, locks = native.spec, native.locks
 
     text = locks.render(spec)
 
@@ -158,7 +182,7 @@ def test_a_platformed_lock_pins_the_index_and_each_platforms_image_and_reads_bac
 
 
 def test_a_lock_of_linux_amd64_alone_is_written_as_every_lock_before(tmp_path: Path, house: Path) -> None:
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n", "[linux/amd64]"))
+    spec = spec_of(tmp_path, manifest(house, NATIVE, "[linux/amd64]"))
     lock = resolve(spec, ON_AMD64)
 
     text = Locks.single(lock).render(spec)
@@ -183,33 +207,31 @@ def test_a_lock_of_linux_amd64_alone_is_written_as_every_lock_before(tmp_path: P
     ],
 )  # fmt: skip
 def test_a_damaged_platformed_lock_is_a_lock_error_naming_the_line(
-    tmp_path: Path, house: Path, edit: Any, said: str
+    native: Native, edit: Any, said: str
 ) -> None:
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
+    damaged = edit(native.text)
+    assert damaged != native.text
 
     with pytest.raises(LockError, match=said):
-        read_locks(edit(locks_of(spec).render(spec)), "images/kit/1.0/requirements.lock")
+        read_locks(damaged, "images/kit/1.0/requirements.lock")
 
 
-def test_a_single_platform_lock_never_reads_a_platforms_section_as_its_own(
-    tmp_path: Path, house: Path
-) -> None:
-
-    spec = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
-    text = locks_of(spec).render(spec)
+def test_a_single_platform_lock_never_reads_a_platforms_section_as_its_own(native: Native) -> None:
+    unplatformed = native.text.replace("# platforms: linux/amd64, linux/arm64\n", "")
+    assert unplatformed != native.text
 
     with pytest.raises(LockError, match="a platform's section inside a lock of one platform"):
-        Lock.parse(text.replace("# platforms: linux/amd64, linux/arm64\n", ""), "requirements.lock")
+        Lock.parse(unplatformed, "requirements.lock")
 
 
-def test_a_lock_for_other_platforms_than_the_manifests_is_stale(tmp_path: Path, house: Path) -> None:
-    both = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"))
+def test_a_lock_for_other_platforms_than_the_manifests_is_stale(tmp_path: Path, native: Native) -> None:
+    both = spec_of(tmp_path, manifest(native.house, NATIVE))
     path = lock_path(tmp_path / "repo", both)
     path.parent.mkdir(parents=True)
-    path.write_text(locks_of(both).render(both))
+    path.write_text(native.text)
     assert load_locks(tmp_path / "repo", both).platforms == (AMD64, ARM64)
 
-    one = spec_of(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n", "[linux/arm64]"))
+    one = spec_of(tmp_path, manifest(native.house, NATIVE, "[linux/arm64]"))
 
     with pytest.raises(LockError, match=r"is stale"):
         load_locks(tmp_path / "repo", one)
@@ -239,9 +261,7 @@ def test_relock_pins_the_base_index_and_asks_each_platforms_image_what_it_provid
 ) -> None:
     with fake_registry(State(auth=False)) as (host, _state):
         base = serve_index(host, {AMD64: [("pure", "1.0")], ARM64: [("pure", "1.0")]})
-        root, spec, made = relocked(
-            tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"), base
-        )
+        root, spec, made = relocked(tmp_path, manifest(house, NATIVE), base)
 
     assert made.lock.platformed
     assert made.lock.base == f"{BASE_REPO}:12@{base.index}"
@@ -263,14 +283,14 @@ def test_relock_of_a_platformed_release_on_a_base_of_one_image_names_the_platfor
         base = serve_one(host)
         with pytest.raises(LockError, match=r"is one image, not an index of platforms: it cannot give "
                            r"kit:1\.0 its linux/amd64, linux/arm64 images"):  # fmt: skip
-            relocked(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"), base)
+            relocked(tmp_path, manifest(house, NATIVE), base)
 
 
 def test_relock_on_an_index_without_a_declared_platform_names_it(tmp_path: Path, house: Path) -> None:
     with fake_registry(State(auth=False)) as (host, _state):
         base = serve_index(host, {AMD64: []})
         with pytest.raises(LockError, match=r"has no linux/arm64 image; kit:1\.0 is built for linux/arm64"):
-            relocked(tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n"), base)
+            relocked(tmp_path, manifest(house, NATIVE), base)
 
 
 def test_a_lock_of_linux_amd64_alone_on_an_index_base_pins_the_amd64_image(
@@ -281,9 +301,7 @@ def test_a_lock_of_linux_amd64_alone_on_an_index_base_pins_the_amd64_image(
     # pins what it always pinned, and stays current.
     with fake_registry(State(auth=False)) as (host, _state):
         base = serve_index(host, {AMD64: [], ARM64: []})
-        _root, _spec, made = relocked(
-            tmp_path, manifest(house, "  native: {kind: pip, version: '2.0'}\n", "[linux/amd64]"), base
-        )
+        _root, _spec, made = relocked(tmp_path, manifest(house, NATIVE, "[linux/amd64]"), base)
 
     assert not made.lock.platformed
     assert made.lock.base == f"{BASE_REPO}:12@{base.images[AMD64]}"

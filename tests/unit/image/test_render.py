@@ -245,3 +245,46 @@ def test_an_image_file_naming_a_missing_template_is_located(repo: Path) -> None:
         "images/training-cpu-pytorch/image.yaml:1:11: template: templates/Nope.j2 does not exist"
         in result.stderr
     )
+
+
+# --- templates are compiled once a process, by their text ----------------------------------------
+
+
+def test_a_template_edited_or_changed_in_another_copy_renders_its_own_text(tmp_path: Path) -> None:
+    # Compiled code is kept by the template's name (whatever folder it came from) and used only
+    # for the very text it was compiled from.
+    from xpu_release.image.templating import render_template
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    for root, word in ((one, "alpha"), (two, "beta")):
+        (root / "templates").mkdir(parents=True)
+        (root / "templates" / "Probe.j2").write_text(word + " {{ value }}\n")
+
+    assert render_template(one, "Probe.j2", value=1) == "alpha 1\n"
+    assert render_template(two, "Probe.j2", value=2) == "beta 2\n"
+    assert render_template(one, "Probe.j2", value=3) == "alpha 3\n"
+    (two / "templates" / "Probe.j2").write_text("gamma {{ value }}\n")  # same size as before
+    assert render_template(two, "Probe.j2", value=4) == "gamma 4\n"
+
+
+def test_the_same_templates_in_another_folder_are_not_compiled_again(tmp_path: Path) -> None:
+    import jinja2
+
+    from xpu_release.image.templating import render_template
+
+    for name in ("first", "second"):
+        (tmp_path / name / "templates").mkdir(parents=True)
+        (tmp_path / name / "templates" / "Kept.j2").write_text("kept {{ value }} " + "x" * 40 + "\n")
+    compiled: list[str] = []
+    real = jinja2.Environment._compile
+
+    def counting(self: jinja2.Environment, source: str, filename: str) -> object:
+        compiled.append(filename)
+        return real(self, source, filename)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jinja2.Environment, "_compile", counting)
+        texts = [render_template(tmp_path / name, "Kept.j2", value=name) for name in ("first", "second")]
+
+    assert texts == [f"kept first {'x' * 40}\n", f"kept second {'x' * 40}\n"]
+    assert compiled == [str(tmp_path / "first" / "templates" / "Kept.j2")]

@@ -3,6 +3,7 @@ accepts, child manifests included, validates against it, and its patterns are Ja
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -17,7 +18,14 @@ CPU = "training-cpu-pytorch"
 
 
 def validator(repo: Path) -> Draft202012Validator:
-    schema = json.loads((repo / "schema" / "manifest.schema.json").read_text())
+    return _validator((repo / "schema" / "manifest.schema.json").read_text())
+
+
+@functools.cache
+def _validator(text: str) -> Draft202012Validator:
+    """The schema's validator, once it passes the metaschema: checked once per text (the
+    metaschema check is most of these tests' time)."""
+    schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
