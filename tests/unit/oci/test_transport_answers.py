@@ -126,12 +126,12 @@ _PIECES = st.lists(st.sampled_from(["<", ">", ";", " ", '"', "\\", "=", ",", "a"
 def test_reading_a_header_takes_time_linear_in_its_length(pieces: list[str]) -> None:
     unit = "".join(pieces)
     header = (unit * (65_000 // len(unit) + 1))[:65_000]  # http.client's longest header line
-    start = time.monotonic()
+    start = time.thread_time()  # CPU, not wall: a loaded machine's waits are not the reader's
 
     Challenge.read(header)
     _next_link(header)
 
-    assert time.monotonic() - start < 1.0, f"{unit!r} repeated to 64 KB"
+    assert time.thread_time() - start < 1.0, f"{unit!r} repeated to 64 KB"
 
 
 def test_a_challenge_is_read_as_the_rfc_writes_it() -> None:
