@@ -18,9 +18,17 @@ settings.register_profile("ci", max_examples=120, derandomize=True, deadline=Non
                           suppress_health_check=_SLOW)  # fmt: skip
 settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=_SLOW)
 # The edit loop (`ci/test.sh --fast`): the same properties, each with a quarter of ci's examples
-# where a test sets no number of its own; the full run (`ci/test.sh`, CI) searches with ci's.
+# (a test that sets a number of its own says it through `examples`); the full run (`ci/test.sh`,
+# CI) searches with ci's.
 settings.register_profile("edit", parent=settings.get_profile("ci"), max_examples=30)
 settings.load_profile("ci")
+
+
+def examples(full: int) -> int:
+    """The examples of a test that sets its own number, ``full`` in the full run: scaled as the
+    loaded profile scales the default (ci's 120), so the edit loop runs a quarter of them too."""
+    return max(10, full * (settings.default.max_examples or 120) // 120)
+
 
 # Library code called in-process by the tests reads its settings (the engine's DOCKER_HOST, the
 # cache folder) as the CLI would have read them from this environment.

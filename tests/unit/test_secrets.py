@@ -74,3 +74,26 @@ def test_a_secret_is_hidden_before_outside_text_is_cut() -> None:
 
     assert "TOKEN-0" not in cut
     assert cut.startswith("x" * 10 + "***")
+
+
+@given(st.lists(st.text("abcdefgh0123456789-_", min_size=ANYWHERE, max_size=30), min_size=2, max_size=12,
+                unique=True))  # fmt: skip
+def test_every_long_secret_of_many_is_hidden_wherever_it_appears(secrets: list[str]) -> None:
+    # Some are inside others (the longer is hidden whole); none spans the separator.
+    forget_all()
+    for secret in secrets:
+        register(secret)  # one by one, as a transport receives its tokens
+        redact("a message between two tokens")
+
+    shown_text = redact(" | ".join(["", *secrets, ""]))
+
+    assert [s for s in secrets if s in shown_text] == []
+    assert shown_text == " | ".join(["", *["***"] * len(secrets), ""])
+
+
+def test_a_secret_inside_a_longer_one_leaves_nothing_of_the_longer() -> None:
+    register("token-0123456789")
+    register("prefix-token-0123456789-suffix")
+
+    assert redact("said: prefix-token-0123456789-suffix.") == "said: ***."
+    assert redact("said: token-0123456789.") == "said: ***."

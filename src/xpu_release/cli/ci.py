@@ -6,7 +6,6 @@ import json
 
 import click
 
-from ..manifest.order import build_order
 from .app import (
     State,
     _emit_json,
@@ -70,6 +69,7 @@ def changed(state: State, since: str, as_json: bool, waves: bool, gitlab_pipelin
       xpu-release changed --since origin/main --json --waves
       xpu-release changed --since "$CI_MERGE_REQUEST_DIFF_BASE_SHA" --gitlab-pipeline > changed.yml
     """
+    from ..manifest.order import build_order
     from ..manifest.triggers import changed_refs
 
     if as_json and gitlab_pipeline:
@@ -101,6 +101,7 @@ def order(state: State, refs: tuple[str, ...], as_json: bool) -> None:
       xpu-release order training-cpu-pytorch:25.03 pytorch-cpu-sdk:2.13.0
     """
     from ..manifest import parse_ref
+    from ..manifest.order import build_order
 
     for ref in refs:
         state.repo.load(*parse_ref(ref))  # unknown or invalid: its own clear error

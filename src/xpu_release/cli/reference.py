@@ -20,7 +20,6 @@ from ..settings import ENVIRONMENT
 from .app import State, cli, pass_state
 from .markdown import cell, generated
 from .output import info
-from .reference_formats import formats_page
 
 FOLDER = Path("docs") / "reference"
 
@@ -167,6 +166,8 @@ def settings_page() -> str:
 
 def pages(root: click.Group) -> dict[str, str]:
     """Every reference page by its file name under ``docs/reference/``."""
+    from .reference_formats import formats_page  # the schema and the templates: read for docs only
+
     return {
         "commands.md": commands_page(root),
         "exit-codes.md": exit_codes_page(),

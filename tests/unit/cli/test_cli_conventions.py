@@ -107,6 +107,21 @@ def test_every_command_has_help_with_an_example_and_names_its_arguments(repo: Pa
     assert "Alias of `release`" in alias.stdout
 
 
+def test_the_command_line_loads_no_template_engine_until_a_command_renders() -> None:
+    # Every process imports the command group; a command imports what it uses when it runs. The
+    # template engine and the manifest's reference tables were 70 ms of every `xpu-release`.
+    heavy = [
+        "jinja2",
+        "xpu_release.image.render",
+        "xpu_release.manifest.order",
+        "xpu_release.cli.reference_formats",
+    ]
+    probe = f"import sys, xpu_release.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert loaded.stdout.strip() == "[]"
+
+
 def test_help_names_the_environment_variables_options_read(repo: Path) -> None:
     top = run(repo, "--help").stdout
     publish = run(repo, "publish", "--help").stdout

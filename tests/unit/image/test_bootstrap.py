@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from xpu_release.image.bootstrap import MAX_RATIO, Incomparable, Verdict, interval, judge, ratio_of_medians
 from xpu_release.manifest.evaluation import MAX_ROUNDS
 
+from ...conftest import examples
+
 TRIALS = 200
 ROUNDS = 5
 
@@ -127,7 +129,7 @@ def paired(n: int) -> st.SearchStrategy[tuple[list[float], list[float]]]:
     return st.tuples(st.lists(POSITIVE, min_size=n, max_size=n), st.lists(POSITIVE, min_size=n, max_size=n))
 
 
-@settings(max_examples=40, deadline=2000)
+@settings(max_examples=examples(40), deadline=2000)
 @given(st.integers(min_value=2, max_value=8).flatmap(paired), st.sampled_from(["higher", "lower"]))
 @example(([1.0e308] * 4, [1.7e308] * 4), "higher")  # the even median's sum overflowed: NaN
 @example(([1e-200] * 3, [1e200] * 3), "lower")  # a ratio of 0

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from xpu_release.oci.blobcheck import Source, check_copies
 
+from ...conftest import examples
 from ..fake_registry import State, digest_of, fake_registry
 from .test_codec import client_for
 
@@ -135,7 +136,7 @@ def damaged(how: tuple[str, int]) -> bytes:
     return BLOB
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     hows=st.lists(damage, min_size=3, max_size=3),
     chunk=st.sampled_from([1 << 12, 1 << 16, 100_000, 1 << 20]),

@@ -30,6 +30,7 @@ from xpu_release.oci.model import Descriptor
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from xpu_release.release.push import unpacked_digest
 
+from ...conftest import examples
 from ..fake_registry import State, digest_of, fake_registry
 
 GZIP_CODECS = [Codec("isal", 2), Codec("isal", 0), Codec("zlib-ng", 6), Codec("zlib", 6)]
@@ -128,7 +129,7 @@ def test_zstd_is_refused_unless_the_pulling_engines_read_it() -> None:
 # --- reading back ------------------------------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     parts=st.lists(st.binary(max_size=3000), min_size=1, max_size=4),
     chunk=st.integers(min_value=1, max_value=5000),
@@ -236,7 +237,7 @@ def test_a_download_cut_short_is_a_wire_error_naming_endpoint_and_blob(tmp_path:
     assert not blob_readers()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     cuts=st.lists(st.integers(min_value=1, max_value=9000), min_size=1, max_size=40),
     length=st.integers(min_value=0, max_value=30_000),

@@ -23,6 +23,7 @@ from xpu_release.oci.auth import Challenge
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import RegistryClient, RetryPolicy, _next_link
 
+from ...conftest import examples
 from ..adversary.evil_registry import Handler, evil_registry
 
 ONCE = RetryPolicy(attempts=1, base_delay=0.0, max_delay=0.0, timeout=5.0)
@@ -59,7 +60,7 @@ def garbage_host() -> object:
 _STATUS_LINES = st.builds(lambda s: b"HTTP/1.1 " + s + b"\r\n\r\n", st.binary(max_size=40))
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=examples(60))
 @given(st.binary(max_size=300) | _STATUS_LINES)
 def test_an_answer_that_is_not_http_is_a_wrong_answer_never_a_silent_one(
     garbage_host: str, raw: bytes

@@ -22,6 +22,8 @@ from xpu_release.guard.reading import days_after
 from xpu_release.release import history
 from xpu_release.release.sla import Clock
 
+from ...conftest import examples
+
 IMAGE, VERSION = "training-cpu-pytorch", "25.03"
 REF = f"{IMAGE}:{VERSION}"
 NOW = datetime(2026, 12, 3, 1, 2, 3, tzinfo=UTC)
@@ -68,7 +70,9 @@ def folder(root: Path) -> Path:
     return where
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150), deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.lists(near_entries | entry_like | json_values, min_size=1, max_size=4))
 def test_whatever_the_entries_hold_only_one_of_watchs_shape_is_shown(tmp_path: Path, data: list[Any]) -> None:
     where = history.folder(tmp_path, IMAGE, VERSION)
@@ -92,7 +96,9 @@ def test_whatever_the_entries_hold_only_one_of_watchs_shape_is_shown(tmp_path: P
     assert all(isinstance(d, date) for d in seen.values())
 
 
-@settings(max_examples=100, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(100), deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(names=st.lists(st.text(alphabet="0123456789TZ.-abjson", min_size=1, max_size=30), max_size=6))
 def test_a_file_not_named_by_a_utc_time_never_shadows_a_real_entry(tmp_path: Path, names: list[str]) -> None:
     where = history.folder(tmp_path, IMAGE, VERSION)

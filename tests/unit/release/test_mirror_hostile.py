@@ -20,6 +20,7 @@ from xpu_release.cli import cli
 from xpu_release.guard.writing import is_temporary
 from xpu_release.release.cache import LOCK_NAME
 
+from ...conftest import examples
 from ..cli.test_no_internal_error import DOCUMENTED
 from ..guard.hostile import SHAPES, deadline, plant, release, snapshot
 from .layouts import blobs_of, damaged_blobs, release_layout
@@ -61,7 +62,7 @@ def leftovers(folder: Path) -> list[str]:
     )  # fmt: skip
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(data=st.data())
 def test_a_hostile_target_or_cache_never_ends_in_an_internal_error_nor_writes_outside(
     world: tuple[Path, Path, dict[str, int]], data: st.DataObject
