@@ -28,9 +28,9 @@ MASK = "***"
 
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
-# The long secrets, longest first, and the pattern of the short ones standing alone: made on
-# first use after a change. Long ones are replaced as plain text: one pattern of every secret,
-# compiled again at each new bearer token, was a second of CPU per few hundred tokens.
+# The long secrets, and the pattern of the short ones standing alone: made on first use after a
+# change. Long ones are found as plain text: one pattern of every secret, compiled again at each
+# new bearer token, was a second of CPU per few hundred tokens.
 _FINDERS: list[tuple[tuple[str, ...], re.Pattern[str] | None]] = []
 
 
@@ -61,7 +61,9 @@ def basic_credentials(username: str, password: str) -> str:
 def _finders() -> tuple[tuple[str, ...], re.Pattern[str] | None]:
     with _LOCK:
         if not _FINDERS:
-            ordered = sorted(_SECRETS, key=len, reverse=True)  # a secret inside a longer one: the longer
+            # Longest first (where "ab" and "ab-c" both stand alone, the pattern takes "ab-c"),
+            # then by text: one order whatever the hash seed.
+            ordered = sorted(_SECRETS, key=lambda s: (-len(s), s))
             long = tuple(s for s in ordered if len(s) >= ANYWHERE)
             short = [rf"(?<!\w){re.escape(s)}(?!\w)" for s in ordered if len(s) < ANYWHERE]
             _FINDERS.append((long, re.compile("|".join(short)) if short else None))
@@ -71,12 +73,33 @@ def _finders() -> tuple[tuple[str, ...], re.Pattern[str] | None]:
 def redact(text: str, *, outside: bool = True) -> str:
     """``text`` with every registered secret replaced by ``***``. ``outside``: the text came
     from outside (a registry, the engine), so a short secret standing alone is replaced too;
-    our own messages are cleared of long ones only (see the module's docstring)."""
+    our own messages are cleared of long ones only (see the module's docstring).
+
+    Every character that any occurrence of a secret covers is hidden, whichever secrets overlap
+    there and in whatever order they were registered; a run of them is one ``***``."""
     long, short = _finders()
+    spans: list[tuple[int, int]] = []
     for secret in long:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    return short.sub(MASK, text) if outside and short is not None else text
+        at = text.find(secret)
+        while at != -1:
+            spans.append((at, at + len(secret)))
+            at = text.find(secret, at + 1)
+    if outside and short is not None:
+        spans += [m.span() for m in short.finditer(text)]
+    if not spans:
+        return text
+    runs: list[list[int]] = []  # [start, end) of each run of hidden characters
+    for start, end in sorted(spans):
+        if runs and start <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], end)
+        else:
+            runs.append([start, end])
+    pieces, shown = [], 0
+    for start, end in runs:
+        pieces += [text[shown:start], MASK]
+        shown = end
+    pieces.append(text[shown:])
+    return "".join(pieces)
 
 
 def forget_all() -> None:

@@ -97,3 +97,27 @@ def test_a_secret_inside_a_longer_one_leaves_nothing_of_the_longer() -> None:
 
     assert redact("said: prefix-token-0123456789-suffix.") == "said: ***."
     assert redact("said: token-0123456789.") == "said: ***."
+
+
+def test_secrets_that_overlap_in_a_text_are_hidden_whole_whatever_their_order() -> None:
+    # Found by an adversary: the longest replaced first left 8 characters of an overlapping one.
+    for secret in ("oooo-rrrrrrrrrr", "pppppppp-oooo", "rrrrrrrrrr", "aaaaXXXX", "XXXXbbbb"):
+        register(secret)
+
+    assert redact("got pppppppp-oooo-rrrrrrrrrr and aaaaXXXXbbbb") == "got *** and ***"
+    assert redact("got pppppppp-oooo-rrrrrrrrrr", outside=False) == "got ***"
+
+
+def test_a_short_secret_is_found_in_the_text_as_it_came_never_in_a_mask() -> None:
+    register("*")
+    register("token-0123456789")
+
+    assert redact("auth token-0123456789 failed") == "auth *** failed"
+    assert redact("auth * failed") == "auth *** failed"
+
+
+def test_of_two_short_secrets_standing_alone_the_longer_is_hidden_whole() -> None:
+    register("ab")
+    register("ab-c")
+
+    assert redact("said ab-c and ab") == "said *** and ***"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 import jinja2
@@ -24,6 +25,14 @@ class _CompiledOnce(jinja2.BytecodeCache):
     def get_cache_key(self, name: str, filename: str | None = None) -> str:
         return super().get_cache_key(name)  # the folder left out: the checksum decides
 
+    def get_bucket(
+        self, environment: jinja2.Environment, name: str, filename: str | None, source: str
+    ) -> jinja2.bccache.Bucket:
+        bucket = super().get_bucket(environment, name, filename, source)
+        if bucket.code is not None and filename is not None:  # kept code, its own file's name
+            bucket.code = _refiled(bucket.code, filename)  # (a traceback names this folder's)
+        return bucket
+
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         kept = self._code.get(bucket.key)
         if kept is not None:
@@ -31,6 +40,12 @@ class _CompiledOnce(jinja2.BytecodeCache):
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+def _refiled(code: CodeType, filename: str) -> CodeType:
+    """``code`` and the code inside it (the template's blocks and macros), named ``filename``."""
+    inner = tuple(_refiled(c, filename) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=inner)
 
 
 _COMPILED = _CompiledOnce()  # every environment below has the same options: their code is alike

@@ -288,3 +288,24 @@ def test_the_same_templates_in_another_folder_are_not_compiled_again(tmp_path: P
 
     assert texts == [f"kept first {'x' * 40}\n", f"kept second {'x' * 40}\n"]
     assert compiled == [str(tmp_path / "first" / "templates" / "Kept.j2")]
+
+
+def test_a_template_from_compiled_code_names_its_own_file_in_a_traceback(tmp_path: Path) -> None:
+    # Found by an adversary: code compiled from another folder's copy kept that folder's name.
+    import traceback
+
+    from xpu_release.image.templating import render_template
+
+    for name in ("one", "two"):
+        (tmp_path / name / "templates").mkdir(parents=True)
+        (tmp_path / name / "templates" / "Divide.j2").write_text(
+            "{% macro half(v) %}{{ 1 // v }}{% endmacro %}x {{ half(value) }}\n"
+        )
+    assert render_template(tmp_path / "one", "Divide.j2", value=1) == "x 1\n"
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        render_template(tmp_path / "two", "Divide.j2", value=0)
+
+    frames = traceback.extract_tb(raised.value.__traceback__)
+    named = {f.filename for f in frames if f.filename.endswith(".j2")}
+    assert named == {str(tmp_path / "two" / "templates" / "Divide.j2")}
