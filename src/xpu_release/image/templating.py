@@ -29,8 +29,9 @@ class _CompiledOnce(jinja2.BytecodeCache):
         self, environment: jinja2.Environment, name: str, filename: str | None, source: str
     ) -> jinja2.bccache.Bucket:
         bucket = super().get_bucket(environment, name, filename, source)
-        if bucket.code is not None and filename is not None:  # kept code, its own file's name
-            bucket.code = _refiled(bucket.code, filename)  # (a traceback names this folder's)
+        code = bucket.code
+        if code is not None and filename is not None and code.co_filename != filename:
+            bucket.code = _refiled(code, filename)  # kept code named for its own file (tracebacks)
         return bucket
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
