@@ -10,6 +10,7 @@ import base64
 import json
 from urllib.parse import quote
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -91,33 +92,34 @@ def test_every_long_secret_of_many_is_hidden_wherever_it_appears(secrets: list[s
     assert shown_text == " | ".join(["", *["***"] * len(secrets), ""])
 
 
-def test_a_secret_inside_a_longer_one_leaves_nothing_of_the_longer() -> None:
-    register("token-0123456789")
-    register("prefix-token-0123456789-suffix")
+# Where secrets meet in a text: each row registers its secrets, then shows a text (``outside``:
+# from outside, where short ones count too). The adversary's rows: the longest replaced first once
+# left 8 characters of an overlapping one, which of two equal-length ones was hidden followed the
+# hash seed, and a short "*" was found again inside the mask a long one left.
+MEETINGS = {
+    "a secret inside a longer one leaves nothing of the longer": (
+        ("token-0123456789", "prefix-token-0123456789-suffix"),
+        [("said: prefix-token-0123456789-suffix.", True, "said: ***."),
+         ("said: token-0123456789.", True, "said: ***.")]),
+    "secrets that overlap are hidden whole whatever their order": (
+        ("oooo-rrrrrrrrrr", "pppppppp-oooo", "rrrrrrrrrr", "aaaaXXXX", "XXXXbbbb"),
+        [("got pppppppp-oooo-rrrrrrrrrr and aaaaXXXXbbbb", True, "got *** and ***"),
+         ("got pppppppp-oooo-rrrrrrrrrr", False, "got ***")]),
+    "a short secret is found in the text as it came, never in a mask": (
+        ("*", "token-0123456789"),
+        [("auth token-0123456789 failed", True, "auth *** failed"),
+         ("auth * failed", True, "auth *** failed")]),
+    "of two short secrets standing alone the longer is hidden whole": (
+        ("ab", "ab-c"),
+        [("said ab-c and ab", True, "said *** and ***")]),
+}  # fmt: skip
 
-    assert redact("said: prefix-token-0123456789-suffix.") == "said: ***."
-    assert redact("said: token-0123456789.") == "said: ***."
 
-
-def test_secrets_that_overlap_in_a_text_are_hidden_whole_whatever_their_order() -> None:
-    # Found by an adversary: the longest replaced first left 8 characters of an overlapping one.
-    for secret in ("oooo-rrrrrrrrrr", "pppppppp-oooo", "rrrrrrrrrr", "aaaaXXXX", "XXXXbbbb"):
+@pytest.mark.parametrize(("secrets", "shown_as"), MEETINGS.values(), ids=MEETINGS.keys())
+def test_where_secrets_meet_every_character_they_cover_is_hidden(
+    secrets: tuple[str, ...], shown_as: list[tuple[str, bool, str]]
+) -> None:
+    for secret in secrets:
         register(secret)
 
-    assert redact("got pppppppp-oooo-rrrrrrrrrr and aaaaXXXXbbbb") == "got *** and ***"
-    assert redact("got pppppppp-oooo-rrrrrrrrrr", outside=False) == "got ***"
-
-
-def test_a_short_secret_is_found_in_the_text_as_it_came_never_in_a_mask() -> None:
-    register("*")
-    register("token-0123456789")
-
-    assert redact("auth token-0123456789 failed") == "auth *** failed"
-    assert redact("auth * failed") == "auth *** failed"
-
-
-def test_of_two_short_secrets_standing_alone_the_longer_is_hidden_whole() -> None:
-    register("ab")
-    register("ab-c")
-
-    assert redact("said ab-c and ab") == "said *** and ***"
+    assert [redact(text, outside=outside) for text, outside, _ in shown_as] == [s for _, _, s in shown_as]

@@ -20,10 +20,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from hypothesis import settings
 from hypothesis import strategies as st
 
-EXAMPLES = max(10, (settings.default.max_examples or 100) // 4)
+from ...conftest import examples
+
+EXAMPLES = examples(30)  # a quarter of the profile's default budget
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"

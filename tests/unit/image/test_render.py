@@ -250,15 +250,20 @@ def test_an_image_file_naming_a_missing_template_is_located(repo: Path) -> None:
 # --- templates are compiled once a process, by their text ----------------------------------------
 
 
+def template_in(roots: dict[Path, str], name: str) -> None:
+    """``templates/<name>`` in each of ``roots``, with the text given for it."""
+    for root, text in roots.items():
+        (root / "templates").mkdir(parents=True, exist_ok=True)
+        (root / "templates" / name).write_text(text)
+
+
 def test_a_template_edited_or_changed_in_another_copy_renders_its_own_text(tmp_path: Path) -> None:
     # Compiled code is kept by the template's name (whatever folder it came from) and used only
     # for the very text it was compiled from.
     from xpu_release.image.templating import render_template
 
     one, two = tmp_path / "one", tmp_path / "two"
-    for root, word in ((one, "alpha"), (two, "beta")):
-        (root / "templates").mkdir(parents=True)
-        (root / "templates" / "Probe.j2").write_text(word + " {{ value }}\n")
+    template_in({one: "alpha {{ value }}\n", two: "beta {{ value }}\n"}, "Probe.j2")
 
     assert render_template(one, "Probe.j2", value=1) == "alpha 1\n"
     assert render_template(two, "Probe.j2", value=2) == "beta 2\n"
@@ -272,9 +277,8 @@ def test_the_same_templates_in_another_folder_are_not_compiled_again(tmp_path: P
 
     from xpu_release.image.templating import render_template
 
-    for name in ("first", "second"):
-        (tmp_path / name / "templates").mkdir(parents=True)
-        (tmp_path / name / "templates" / "Kept.j2").write_text("kept {{ value }} " + "x" * 40 + "\n")
+    kept = "kept {{ value }} " + "x" * 40 + "\n"
+    template_in({tmp_path / "first": kept, tmp_path / "second": kept}, "Kept.j2")
     compiled: list[str] = []
     real = jinja2.Environment._compile
 
@@ -296,11 +300,8 @@ def test_a_template_from_compiled_code_names_its_own_file_in_a_traceback(tmp_pat
 
     from xpu_release.image.templating import render_template
 
-    for name in ("one", "two"):
-        (tmp_path / name / "templates").mkdir(parents=True)
-        (tmp_path / name / "templates" / "Divide.j2").write_text(
-            "{% macro half(v) %}{{ 1 // v }}{% endmacro %}x {{ half(value) }}\n"
-        )
+    divide = "{% macro half(v) %}{{ 1 // v }}{% endmacro %}x {{ half(value) }}\n"
+    template_in({tmp_path / "one": divide, tmp_path / "two": divide}, "Divide.j2")
     assert render_template(tmp_path / "one", "Divide.j2", value=1) == "x 1\n"
 
     with pytest.raises(ZeroDivisionError) as raised:
