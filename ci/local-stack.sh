@@ -2,8 +2,14 @@
 # The local stack every build, smoke and publish test runs against: a real Docker engine and
 # real distribution registries on loopback, made from Debian's packages. Idempotent.
 #
-#   ci/local-stack.sh up       install what is missing, register arm64 emulation, start engine +
-#                              registries, seed the base image (an index of amd64 and arm64)
+#   ci/local-stack.sh up [ARCH...]
+#                              install what is missing, register arm64 emulation, start engine +
+#                              registries, seed the base image: an index of amd64 and of each ARCH
+#                              asked for (arm64: debootstrapped under emulation, about six minutes
+#                              once a machine), and of every architecture made here before
+#   ci/local-stack.sh base ARCH...
+#                              on a stack that is up, add ARCH to the base's index (what `up ARCH`
+#                              does, and only that; safe beside running tests)
 #   ci/local-stack.sh env      print `export` lines for eval (DOCKER_HOST, XPU_RELEASE_REGISTRIES, ...)
 #   ci/local-stack.sh status   say what runs
 #   ci/local-stack.sh reset    wipe published data and images from earlier runs (keeps the base image)
@@ -225,7 +231,6 @@ ensure_emulation() {
 # The base recipe: bump it when ci/base-image.py changes what it makes, so hubs seeded by an
 # older recipe are seeded again. 3: the base is an index of linux/amd64 and linux/arm64 (#43).
 BASE_RECIPE=3
-BASE_ARCHES=(amd64 arm64)
 
 base_tarball() {  # the debootstrapped root of one architecture (amd64 keeps its first name)
   if [[ "$1" == amd64 ]]; then echo "$STACK/base/bookworm-python.tar"; else echo "$STACK/base/bookworm-python-$1.tar"; fi
@@ -247,18 +252,38 @@ debootstrap_base() {  # debootstrap_base ARCH: made once a machine, kept across 
   rm -rf "$root"
 }
 
-seed_base() {
-  local ref repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}" url
+# The architectures the base is made for: amd64, each one asked for, and each one made here
+# before (a tarball kept across resets), so the index never loses a platform a run relied on.
+# Nothing that no release of the run declares is made: the main job's first start debootstraps
+# amd64 alone (about a minute), not arm64 under emulation (about six).
+base_arches() {  # base_arches [ARCH...]
+  local arch out=(amd64)
+  for arch in "$@" arm64; do
+    [[ "$arch" == amd64 ]] && continue
+    if [[ " $* " == *" $arch "* || -s "$(base_tarball "$arch")" ]] && [[ " ${out[*]} " != *" $arch "* ]]; then
+      out+=("$arch")
+    fi
+  done
+  echo "${out[*]}"
+}
+
+seed_base() {  # seed_base [ARCH...]
+  local ref repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}" url arches
   ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
   url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
+  mkdir -p "$STACK/base"
+  # One seeding at a time (a test may ask for arm64 while ci/test.sh makes it in the background).
+  exec 9>"$STACK/base/.lock"
+  flock 9
+  arches="$(base_arches "$@")"
   if curl -sf -o /dev/null -H 'Accept: application/vnd.docker.distribution.manifest.list.v2+json' "$url" \
-    && [[ "$(cat "$STACK/base/recipe" 2>/dev/null)" == "$BASE_RECIPE" ]]; then
+    && [[ "$(cat "$STACK/base/recipe" 2>/dev/null)" == "$BASE_RECIPE $arches" ]]; then
+    exec 9>&-
     return
   fi
-  mkdir -p "$STACK/base"
   local python="$HERE/../.venv/bin/python" arch members=()
   [[ -x "$python" ]] || python=python3
-  for arch in "${BASE_ARCHES[@]}"; do
+  for arch in $arches; do
     debootstrap_base "$arch"
     # Reproducible: the same Debian packages give the same image on any machine (ci/base-image.py),
     # so the digest a committed lock pins is the one a fresh stack serves.
@@ -268,15 +293,21 @@ seed_base() {
     DOCKER_HOST="$(engine_host)" docker push -q "$ref-$arch" >/dev/null
     members+=("$ref-$arch")
   done
-  # The tag the manifests name serves an index of both (a lock of linux/amd64 alone pins the
-  # amd64 image through it, as before); each platform's image stays at its own tag too.
-  log "seeding $ref (an index of ${BASE_ARCHES[*]})"
+  # The tag the manifests name serves an index of every architecture made (a lock of
+  # linux/amd64 alone pins the amd64 image through it, whatever else the index holds); each
+  # platform's image stays at its own tag too.
+  log "seeding $ref (an index of $arches)"
   "$python" "$HERE/base-image.py" --index "$ref" "${members[@]}" >/dev/null \
     || die "could not put the base index at $ref"
-  echo "$BASE_RECIPE" >"$STACK/base/recipe"
+  echo "$BASE_RECIPE $arches" >"$STACK/base/recipe"
+  exec 9>&-
 }
 
-cmd_up() {
+cmd_up() {  # cmd_up [ARCH...]: the architectures the base must serve beyond amd64
+  local arch
+  for arch in "$@"; do
+    [[ "$arch" =~ ^(amd64|arm64)$ ]] || die "no base is made for architecture '$arch' (amd64, arm64)"
+  done
   mkdir -p "$STACK" && chmod 755 "$STACK"
   ensure_packages
   ensure_emulation
@@ -285,8 +316,17 @@ cmd_up() {
   make_auth
   for r in "${REGISTRIES[@]}"; do registry_up "$r"; done
   write_registries_override
-  seed_base
+  seed_base "$@"
   log "up ($STACK)"
+}
+
+cmd_base() {  # cmd_base ARCH...
+  local arch
+  for arch in "$@"; do
+    [[ "$arch" =~ ^(amd64|arm64)$ ]] || die "no base is made for architecture '$arch' (amd64, arm64)"
+  done
+  [[ -f "$STACK/registries.local.yaml" ]] || die "the stack is not up: run ci/local-stack.sh up $*"
+  seed_base "$@"
 }
 
 cmd_env() {
@@ -371,10 +411,11 @@ cmd_down() {
 }
 
 case "${1:-}" in
-  up) cmd_up ;;
+  up) shift; cmd_up "$@" ;;
+  base) shift; cmd_base "$@" ;;
   env) cmd_env ;;
   status) cmd_status ;;
   reset) cmd_reset ;;
   down) cmd_down ;;
-  *) echo "usage: $0 up|env|status|reset|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up [ARCH...]|base ARCH...|env|status|reset|down" >&2; exit 2 ;;
 esac

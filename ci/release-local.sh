@@ -4,6 +4,11 @@
 # stand-in for the PPU SDK image), then training-cpu-pytorch:25.03, which builds on it. Each is
 # built, smoke-tested, published to the local public registry and every local VPC region,
 # verified, and gets its notes and record. Other refs may be given; they are ordered the same way.
+#
+# It never edits a tracked file. The committed locks pin the base the stack makes (debootstrap
+# is reproducible); if this machine's Debian mirror served other package versions, the base
+# differs, and the release runs in a copy of the tree under out/local-checkout/ (ignored by git,
+# owned by this script) whose locks are made again there, saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -eq 0 ]]; then
@@ -13,27 +18,45 @@ fi
 # shellcheck source=ci/venv.sh
 source ci/venv.sh
 ensure_venv
-ci/local-stack.sh up
+mapfile -t refs < <(xpu-release order "$@")
+# The stack makes the base for each architecture a release of the run declares (arm64 under
+# emulation takes minutes), and only those.
+mapfile -t arches < <(python - "${refs[@]}" <<'PY'
+import sys
+from xpu_release.manifest import Repo
+repo = Repo.discover()
+for arch in sorted({p.architecture for r in sys.argv[1:] for p in repo.load_ref(r).platforms} - {"amd64"}):
+    print(arch)
+PY
+)
+ci/local-stack.sh up "${arches[@]}"
 eval "$(ci/local-stack.sh env)"
 
-mapfile -t refs < <(xpu-release order "$@")
+where=.
 for ref in "${refs[@]}"; do
-  echo "== release $ref"
-  # The committed lock pins the base digest of the stack it was made on; a fresh stack whose
-  # debootstrap met other Debian package versions serves another base (and so another SDK).
-  # Then this machine's base is pinned for the local run (git shows the changed lock),
-  # instead of failing on a pull.
-  if ! check="$(xpu-release lock "$ref" --check 2>&1)"; then
-    if grep -q "has moved\|is not served" <<<"$check"; then
-      echo "release-local: the base of $ref on this stack is not the one the committed lock pins; re-locking it here" >&2
-      xpu-release lock "$ref"
-    else
+  if ! check="$(xpu-release --root "$where" lock "$ref" --check 2>&1)"; then
+    if ! grep -q "has moved\|is not served" <<<"$check"; then
       echo "$check" >&2
       exit 4
     fi
+    if [[ "$where" == . ]]; then
+      # A copy of the tree as it is (tracked and untracked files, not ignored ones): the
+      # committed tree stays as it is, and git status with it.
+      where=out/local-checkout
+      echo "release-local: the base of $ref on this stack is not the one the committed lock pins" \
+        "(this machine's Debian mirror served other packages); releasing from a copy, $where, with its locks made here" >&2
+      rm -rf "$where" && mkdir -p "$where"
+      git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "$where" -xf -
+    fi
+    xpu-release --root "$where" lock "$ref"
   fi
-  xpu-release release "$ref"
+  echo "== release $ref"
+  xpu-release --root "$where" release "$ref"
   echo
   echo "status of every endpoint for $ref:"
-  xpu-release status "$ref"
+  xpu-release --root "$where" status "$ref"
 done
+if [[ "$where" != . ]]; then
+  mkdir -p out/releases && cp -r "$where"/out/releases/. out/releases/
+  echo "release-local: released from $where (locks made on this stack); the notes and records are in out/releases/" >&2
+fi

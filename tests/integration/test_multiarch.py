@@ -2,9 +2,10 @@
 copy of xpu-fixture 1.0 declaring linux/amd64 and linux/arm64 (the arm64 image built and tested
 under qemu-user-static's emulation), released end to end.
 
-Needs the stack's base as an index of both platforms (the debootstrap base made for each and
-pushed as one index) and binfmt handlers for aarch64: without them the test says so and fails
-(in CI it never skips). Written for the lead's stack; not run by the helper that wrote it.
+Needs the stack's base as an index of both platforms and binfmt handlers for aarch64: the module
+asks the stack for the arm64 base (`ci/local-stack.sh base arm64`, a no-op once it is there; the
+stack makes it only for the runs that need it), and without emulation it says so and fails (in
+CI it never skips). Written for the lead's stack; not run by the helper that wrote it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Cli
+from .conftest import ROOT, Cli
 from .test_publish import endpoint_client, registries_file, served
 
 pytestmark = pytest.mark.integration
@@ -43,6 +44,9 @@ def multiarch(fixture_cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> tup
     """xpu-fixture:3.0 released once for the module, to a namespace of its own."""
     if not Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists():
         pytest.fail("no binfmt handler for aarch64 (qemu-user-static): ci/local-stack.sh registers it")
+    stack = str(ROOT / "ci" / "local-stack.sh")
+    seeded = subprocess.run([stack, "base", "arm64"], capture_output=True, text=True, timeout=1800)
+    assert seeded.returncode == 0, seeded.stderr  # no check=True: its stderr says why
     # In a copy of the session's repository: a 3.0 there would be the newest version of
     # xpu-fixture for every later test, and their releases of 1.0 would move no `latest`.
     root = tmp_path_factory.mktemp("multiarch-repo") / "repo"

@@ -1,6 +1,6 @@
 """The image manifest's standard annotations (``org.opencontainers.image.*``) are a pure
-function of the release's inputs: the revision is the commit that last changed the image's
-build directory, not HEAD, so a later commit elsewhere leaves the digest alone."""
+function of the release's declared inputs: nothing in them depends on git history, so the same
+tree gives the same digest clean, dirty, under another commit and outside git (issue 50)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.errors import ConfigError
-from xpu_release.evidence.annotations import build_revision, image_annotations
+from xpu_release.evidence.annotations import image_annotations
 from xpu_release.image.lock import load_lock
 from xpu_release.manifest import Repo
 from xpu_release.release.manifests import Blob, image_manifest
@@ -52,45 +51,52 @@ def test_the_annotations_name_the_version_the_epoch_and_the_locked_base(repo: Pa
     assert notes["org.opencontainers.image.created"].endswith("Z")
     assert notes["org.opencontainers.image.base.digest"] == lock.base_digest
     assert notes["org.opencontainers.image.base.name"] == lock.base.partition("@")[0]
-    assert notes["org.opencontainers.image.revision"] == git(repo, "rev-parse", "HEAD")
     assert image_annotations(repo, spec, lock) == notes  # the same inputs, the same annotations
 
 
-def test_a_later_commit_that_leaves_the_build_directory_alone_keeps_the_revision(repo: Path) -> None:
-    spec = Repo(repo).load_ref(REF)
-    first = git(repo, "rev-parse", "HEAD")
-    (repo / "README.md").write_text("elsewhere\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "docs")
-
-    assert build_revision(repo, spec) == first
-    (repo / "images" / "training-cpu-pytorch" / "25.03" / "Dockerfile").write_text("# changed\n", "utf-8")
-    assert build_revision(repo, spec) == ""  # uncommitted: no commit holds what is built
-    git(repo, "commit", "-q", "-am", "the image")
-    assert build_revision(repo, spec) == git(repo, "rev-parse", "HEAD")
+def manifest_digest(root: Path) -> str:
+    """The digest of REF's image manifest as publish makes it over a fixed config and layer:
+    everything in it that the repository decides."""
+    spec = Repo(root).load_ref(REF)
+    layers = [
+        Blob(digest="sha256:" + "1" * 64, size=3, media_type="application/vnd.oci.image.layer.v1.tar+gzip")
+    ]
+    return image_manifest(b"{}", layers, image_annotations(root, spec, load_lock(root, spec))).digest
 
 
-def test_outside_git_there_is_no_revision(tmp_path: Path) -> None:
-    root = tmp_path / "plain"
-    shutil.copytree(ROOT / "manifests", root / "manifests")
-    spec = Repo(ROOT).load_ref(REF)
+def test_the_same_tree_gives_the_same_digest_clean_dirty_under_another_commit_and_outside_git(
+    repo: Path, tmp_path: Path
+) -> None:
+    clean = manifest_digest(repo)
 
-    assert build_revision(root, spec) == ""
+    (repo / "README.md").write_text("an unrelated change, not committed\n")
+    dirty = manifest_digest(repo)
+    (repo / "images" / "training-cpu-pytorch" / "25.03" / "Dockerfile").touch()  # the folder's own files
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "another commit of the same image")
+    later = manifest_digest(repo)
+    plain = tmp_path / "plain"
+    shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
+    outside = manifest_digest(plain)
+
+    assert dirty == clean
+    assert later == clean
+    assert outside == clean
+    assert not any(key.endswith("revision") for key in image_annotations(
+        repo, Repo(repo).load_ref(REF), load_lock(repo, Repo(repo).load_ref(REF))))  # fmt: skip
 
 
-def test_a_shallow_clone_that_cuts_the_commit_off_is_refused(repo: Path, tmp_path: Path) -> None:
-    spec = Repo(repo).load_ref(REF)
-    (repo / "README.md").write_text("later\n")
-    git(repo, "add", "README.md")
-    git(repo, "commit", "-q", "-m", "later")
-    shallow = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
+def test_an_input_that_changes_changes_the_digest(repo: Path) -> None:
+    before = manifest_digest(repo)
+    manifest = repo / "manifests" / "training-cpu-pytorch" / "25.03.yaml"
+    manifest.write_text(manifest.read_text().replace('version: "25.03"', 'version: "25.03"\n# a comment'))
+    assert manifest_digest(repo) == before  # a comment is no input
 
-    with pytest.raises(ConfigError) as refused:
-        build_revision(shallow, spec)
-
-    assert "shallow" in refused.value.message
-    assert "fetch-depth: 0" in refused.value.message
+    lock = repo / "images" / "training-cpu-pytorch" / "25.03" / "requirements.lock"
+    text = lock.read_text()
+    old = text.split("@sha256:", 1)[1][:64]
+    lock.write_text(text.replace(old, "0" * 64))
+    assert manifest_digest(repo) != before  # another base is another image
 
 
 def test_the_manifest_carries_them_sorted_and_without_them_is_unchanged() -> None:
