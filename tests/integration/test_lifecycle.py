@@ -175,3 +175,39 @@ def test_a_release_past_its_support_date_says_end_of_life_and_carries_the_date(
     assert f"xpu-fixture:1.0  end of life since {past.isoformat()}" in listed.stdout
     assert mirrored.returncode == 0, mirrored.stderr
     assert "lifecycle" in json.loads(mirrored.stdout)["kinds"]
+
+
+def test_release_of_a_patch_after_a_withdrawal_moves_latest_as_publish_and_promote_do(
+    tested: Cli, tmp_path: Path
+) -> None:
+    """1.0 and 1.1 released, 1.1 withdrawn (``latest`` back on 1.0): ``release`` of the patch
+    1.0.1 is then the newest release not withdrawn and takes ``latest``, as ``publish`` and
+    ``promote`` of it do (the line rule, release/line.py; issue 49)."""
+    regs = registries_file(tmp_path / "line.yaml", "l" + uuid.uuid4().hex[:10])
+    made = [tested.root / "manifests" / "xpu-fixture" / f"{v}.yaml" for v in ("1.1", "1.0.1")]
+    try:
+        assert publish(tested, regs).returncode == 0
+        first = tested.run("new-version", "xpu-fixture:1.1", "--from", "1.0", "--set", "six=1.17.0")
+        assert first.returncode == 0, first.stderr
+        tested.run("lock", "xpu-fixture:1.1", check=True)
+        assert (
+            tested.run("--registries", str(regs), "release", "xpu-fixture:1.1", timeout=1800).returncode == 0
+        )
+        assert steer(tested, regs, "withdraw", "xpu-fixture:1.1", "--reason", "bad")["ok"] is True
+        one = set(served(tested, regs, "1.0").values())
+        assert set(served(tested, regs, "latest").values()) == one
+
+        bump = tested.run("new-version", PATCH, "--from", "1.0", "--set", "six=1.17.0")
+        assert bump.returncode == 0, bump.stderr
+        tested.run("lock", PATCH, check=True)
+        released = tested.run("--registries", str(regs), "release", PATCH, "--json", timeout=1800)
+
+        assert released.returncode == 0, released.stderr
+        record = json.loads(released.stdout)["record"]
+        assert set(record["floating_moved"]) == {"latest", "1.0-latest"}
+        assert set(served(tested, regs, "latest").values()) == {record["digest"]}
+        assert set(served(tested, regs, "1.0-latest").values()) == {record["digest"]}
+    finally:
+        for manifest in made:
+            manifest.unlink(missing_ok=True)
+            shutil.rmtree(tested.root / "images" / "xpu-fixture" / manifest.stem, ignore_errors=True)

@@ -13,7 +13,6 @@ from .app import (
     _emit_json,
     cli,
     json_option,
-    newest_of_line,
     pass_state,
     ref_argument,
     with_login,
@@ -112,10 +111,9 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
     from ..release import record as records
-    from ..release.plan import moving
+    from ..release.line import moves
     from ..release.pool import VERIFYING, EndpointPool
     from ..release.promote import inputs_of, promote, recorded
-    from ..release.withdrawn import past_withdrawn
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -126,11 +124,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():
-        # floating tags never move backwards: latest for the newest version, the line's for its
-        # newest; and those every newer release left by its withdrawal (the newest not withdrawn)
-        floating = moving(spec, newest=state.repo.is_latest(spec.image, spec.version),
-                          newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
-        floating = tuple(dict.fromkeys((*floating, *past_withdrawn(state.repo, target, registries))))
+        floating = moves(state.repo, target, registries)  # the line rule (line.py), as publish asks it
         done = promote(staging, target, spool=state.settings.cache, record=record, today=date.today(),
                        floating=floating, on_line=live)  # fmt: skip
     live.close()

@@ -106,18 +106,14 @@ def publish(
     from dataclasses import replace
 
     from ..image.engine import Engine
-    from ..manifest.lines import line_tag
-    from ..release.plan import floating_tags
+    from ..release.line import moves
     from ..release.pool import EndpointPool
-    from ..release.withdrawn import past_withdrawn
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,
         chunk_size=chunk_size,
-        move_floating=state.repo.is_latest(spec.image, spec.version),
-        move_line=newest_of_line(state.repo, spec.ref),
         engine_push=engine_push,
         signer=state.signer(signing_key),
         codec=codec,
@@ -125,10 +121,7 @@ def publish(
     engine = Engine.connect()
     pushing = _tested(state, spec, engine)  # before any endpoint is asked: untested is not published
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-    past = set(past_withdrawn(state.repo, pool, registries))  # tags every newer release left by withdrawal
-    if past:
-        options = replace(options, move_floating=options.move_floating or set(floating_tags(spec)) <= past,
-                          move_line=options.move_line or line_tag(spec) in past)  # fmt: skip
+    options = replace(options, floating=moves(state.repo, pool, registries))  # the line rule (line.py)
     result = pushing(pool, options, live)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)

@@ -14,7 +14,6 @@ from .app import (
     compression_options,
     json_option,
     layer_codec,
-    newest_of_line,
     pass_state,
     ref_argument,
     with_login,
@@ -109,7 +108,6 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
       xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
     from ..errors import ConfigError, ReleaseError
-    from ..manifest import parse_ref
     from ..release.pipeline import Release, Reporter
     from ..release.publish import Options
 
@@ -129,10 +127,7 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
             chain.insert(0, parent)
     summaries = []
     for current in chain:
-        latest = state.repo.is_latest(*parse_ref(current))
-        line = newest_of_line(state.repo, current)
-        options = Options(allow_overwrite=allow_overwrite, move_floating=latest, move_line=line,
-                          signer=signer, codec=codec)  # fmt: skip
+        options = Options(allow_overwrite=allow_overwrite, signer=signer, codec=codec)
         reporter = Reporter(live := line_sink(), ci=state.settings.ci)
         run = Release(state.repo, current, state.registries(), creds, options, reporter,
                       dry_run=dry_run, builder=state.builder, gate=gate, no_evaluate=no_evaluate)  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, NotFoundError
-from .app import State, _credentials, _emit_json, cli, json_option, newest_of_line, pass_state, ref_argument
+from .app import State, _credentials, _emit_json, cli, json_option, pass_state, ref_argument
 from .app import with_login as login_options
 from .images import advisories_option, gate_policy
 from .live import line_sink
@@ -251,16 +251,13 @@ class _Steps:
         return prepared.ref, (*prepared.blocked, *open_)
 
     def release(self, ref: str) -> str:
-        from ..manifest import parse_ref
         from ..release.pipeline import Release, Reporter
         from ..release.publish import Options
         from .app import layer_codec
 
         registries = self.state.registries()
         creds = self.watcher.reader.credentials  # the login watch was given: the same endpoints
-        options = Options(move_floating=self.state.repo.is_latest(*parse_ref(ref)),
-                          move_line=newest_of_line(self.state.repo, ref), signer=self.signer,
-                          codec=layer_codec(self.state, None, accept_zstd=False))  # fmt: skip
+        options = Options(signer=self.signer, codec=layer_codec(self.state, None, accept_zstd=False))
         reporter = Reporter(live := line_sink(), ci=self.state.settings.ci)
         try:
             summary = Release(self.state.repo, ref, registries, creds, options, reporter, dry_run=False,

@@ -31,7 +31,6 @@ from ..image.build import source_date_epoch
 from ..image.engine import Engine
 from ..image.normalize import iso
 from ..image.smoke import require_tested
-from ..manifest import ImageSpec
 from ..manifest.platforms import Platform
 from ..oci.codec import DEFAULT, Codec
 from ..oci.endpoint import Endpoint
@@ -41,7 +40,7 @@ from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
-from .plan import Plan, Target, moving
+from .plan import Plan, Target
 from .pool import EndpointPool
 from .push import push_image
 from .record import EndpointRecord, ReleaseRecord, Status, endpoint_record
@@ -60,14 +59,9 @@ class Options:
     # The first push through the engine's `docker push` instead of our own client (for the
     # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
     engine_push: bool = False
-    # Floating tags never move backwards: False when a newer version of the image exists;
-    # move_line: False when a later release of its line exists (its line's tag stays there).
-    move_floating: bool = True
-    move_line: bool = True
-
-    def floating(self, spec: ImageSpec) -> tuple[str, ...]:
-        """The floating tags a publish of ``spec`` moves with these options (never backwards)."""
-        return moving(spec, newest=self.move_floating, newest_of_line=self.move_line)
+    # The floating tags this publish moves, as the line rule says (``line.moves``: never
+    # backwards; those a withdrawn newer release left): none unless the caller asked it.
+    floating: tuple[str, ...] = ()
 
     # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
     signer: Signer | None = None
@@ -312,13 +306,13 @@ class Publisher:
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if not complete:
             return record
-        return floating(record, self.pool, self.tags, source, self.options.floating(self.spec), self.on_line)
+        return floating(record, self.pool, self.tags, source, self.options.floating, self.on_line)
 
 
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
              moving: tuple[str, ...], on_line: Sink) -> ReleaseRecord:  # fmt: skip
-    """The floating tags, last: ``moving`` (``Options.floating``: those a newer release does not
-    keep) moved onto the release, but none onto a withdrawn release (``withdrawn.py``: asked of
+    """The floating tags, last: ``moving`` (``Options.floating``: the line rule's, ``line.py``)
+    moved onto the release, but none onto a withdrawn release (``withdrawn.py``: asked of
     every endpoint, failing closed), which the record then says. Asked again once they moved: a
     withdraw that ran meanwhile may have found them not yet on the release (exit 16, saying to
     rerun it)."""

@@ -27,7 +27,7 @@ from .documents import gate_vex
 from .evaluate import evaluate_image, gate_failure, measured_before, references, remember
 from .indexpublish import PlatformBuild, publish_index
 from .notes import notes_path, render_notes
-from .plan import floating_tags, moving
+from .plan import floating_tags
 from .preflight import preflight as preflight_checks
 from .preflight import verdict
 from .publish import failure_report
@@ -231,7 +231,7 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     """What each stage after the lock would do, as a dry run says it."""
     spec, repo = ctx.spec, ctx.repo
     plan = ctx.pool.plan
-    moved = moving(spec, newest=ctx.options.move_floating, newest_of_line=ctx.options.move_line)
+    moved = ctx.options.floating
     stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
     floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
                                                                   if stay else "")  # fmt: skip

@@ -1,0 +1,93 @@
+"""The line rule (``release/line.py``): which floating tags a publish of a release moves, as a
+table of line states. Every command that publishes or copies a release asks this one function
+(``release``, ``publish``, ``promote``, and the release of a patch ``watch --release`` makes), so
+after ``withdraw 1.1`` a ``release`` of the patch 1.0.1 moves ``latest`` exactly as ``publish``
+and ``promote`` do (issue 49)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from xpu_release.manifest import Repo
+from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.credentials import Credentials, CredentialStore
+from xpu_release.release import line
+from xpu_release.release.pool import VERIFYING, EndpointPool
+
+from ..helpers import run, write_manifest
+from .line import IMAGE, LOGIN, PASSWORD, channel, manifests, publish
+
+SRC = Path(line.__file__).resolve().parents[1]
+PATCH = "release:\n  patch:\n    fixes: []\n"
+
+# (manifests, published, withdrawn, the release asked about, the tags it moves)
+STATES = [
+    (["1.0"], ["1.0"], [], "1.0", ("latest", "1.0-latest")),
+    (["1.0", "1.1"], ["1.0", "1.1"], [], "1.0", ("1.0-latest",)),  # latest never backwards; its line's tag
+    (["1.0", "1.1"], ["1.0", "1.1"], [], "1.1", ("latest", "1.1-latest")),
+    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], [], "1.0.1", ("1.0-latest",)),  # a patch of an older line
+    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], ["1.1"], "1.0.1", ("1.0-latest", "latest")),  # 1.1 withdrawn
+    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], ["1.1"], "1.0", ()),  # 1.0.1 is newer in its line
+    (
+        ["1.0", "1.1"],
+        ["1.0", "1.1"],
+        ["1.1"],
+        "1.0",
+        ("latest", "1.0-latest"),
+    ),  # a rerun of 1.0 takes latest back
+    (["1.0", "1.1", "1.2"], ["1.0", "1.1", "1.2"], ["1.2"], "1.0", ("1.0-latest",)),  # 1.1 keeps latest
+    (["1.0", "1.1", "1.2"], ["1.0", "1.1"], [], "1.1", ("1.1-latest",)),  # 1.2 has a manifest: latest waits
+]
+
+
+@pytest.mark.parametrize(("versions", "published", "withdrawn", "asked", "moved"), STATES)
+def test_the_tags_a_release_moves_in_each_state_of_its_line(
+    repo: Path, tmp_path: Path, versions: list[str], published: list[str], withdrawn: list[str], asked: str,
+    moved: tuple[str, ...],
+) -> None:  # fmt: skip
+    manifests(repo, [v for v in versions if v.count(".") == 1])
+    for v in versions:
+        if v.count(".") == 2:
+            write_manifest(
+                repo, IMAGE, v, f'image: {IMAGE}\nversion: "{v}"\nextends: "{v.rsplit(".", 1)[0]}"\n{PATCH}'
+            )
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, published, tmp_path / "spool")
+        for v in withdrawn:
+            done = run(ch.root, "--registries", str(ch.file), "withdraw", f"{IMAGE}:{v}", "--reason", "bad",
+                       *LOGIN, input=PASSWORD)  # fmt: skip
+            assert done.exit_code == 0, done.stderr
+        registries = load_registries(ch.root, str(ch.file))
+        hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+        creds = CredentialStore(
+            explicit=Credentials(username="u", password="the-password"), release_hosts=hosts
+        )
+        pool = EndpointPool(Repo(ch.root).load(IMAGE, asked), registries, creds, VERIFYING)
+
+        assert set(line.moves(Repo(ch.root), pool, registries)) == set(moved)
+
+
+def _calls(name: str) -> set[str]:
+    """The modules of src/ that call ``name``."""
+    found = set()
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if called == name:
+                    found.add(path.relative_to(SRC).as_posix())
+    return found
+
+
+def test_the_floating_tags_a_publish_moves_are_decided_in_one_place() -> None:
+    # The manifests' rule and the withdrawals' are combined by line.py alone; `plan` and a dry
+    # run of `publish` (plan.py) say what the manifests alone would move, before any endpoint
+    # is asked.
+    assert _calls("past_withdrawn") == {"release/line.py"}
+    assert _calls("moving") <= {"release/line.py", "release/plan.py"}
+    assert _calls("moves") == {"release/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
