@@ -162,7 +162,7 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
       xpu-release render --all --check
     """
     from ..errors import ConfigError, ManifestError
-    from ..guard.writing import write_bytes
+    from ..guard.generated import is_current, write_generated
     from ..image import render as rendering
     from ..manifest.registries import load_registries
     from ..manifest.schema import json_schema
@@ -190,19 +190,18 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
                 stale.append(rel)
                 if not as_json:
                     click.echo(d, nl=False)
-        elif rendering.write(out):
+        elif rendering.write(out, repo.root):
             info(f"wrote {rel}")
         else:
             info(f"{rel} is current")
     if all_:
         schema_path = repo.root / "schema" / "manifest.schema.json"
-        text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
-        current = schema_path.read_text(encoding="utf-8") if schema_path.is_file() else ""
-        if current != text:
+        data = (json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n").encode()
+        if not is_current(schema_path, data, what=repo.rel(schema_path)):
             if check:
                 stale.append(repo.rel(schema_path))
             elif not stdout:
-                write_bytes(schema_path, text.encode(), what="schema")
+                write_generated(schema_path, data, root=repo.root, what="schema")
                 info(f"wrote {repo.rel(schema_path)}")
     if as_json and check:
         _emit_json({"stale": stale, "checked": len(specs) + (1 if all_ else 0), "current": not stale})
@@ -294,5 +293,5 @@ def new_version(state: State, ref: str, parent: str, sets: tuple[str, ...]) -> N
     for n in repo.notices(image, version):
         notice(str(n))
     out = rendering.render(repo.root, spec, load_registries(repo.root))
-    rendering.write(out)
+    rendering.write(out, repo.root)
     info(f"wrote {repo.rel(out.path)}")

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from ..errors import EXIT_CODES, ReleaseError, StaleError
-from ..guard.writing import write_bytes
+from ..guard.generated import is_current, write_generated
 from ..settings import ENVIRONMENT
 from .app import State, cli, pass_state
 from .markdown import cell, generated
@@ -176,13 +176,6 @@ def pages(root: click.Group) -> dict[str, str]:
     }
 
 
-def _write(path: Path, text: str, display: str) -> None:
-    """``text`` into ``path`` whole, the guarded way out (a temporary of its own renamed over it:
-    a link there is replaced, never written through; a new page 0644 less the umask, a page
-    there keeps its mode). Exit 13 naming the page if it cannot be."""
-    write_bytes(path, text.encode("utf-8"), what=f"reference page {display}")
-
-
 @cli.command(hidden=True)
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 naming the stale pages.")
 @pass_state
@@ -199,14 +192,15 @@ def docs(state: State, check: bool) -> None:
     generated_pages = pages(cli)
     stale = []
     for name, text in generated_pages.items():
-        path = folder / name
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
-        if current == text:
+        path, shown = folder / name, (FOLDER / name).as_posix()
+        if is_current(path, text.encode(), what=shown):
             continue
-        stale.append((FOLDER / name).as_posix())
+        stale.append(shown)
         if not check:
-            _write(path, text, (FOLDER / name).as_posix())
-            info(f"wrote {(FOLDER / name).as_posix()}")
+            # Whole, inside the repository: a docs/reference that is a link is refused (exit
+            # 13), a link at the page's name is replaced, never written through.
+            write_generated(path, text.encode(), root=state.root, what=f"reference page {shown}")
+            info(f"wrote {shown}")
     if check and stale:
         msg = f"{len(stale)} reference page(s) are stale: {', '.join(stale)}\nrun: xpu-release docs"
         raise StaleError(msg)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ManifestError, StaleError
-from ..guard.writing import write_bytes
+from ..guard.generated import committed, is_current, write_generated
 from ..manifest import ImageSpec, schema
 from ..manifest.registries import Registries
 from .templating import render_template
@@ -112,9 +112,9 @@ def require_current(root: Path, spec: ImageSpec, registries: Registries) -> Rend
 def stale_diff(rendered: Rendered, root: Path) -> str | None:
     """A unified diff if the committed Dockerfile differs from ``rendered``, else None."""
     rel = rendered.path.relative_to(root)
-    current = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else ""
-    if current == rendered.text:
+    if is_current(rendered.path, rendered.text.encode(), what=str(rel)):
         return None
+    current = committed(rendered.path, what=str(rel)) or ""
     diff = difflib.unified_diff(
         current.splitlines(keepends=True),
         rendered.text.splitlines(keepends=True),
@@ -124,10 +124,11 @@ def stale_diff(rendered: Rendered, root: Path) -> str | None:
     return "".join(diff)
 
 
-def write(rendered: Rendered) -> bool:
-    """Write the Dockerfile; True if it changed."""
-    old = rendered.path.read_text(encoding="utf-8") if rendered.path.is_file() else None
-    if old == rendered.text:
+def write(rendered: Rendered, root: Path) -> bool:
+    """Write the Dockerfile inside the repository ``root`` (never through a link); True if it
+    changed."""
+    data = rendered.text.encode()
+    if is_current(rendered.path, data, what="Dockerfile"):
         return False
-    write_bytes(rendered.path, rendered.text.encode(), what="Dockerfile")
+    write_generated(rendered.path, data, root=root, what="Dockerfile")
     return True

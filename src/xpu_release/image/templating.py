@@ -3,62 +3,59 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from types import CodeType
 from typing import Any
 
 import jinja2
-import jinja2.bccache
+from jinja2.loaders import split_template_path
 
 from ..errors import ConfigError
+from ..files import kind_of
+from ..guard.reading import read_file
+
+MAX_TEMPLATE_BYTES = 1 << 20  # templates/ holds a few KB each
 
 
-class _CompiledOnce(jinja2.BytecodeCache):
-    """Each template's compiled code, kept for this process by the template's name, whatever
-    folder it was read from: another copy of the same templates (a second checkout, a test's copy
-    of the repository) compiles nothing again. Jinja compares the source's checksum before it
-    runs kept code, so a template whose text differs is compiled anew, never run stale."""
+class _GuardedLoader(jinja2.BaseLoader):
+    """``templates/`` read as the repository's other files are: through the guarded layer. A
+    template that is not a regular file (a FIFO, a device), larger than ``MAX_TEMPLATE_BYTES``
+    (a sparse file of gigabytes) or not UTF-8 is a ConfigError naming it (exit 3), never a
+    hang, a gigabyte in memory or a traceback."""
 
-    def __init__(self) -> None:
-        self._code: dict[str, bytes] = {}
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
-    def get_cache_key(self, name: str, filename: str | None = None) -> str:
-        return super().get_cache_key(name)  # the folder left out: the checksum decides
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        path = self.folder.joinpath(*split_template_path(template))  # no "..": TemplateNotFound
+        what = f"templates/{template}"
+        if kind_of(path) == "missing":
+            raise jinja2.TemplateNotFound(template)
+        data = read_file(path, what=what, limit=MAX_TEMPLATE_BYTES, error=ConfigError)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"{what}: not UTF-8 text (byte {exc.start}); templates are UTF-8"
+            raise ConfigError(msg) from None
+        mtime = path.stat().st_mtime_ns
 
-    def get_bucket(
-        self, environment: jinja2.Environment, name: str, filename: str | None, source: str
-    ) -> jinja2.bccache.Bucket:
-        bucket = super().get_bucket(environment, name, filename, source)
-        code = bucket.code
-        if code is not None and filename is not None and code.co_filename != filename:
-            bucket.code = _refiled(code, filename)  # kept code named for its own file (tracebacks)
-        return bucket
+        def uptodate() -> bool:
+            try:
+                return path.stat().st_mtime_ns == mtime
+            except OSError:
+                return False
 
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        kept = self._code.get(bucket.key)
-        if kept is not None:
-            bucket.bytecode_from_string(kept)
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        self._code[bucket.key] = bucket.bytecode_to_string()
-
-
-def _refiled(code: CodeType, filename: str) -> CodeType:
-    """``code`` and the code inside it (the template's blocks and macros), named ``filename``."""
-    inner = tuple(_refiled(c, filename) if isinstance(c, CodeType) else c for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=inner)
-
-
-_COMPILED = _CompiledOnce()  # every environment below has the same options: their code is alike
+        return text, str(path), uptodate
 
 
 @functools.cache
 def _environment(templates: Path) -> jinja2.Environment:
-    """One environment per templates folder and process: each template is compiled once (Jinja
-    still checks a template file's mtime on use, so an edited one is compiled again)."""
+    """One environment per templates folder and process: each template is compiled once, and
+    again when its file changes."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates),
-        bytecode_cache=_COMPILED,
+        loader=_GuardedLoader(templates),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Dockerfiles and Markdown, not HTML; values are validated instead
         trim_blocks=True,

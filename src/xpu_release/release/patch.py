@@ -238,7 +238,7 @@ def write(
             write_bytes(path, manifest_text(locked).encode(), what="manifest")
         written.append(write_lock(repo.root, new, lock))
         rendered = rendering.render(repo.root, new, registries)
-        rendering.write(rendered)
+        rendering.write(rendered, repo.root)
         written.append(rendered.path)
     except BaseException:
         _remove(repo, prepared, written)

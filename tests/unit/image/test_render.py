@@ -258,8 +258,6 @@ def template_in(roots: dict[Path, str], name: str) -> None:
 
 
 def test_a_template_edited_or_changed_in_another_copy_renders_its_own_text(tmp_path: Path) -> None:
-    # Compiled code is kept by the template's name (whatever folder it came from) and used only
-    # for the very text it was compiled from.
     from xpu_release.image.templating import render_template
 
     one, two = tmp_path / "one", tmp_path / "two"
@@ -270,28 +268,6 @@ def test_a_template_edited_or_changed_in_another_copy_renders_its_own_text(tmp_p
     assert render_template(one, "Probe.j2", value=3) == "alpha 3\n"
     (two / "templates" / "Probe.j2").write_text("gamma {{ value }}\n")  # same size as before
     assert render_template(two, "Probe.j2", value=4) == "gamma 4\n"
-
-
-def test_the_same_templates_in_another_folder_are_not_compiled_again(tmp_path: Path) -> None:
-    import jinja2
-
-    from xpu_release.image.templating import render_template
-
-    kept = "kept {{ value }} " + "x" * 40 + "\n"
-    template_in({tmp_path / "first": kept, tmp_path / "second": kept}, "Kept.j2")
-    compiled: list[str] = []
-    real = jinja2.Environment._compile
-
-    def counting(self: jinja2.Environment, source: str, filename: str) -> object:
-        compiled.append(filename)
-        return real(self, source, filename)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jinja2.Environment, "_compile", counting)
-        texts = [render_template(tmp_path / name, "Kept.j2", value=name) for name in ("first", "second")]
-
-    assert texts == [f"kept first {'x' * 40}\n", f"kept second {'x' * 40}\n"]
-    assert compiled == [str(tmp_path / "first" / "templates" / "Kept.j2")]
 
 
 def test_a_template_from_compiled_code_names_its_own_file_in_a_traceback(tmp_path: Path) -> None:
