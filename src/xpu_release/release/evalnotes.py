@@ -67,8 +67,9 @@ def _cell(c: dict[str, Any], t: dict[str, str], quote: Callable[[object], str] =
     ``quote`` shows: escaped for Markdown in the notes)."""
     if any(c.get(k) is None for k in ("ratio", "low", "high")):
         return quote(c.get("note") or "-")
-    verdict = t["accepted"] if c.get("accepted") else t.get(str(c.get("verdict")), str(c.get("verdict")))
-    cell = f"{c['ratio']:.2f}x [{c['low']:.2f}, {c['high']:.2f}] {verdict}"
+    said = c.get("verdict")  # null: a comparison the record does not judge (the schema allows it)
+    verdict = t["accepted"] if c.get("accepted") else "" if said is None else t.get(str(said), str(said))
+    cell = f"{c['ratio']:.2f}x [{c['low']:.2f}, {c['high']:.2f}] {verdict}".rstrip()
     if c.get("verdict") == "undecided" and c.get("rounds_needed"):
         cell += f" ({t['rounds_needed'].format(n=c['rounds_needed'])})"
     return cell

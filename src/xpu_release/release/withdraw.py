@@ -42,6 +42,7 @@ from .plan import Target, make_plan
 from .pool import EndpointPool, version_served
 
 Action = Literal["withdraw", "reinstate"]
+PAST: dict[Action, str] = {"withdraw": "withdrawn", "reinstate": "reinstated"}
 
 
 def check_reason(reason: str) -> str:
@@ -132,7 +133,7 @@ class Steering:
             return report
         if len(report.absent) == len(targets):  # a notice attached nowhere withdraws nothing
             msg = (f"no endpoint holds {self.spec.ref} as {digest} (the image its release record names, else "
-                   f"the one its version tag serves): nothing was {action}d anywhere. `xpu-release status "
+                   f"the one its version tag serves): nothing was {PAST[action]} anywhere. `xpu-release status "
                    f"{self.spec.ref}` says what the endpoints serve")  # fmt: skip
             raise NotFoundError(msg)
         notices = tuple(union.values())

@@ -285,3 +285,21 @@ def test_the_command_line_refuses_what_it_cannot_evaluate_before_asking_the_engi
     no_reason = run(repo, "release", REF, "--dry-run", "--no-evaluate", " ")
     assert no_reason.exit_code == 3
     assert "--no-evaluate needs a reason" in no_reason.stderr
+
+
+@pytest.mark.parametrize(
+    ("verdict", "cell"),
+    [
+        (None, "1.10x [1.00, 1.20]"),
+        ("undecided", "1.10x [1.00, 1.20] undecided"),
+        ("bogus", "1.10x [1.00, 1.20] bogus"),
+    ],
+)
+def test_a_comparison_without_a_verdict_is_shown_without_one(verdict: str | None, cell: str) -> None:
+    # `diff` printed "None" for a verdict the record's schema allows to be null (issue 53).
+    from xpu_release.release.evalnotes import LABELS, _cell
+
+    shown = _cell({"ratio": 1.1, "low": 1.0, "high": 1.2, "verdict": verdict}, LABELS["en"])
+
+    assert shown.startswith(cell)
+    assert "None" not in shown

@@ -16,7 +16,7 @@ from xpu_release.release.pool import VERIFYING, EndpointPool
 from xpu_release.release.withdrawn import past_withdrawn, withdrawal_in_force
 
 from ..helpers import run, write_manifest
-from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish
+from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded
 
 
 def pool_of(ch: Channel, version: str) -> tuple[Repo, EndpointPool]:
@@ -59,3 +59,19 @@ def test_an_endpoint_that_cannot_say_is_not_a_release_not_withdrawn(
         _, pool = pool_of(ch, "1.0")
         with pytest.raises(error, match=r"whether demo:1\.0 is withdrawn cannot be told"):
             withdrawal_in_force(pool, digest, then="nothing moved")
+
+
+@pytest.mark.parametrize(("action", "past"), [("withdraw", "withdrawn"), ("reinstate", "reinstated")])
+def test_a_release_no_endpoint_holds_is_said_in_words(
+    repo: Path, tmp_path: Path, action: str, past: str
+) -> None:
+    manifests(repo, ["1.0"])
+    with channel(repo, tmp_path, "production") as ch:
+        recorded(ch, "1.0", "sha256:" + "ab" * 32)  # a record naming an image no endpoint serves
+        reason = ("--reason", "bad") if action == "withdraw" else ()
+        done = run(
+            ch.root, "--registries", str(ch.file), action, f"{IMAGE}:1.0", *reason, *LOGIN, input=PASSWORD
+        )
+
+    assert done.exit_code == 11, done.output
+    assert f"nothing was {past} anywhere" in done.stderr
