@@ -120,7 +120,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     staging_registries = load_registries(state.root, source)
     creds = _credentials(username, password_stdin, registries, staging_registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read_optional(path)
+    record = records.writable(path, spec.ref)  # before any endpoint is changed
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():

@@ -8,16 +8,18 @@ tool reads has its type there), and the gate's part read into typed values (``Re
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import DamagedFileError, NotFoundError
+from ..errors import ConfigError, DamagedFileError, NotFoundError, OutputError
 from ..evidence.attachment import ALL_KINDS
+from ..files import describe
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
 from ..guard.shown import shown
-from ..guard.writing import write_bytes
+from ..guard.writing import open_folder, write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
 from ..jsontext import readable
 from .iri import defer_iri_grammars
@@ -311,6 +313,24 @@ def write(record: ReleaseRecord, path: Path) -> None:
     one; a link at ``path`` is replaced by the record, never followed."""
     data = (readable(record.to_json(), ensure_ascii=True) + "\n").encode()
     write_bytes(path, data, what="release record")
+
+
+def writable(path: Path, ref: str) -> ReleaseRecord | None:
+    """The record at ``path`` (None: none yet), checked before a command changes a registry:
+    its folder can be made and entered, and a record there is ``ref``'s. A refusal here changes
+    nothing anywhere; after the registries changed, it would leave them promoted with no record
+    (exit 13 for a folder that cannot be, 3 for another release's record)."""
+    try:
+        os.close(open_folder(path.parent, make=True))
+    except OSError as exc:
+        msg = f"the release record cannot be written at {path}: {describe(exc)}; nothing was changed"
+        raise OutputError(msg) from None
+    current = read_optional(path)
+    if current is not None and current.ref != ref:
+        msg = (f"{path} is the record of {shown(current.ref, 80)}, not of {ref}: nothing was changed; "
+               f"pass --record naming {ref}'s record (or a new file)")  # fmt: skip
+        raise ConfigError(msg)
+    return current
 
 
 def keep(record: ReleaseRecord, path: Path) -> Path:

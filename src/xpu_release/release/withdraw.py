@@ -133,8 +133,8 @@ class Steering:
             return report
         if len(report.absent) == len(targets):  # a notice attached nowhere withdraws nothing
             msg = (f"no endpoint holds {self.spec.ref} as {digest} (the image its release record names, else "
-                   f"the one its version tag serves): nothing was {PAST[action]} anywhere. `xpu-release status "
-                   f"{self.spec.ref}` says what the endpoints serve")  # fmt: skip
+                   f"the one its version tag serves): nothing was {PAST[action]} anywhere. "
+                   f"`xpu-release status {self.spec.ref}` says what the endpoints serve")  # fmt: skip
             raise NotFoundError(msg)
         notices = tuple(union.values())
         standing = in_force(notices)

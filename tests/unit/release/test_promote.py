@@ -295,3 +295,32 @@ def test_a_copy_broken_at_one_endpoint_shows_nowhere_and_a_rerun_finishes(
     assert copied[region.host] > 0
     assert sum(copied.values()) == copied[region.host]  # the others only proven, nothing sent again
     assert set(prod.served("1.1").values()) == {digests["1.1"]}
+
+
+def test_a_record_path_that_cannot_be_written_is_refused_before_any_change(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path
+) -> None:
+    # Found by an attack pass (issue 53): promote copied and tagged at every production endpoint,
+    # then exit 13 "cannot write the release record (File exists)".
+    staging, prod, digests = channels
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+
+    code, _, err = promote(staging, prod, "demo:1.1", "--record", str(blocker / "1.1.json"))
+
+    assert code == 13, err
+    assert "nothing was changed" in err
+    assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_the_record_of_another_release_is_refused_before_any_change(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path
+) -> None:
+    staging, prod, digests = channels
+    other = recorded(staging, "1.0", digests["1.0"])
+
+    code, _, err = promote(staging, prod, "demo:1.1", "--record", str(other))
+
+    assert code == 3, err
+    assert "record of demo:1.0, not of demo:1.1" in err
+    assert nothing_at_production(prod, digests["1.1"])
