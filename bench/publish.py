@@ -239,6 +239,7 @@ def publish(
     from xpu_release.manifest import Repo
     from xpu_release.manifest.registries import load_registries
     from xpu_release.oci.credentials import CredentialStore
+    from xpu_release.release.line import Line
     from xpu_release.release.pool import EndpointPool
     from xpu_release.release.publish import Options, Publisher, publish_with
     from xpu_release.settings import Settings
@@ -263,7 +264,7 @@ def publish(
             # The same publisher `xpu-release publish` runs; only its "was it smoke-tested" gate
             # is skipped, since this synthetic image has no smoke tests.
             registries = load_registries(repo, str(regs))
-            options = Options(engine_push=engine_push)
+            options = Options(engine_push=engine_push, line=Line(Repo(repo), registries))
             credentials = CredentialStore.from_settings(settings)
             pool = EndpointPool(spec, registries, credentials)
             publisher = Publisher(pool, engine, options, lambda _: None)

@@ -18,17 +18,20 @@ fi
 # shellcheck source=ci/venv.sh
 source ci/venv.sh
 ensure_venv
-mapfile -t refs < <(xpu-release order "$@")
+# (Captured, not read from a process substitution: a failure here stops the job.)
+ordered="$(xpu-release order "$@")"
+mapfile -t refs <<<"$ordered"
 # The stack makes the base for each architecture a release of the run declares (arm64 under
 # emulation takes minutes), and only those.
-mapfile -t arches < <(python - "${refs[@]}" <<'PY'
+declared="$(python - "${refs[@]}" <<'PY'
 import sys
 from xpu_release.manifest import Repo
 repo = Repo.discover()
 for arch in sorted({p.architecture for r in sys.argv[1:] for p in repo.load_ref(r).platforms} - {"amd64"}):
     print(arch)
 PY
-)
+)"
+mapfile -t arches < <(printf '%s' "$declared")
 ci/local-stack.sh up "${arches[@]}"
 eval "$(ci/local-stack.sh env)"
 
@@ -46,7 +49,16 @@ for ref in "${refs[@]}"; do
       echo "release-local: the base of $ref on this stack is not the one the committed lock pins" \
         "(this machine's Debian mirror served other packages); releasing from a copy, $where, with its locks made here" >&2
       rm -rf "$where" && mkdir -p "$where"
-      git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "$where" -xf -
+      if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        # Tracked and untracked files as they are (a tracked file deleted here is left out).
+        git ls-files -z --cached --others --exclude-standard \
+          | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -C "$where" -xf -
+      else
+        tar --exclude=./out --exclude=./.venv --exclude=./.cache -cf - . | tar -C "$where" -xf -
+      fi
+      # The records of earlier releases (a release reads its predecessor's evaluation).
+      [[ -d out/releases ]] && mkdir -p "$where/out" && cp -r out/releases "$where/out/"
+      trap 'mkdir -p out/releases && cp -r "$where"/out/releases/. out/releases/' EXIT
     fi
     xpu-release --root "$where" lock "$ref"
   fi
@@ -57,6 +69,5 @@ for ref in "${refs[@]}"; do
   xpu-release --root "$where" status "$ref"
 done
 if [[ "$where" != . ]]; then
-  mkdir -p out/releases && cp -r "$where"/out/releases/. out/releases/
   echo "release-local: released from $where (locks made on this stack); the notes and records are in out/releases/" >&2
 fi

@@ -38,9 +38,12 @@ if ((!fast)); then
   # The arm64 base (debootstrapped under emulation: about six minutes the first time on a
   # machine, then kept) is made while the checks and the engine-free tests run; the tests on the
   # stack start once it is there (the multi-architecture ones need it).
+  # In a session of its own, ended with the script (a failed check, Ctrl-C): no orphan
+  # debootstrap holds the base's lock into the next run.
   mkdir -p out
-  ci/local-stack.sh base arm64 >out/local-stack-arm64.log 2>&1 &
+  setsid ci/local-stack.sh base arm64 >out/local-stack-arm64.log 2>&1 &
   arm64_base=$!
+  trap 'kill -- -"$arm64_base" 2>/dev/null || true' EXIT
 fi
 
 log "lint and types"

@@ -111,7 +111,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
     from ..release import record as records
-    from ..release.line import moves
+    from ..release.line import Line
     from ..release.pool import VERIFYING, EndpointPool
     from ..release.promote import inputs_of, promote, recorded
 
@@ -124,9 +124,8 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():
-        floating = moves(state.repo, target, registries)  # the line rule (line.py), as publish asks it
         done = promote(staging, target, spool=state.settings.cache, record=record, today=date.today(),
-                       floating=floating, on_line=live)  # fmt: skip
+                       line=Line(state.repo, registries), on_line=live)  # fmt: skip
     live.close()
     fresh = record is None or record.digest != done.digest
     channel = state.registries_option or "registries.yaml"

@@ -103,16 +103,16 @@ def publish(
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
         return
-    from dataclasses import replace
 
     from ..image.engine import Engine
-    from ..release.line import moves
+    from ..release.line import Line
     from ..release.pool import EndpointPool
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,
+        line=Line(state.repo, registries),  # the floating tags: the line rule, asked when they move
         chunk_size=chunk_size,
         engine_push=engine_push,
         signer=state.signer(signing_key),
@@ -121,7 +121,6 @@ def publish(
     engine = Engine.connect()
     pushing = _tested(state, spec, engine)  # before any endpoint is asked: untested is not published
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-    options = replace(options, floating=moves(state.repo, pool, registries))  # the line rule (line.py)
     result = pushing(pool, options, live)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)

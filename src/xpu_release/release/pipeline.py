@@ -24,8 +24,9 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..progress import Sink
-from . import line, stages
+from . import stages
 from .context import Outcome, ReleaseContext, StageResult, Status, done
+from .line import Line
 from .pool import EndpointPool
 from .publish import Options
 from .record import ReleaseRecord
@@ -154,8 +155,8 @@ class Release:
         locks = self.stage("lock", lambda: self._lock(spec))
         pool = EndpointPool(spec, self.registries, self.credentials, on_line=self.reporter.write)
         each = tuple(BuildInputs.of(spec, rendered, locks.of(p), p) for p in spec.platforms)
-        # The floating tags it moves: the line rule, asked once (line.py), as every command asks it.
-        options = replace(self.options, floating=line.moves(self.repo, pool, self.registries))
+        # The floating tags it moves: the line rule (line.py), asked when they move.
+        options = replace(self.options, line=Line(self.repo, self.registries))
         return ReleaseContext(repo=self.repo, inputs=each[0], registries=self.registries, pool=pool,
                               options=options, gate=self.gate, builder=self.builder,
                               on_line=self.reporter.write, no_evaluate=self.no_evaluate,

@@ -16,8 +16,8 @@ In the order publish keeps:
 3. **version tags**, only once every target holds everything (a copy broken at one endpoint
    shows nowhere), each checked again at the moment of writing; then **verify** (every blob and
    every document the source lists, at every target);
-4. **floating tags**, last, where publish would move them (``latest`` for the newest version of
-   the image, ``<line>-latest`` for the newest release of its line).
+4. **floating tags**, last, where publish would move them: the line rule (``line.py``), asked at
+   the targets when they move (never backwards; those a withdrawn newer release left).
 
 A rerun copies only what is missing (blobs present and proven are skipped): promotion resumes.
 """
@@ -37,6 +37,7 @@ from ..evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ..labels import INPUTS_LABEL
 from ..oci.registry import Manifest
 from ..progress import Sink
+from .line import Line
 from .mirror import MirrorReport, mirror
 from .plan import Target
 from .platformindex import platform_images, shape_problem
@@ -165,10 +166,10 @@ def conflicts(target: EndpointPool, digest: str, targets: tuple[Target, ...] | N
 
 def promote(
     staging: EndpointPool, target: EndpointPool, *, spool: Path, record: ReleaseRecord | None, today: date,
-    floating: tuple[str, ...], on_line: Sink = lambda _: None,
+    line: Line, on_line: Sink = lambda _: None,
 ) -> Promoted:  # fmt: skip
     """Copy ``staging.spec``'s release from the staging endpoints to ``target``'s; see above.
-    ``floating``: the floating tags publish would move (``plan.moving``: never backwards)."""
+    ``line``: the line rule, asked at the target when the floating tags move (as publish asks it)."""
     spec = target.spec
     source, image = source_of(staging)
     not_withdrawn(staging, target, image.digest, then="nothing was promoted")
@@ -202,13 +203,14 @@ def promote(
     if not report.ok:
         lines = [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
         raise VerifyFailed("\n".join([f"{spec.ref}: promoted, but the targets do not verify:", *lines]))
-    if floating:  # asked again right before, and right after: a withdraw may run meanwhile
-        not_withdrawn(staging, target, image.digest, then="no floating tag was moved")
-        tags = TagRules(spec, target, None, allow_overwrite=False, workers=1, on_line=on_line)
-        out.floating = tags.move_floating(image, floating)
+    # asked again right before, and right after: a withdraw may run meanwhile
+    not_withdrawn(staging, target, image.digest, then="no floating tag was moved")
+    tags = TagRules(spec, target, None, allow_overwrite=False, workers=1, on_line=on_line)
+    out.floating = line.move(target, tags, image)
+    if out.floating:
         try:
             not_withdrawn(
-                staging, target, image.digest, then=f"it was withdrawn while {', '.join(floating)} moved"
+                staging, target, image.digest, then=f"it was withdrawn while {', '.join(out.floating)} moved"
             )
         except ReleaseWithdrawn as exc:
             msg = (f"{exc.message}. Rerun `xpu-release withdraw {spec.ref} --reason ...` to move "

@@ -40,6 +40,7 @@ from ..secrets import redact
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
+from .line import Line
 from .plan import Plan, Target
 from .pool import EndpointPool
 from .push import push_image
@@ -59,9 +60,9 @@ class Options:
     # The first push through the engine's `docker push` instead of our own client (for the
     # benchmark's comparison; blobs then depend on the engine's gzip and its memory).
     engine_push: bool = False
-    # The floating tags this publish moves, as the line rule says (``line.moves``: never
-    # backwards; those a withdrawn newer release left): none unless the caller asked it.
-    floating: tuple[str, ...] = ()
+    # The line rule (``line.Line``) that says which floating tags move, asked when they move;
+    # None: none move (a benchmark's or a test's publish of bytes alone).
+    line: Line | None = None
 
     # Signs the provenance (a DSSE envelope); None: it is attached unsigned.
     signer: Signer | None = None
@@ -306,13 +307,13 @@ class Publisher:
         record = replace(base, digest=source.digest, endpoints=endpoints, complete=complete)
         if not complete:
             return record
-        return floating(record, self.pool, self.tags, source, self.options.floating, self.on_line)
+        return floating(record, self.pool, self.tags, source, self.options.line, self.on_line)
 
 
 def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: Manifest,
-             moving: tuple[str, ...], on_line: Sink) -> ReleaseRecord:  # fmt: skip
-    """The floating tags, last: ``moving`` (``Options.floating``: the line rule's, ``line.py``)
-    moved onto the release, but none onto a withdrawn release (``withdrawn.py``: asked of
+             line: Line | None, on_line: Sink) -> ReleaseRecord:  # fmt: skip
+    """The floating tags, last: those the line rule gives the release (``line.Line.move``, asked
+    now), moved onto it, but none onto a withdrawn release (``withdrawn.py``: asked of
     every endpoint, failing closed), which the record then says. Asked again once they moved: a
     withdraw that ran meanwhile may have found them not yet on the release (exit 16, saying to
     rerun it)."""
@@ -322,9 +323,9 @@ def floating(record: ReleaseRecord, pool: EndpointPool, tags: TagRules, source: 
         on_line(f"{ref} is {withdrawn.words()}; no floating tag moves onto it "
                 f"(`xpu-release reinstate {ref}` undoes the withdrawal)")  # fmt: skip
         return replace(record, withdrawn=withdrawn.to_json())
-    if not moving:
+    moved = line.move(pool, tags, source) if line is not None else ()
+    if not moved:
         return record
-    moved = tags.move_floating(source, moving)
     late = withdrawal_in_force(pool, source.digest, then=f"{', '.join(moved)} moved onto it")
     if late is not None:
         msg = (f"{ref} was {late.words()} while {', '.join(moved)} moved onto it: rerun "

@@ -231,7 +231,7 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     """What each stage after the lock would do, as a dry run says it."""
     spec, repo = ctx.spec, ctx.repo
     plan = ctx.pool.plan
-    moved = ctx.options.floating
+    moved = ctx.options.line.moves(ctx.pool) if ctx.options.line is not None else ()
     stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
     floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
                                                                   if stay else "")  # fmt: skip

@@ -64,26 +64,30 @@ def manifest_digest(root: Path) -> str:
     return image_manifest(b"{}", layers, image_annotations(root, spec, load_lock(root, spec))).digest
 
 
-def test_the_same_tree_gives_the_same_digest_clean_dirty_under_another_commit_and_outside_git(
+def test_the_same_tree_gives_the_same_digest_clean_dirty_under_another_commit_shallow_and_outside_git(
     repo: Path, tmp_path: Path
 ) -> None:
+    folder = repo / "images" / "training-cpu-pytorch" / "25.03"
     clean = manifest_digest(repo)
 
     (repo / "README.md").write_text("an unrelated change, not committed\n")
-    dirty = manifest_digest(repo)
-    (repo / "images" / "training-cpu-pytorch" / "25.03" / "Dockerfile").touch()  # the folder's own files
+    dirty_elsewhere = manifest_digest(repo)
+    (folder / "NOTES.txt").write_text("an untracked file in the image's own folder\n")
+    dirty_inside = manifest_digest(repo)
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "another commit of the same image")
+    git(repo, "commit", "-q", "-m", "a commit that touches the image's folder")
     later = manifest_digest(repo)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "and one after it")
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
     plain = tmp_path / "plain"
     shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
-    outside = manifest_digest(plain)
 
-    assert dirty == clean
+    assert dirty_elsewhere == clean
+    assert dirty_inside == clean
     assert later == clean
-    assert outside == clean
-    assert not any(key.endswith("revision") for key in image_annotations(
-        repo, Repo(repo).load_ref(REF), load_lock(repo, Repo(repo).load_ref(REF))))  # fmt: skip
+    assert manifest_digest(shallow) == clean
+    assert manifest_digest(plain) == clean
 
 
 def test_an_input_that_changes_changes_the_digest(repo: Path) -> None:

@@ -67,7 +67,7 @@ def test_the_tags_a_release_moves_in_each_state_of_its_line(
         )
         pool = EndpointPool(Repo(ch.root).load(IMAGE, asked), registries, creds, VERIFYING)
 
-        assert set(line.moves(Repo(ch.root), pool, registries)) == set(moved)
+        assert set(line.Line(Repo(ch.root), registries).moves(pool)) == set(moved)
 
 
 def _calls(name: str) -> set[str]:
@@ -85,9 +85,11 @@ def _calls(name: str) -> set[str]:
 
 
 def test_the_floating_tags_a_publish_moves_are_decided_in_one_place() -> None:
-    # The manifests' rule and the withdrawals' are combined by line.py alone; `plan` and a dry
-    # run of `publish` (plan.py) say what the manifests alone would move, before any endpoint
-    # is asked.
+    # The manifests' rule and the withdrawals' are combined by line.py alone, which alone moves
+    # floating tags onto a release; `plan` and a dry run of `publish` (plan.py) say what the
+    # manifests alone would move, before any endpoint is asked. Every command that publishes or
+    # copies a release hands the rule down (Line), never a list of tags worked out on its own.
     assert _calls("past_withdrawn") == {"release/line.py"}
     assert _calls("moving") <= {"release/line.py", "release/plan.py"}
-    assert _calls("moves") == {"release/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
+    assert _calls("move_floating") == {"release/line.py"}
+    assert _calls("Line") == {"release/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
