@@ -105,8 +105,9 @@ def setting(target: Target) -> tuple[Any, Any, Any]:
 
 def library(target: Target) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and bytes hashed of the deep check run in this process."""
+    from xpu_release.oci.channel import VERIFYING
     from xpu_release.release import record as records
-    from xpu_release.release.pool import VERIFYING, EndpointPool
+    from xpu_release.release.pool import EndpointPool
     from xpu_release.release.verify import verify
 
     spec, registries, credentials = setting(target)

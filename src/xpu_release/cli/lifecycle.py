@@ -110,9 +110,10 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
 
     from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
+    from ..oci.channel import VERIFYING
     from ..release import record as records
     from ..release.line import Line
-    from ..release.pool import VERIFYING, EndpointPool
+    from ..release.pool import EndpointPool
     from ..release.promote import inputs_of, promote, recorded
 
     spec = state.repo.load_ref(ref)
@@ -161,8 +162,9 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
            username: str | None, password_stdin: bool) -> None:  # fmt: skip
     from dataclasses import replace
 
+    from ..oci.channel import VERIFYING
     from ..release import record as records
-    from ..release.pool import VERIFYING, EndpointPool
+    from ..release.pool import EndpointPool
     from ..release.withdraw import check_reason, digest_of, steer
     from ..release.withdrawn import failure
 

@@ -20,9 +20,9 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
 
     from ..errors import ConfigError
     from ..guard.shown import shown
+    from ..oci.channel import COPY, client_for
     from ..oci.endpoint import Endpoint, host_problem
     from ..oci.layout import Layout
-    from ..oci.registry import RegistryClient, RetryPolicy
     from ..release.sides import LayoutSide, RegistrySide
 
     if text.startswith("oci:"):
@@ -51,7 +51,7 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
     ep = Endpoint(registry="mirror", role="public", region=None, host=host, namespace=namespace,
                   insecure=bool(known and known.insecure), ca_file=known.ca_file if known else None,
                   token_hosts=known.token_hosts if known else ())  # fmt: skip
-    return RegistrySide(RegistryClient(ep, creds.for_host(host), RetryPolicy(attempts=3)), path)
+    return RegistrySide(client_for(ep, creds, COPY), path)
 
 
 @cli.command()

@@ -233,8 +233,9 @@ def verify(
 
     from ..errors import VerifyFailed
     from ..evidence.signing import load_verifier
+    from ..oci.channel import VERIFYING
     from ..release import record as records
-    from ..release.pool import VERIFYING, EndpointPool
+    from ..release.pool import EndpointPool
     from ..release.verify import verify as run_verify
 
     spec = state.repo.load_ref(ref)
@@ -293,8 +294,9 @@ def status(
       xpu-release status training-cpu-pytorch:25.03 --catalog --json
     """
     from ..errors import PublishError
+    from ..oci.channel import ASKING
     from ..release import record as records
-    from ..release.pool import ASKING, EndpointPool
+    from ..release.pool import EndpointPool
     from ..release.serving import catalog as tag_catalog
     from ..release.serving import status as endpoint_status
 

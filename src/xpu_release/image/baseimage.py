@@ -18,9 +18,10 @@ from ..errors import (
 from ..manifest import ImageSpec
 from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
+from ..oci.channel import client_for
 from ..oci.credentials import CredentialStore
 from ..oci.model import ImageIndex
-from ..oci.registry import Manifest, RegistryClient
+from ..oci.registry import Manifest
 from .engine import Engine, LineSink
 from .lock import Lock
 
@@ -73,7 +74,7 @@ def platform_digests(
 
 def _served(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> Manifest | None:
     hub = registries.endpoint(spec.base.registry)
-    client = RegistryClient(hub, credentials.for_host(hub.host))
+    client = client_for(hub, credentials)
     try:
         return client.get_manifest(hub.repository(spec.base.repository), spec.base.tag)
     except (RegistryAuthError, TLSVerifyFailed):

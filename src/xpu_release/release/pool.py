@@ -14,16 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import RegistryAuthError, ReleaseError, StackError
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..oci.channel import STANDARD, client_for
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.registry import Manifest, RegistryClient, RetryPolicy
 from ..progress import Meter, Sink, meter
 from .plan import Plan, make_plan
-
-# A command that only asks (status, the catalog) gives up sooner than one that publishes: a region
-# that is down is a row of its answer, not a wait.
-ASKING = RetryPolicy(attempts=2)
-VERIFYING = RetryPolicy(attempts=3)
 
 
 class EndpointPool:
@@ -39,7 +35,7 @@ class EndpointPool:
     ) -> None:
         self.plan: Plan = make_plan(spec, registries)
         self.credentials = credentials
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or STANDARD
         self.on_line = on_line
         self._clients: dict[str, RegistryClient] = {}
         self._made: list[RegistryClient] = []  # every client, fresh ones too: their bytes sent
@@ -52,7 +48,7 @@ class EndpointPool:
         """The endpoint's client; a ``fresh`` one for work shared across threads, which starts
         with the tokens the endpoint's client has earned (no second authentication)."""
         if fresh or ep.name not in self._clients:
-            made = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry, self.on_line)
+            made = client_for(ep, self.credentials, self.retry, self.on_line)
             shared = self._clients.get(ep.name)
             if shared is not None:
                 made.t.adopt(shared.t)

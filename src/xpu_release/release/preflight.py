@@ -32,14 +32,13 @@ from ..image.engine import Engine
 from ..image.lock import Lock, Locks
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
+from ..oci.channel import QUICK, client_for
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
-from ..oci.registry import RegistryClient, RetryPolicy
 from ..secrets import redact
 from ..settings import cache_dir, current
 
 # One quick try per check: a preflight reports, the real run retries.
-QUICK = RetryPolicy(attempts=1, timeout=10.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +78,7 @@ def base_check(
     def probe() -> str:
         hub = registries.endpoint(spec.base.registry)
         repo = hub.repository(spec.base.repository)
-        client = RegistryClient(hub, credentials.for_host(hub.host), QUICK)
+        client = client_for(hub, credentials, QUICK)
         try:
             gone = [d for d in pins if client.head_manifest(repo, d) is None]
             now = tag_digest(spec, client.get_manifest(repo, spec.base.tag))
@@ -191,8 +190,7 @@ def artifact_checks(spec: ImageSpec) -> list[Check]:
 
 def endpoint_check(spec: ImageSpec, ep: Endpoint, credentials: CredentialStore) -> Check:
     def probe() -> str:
-        creds = credentials.for_host(ep.host)
-        client = RegistryClient(ep, creds, QUICK)
+        client = client_for(ep, credentials, QUICK)
         repo = ep.repository(spec.image)
         try:
             client.ping()
@@ -203,6 +201,7 @@ def endpoint_check(spec: ImageSpec, ep: Endpoint, credentials: CredentialStore) 
             raise  # the real run's publish stops with the same code (8, 7)
         except WireError as exc:
             raise StackError(redact(exc.message)) from None
+        creds = credentials.for_host(ep.host)
         who = f"as {creds.username}" if creds else "anonymously"
         return f"{ep.host}/{repo} answers {who}"
 

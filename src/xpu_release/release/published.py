@@ -22,6 +22,7 @@ from ..guard.limits import MAX_SBOMS
 from ..guard.reading import parse_json
 from ..manifest.platforms import Platform, platformed
 from ..manifest.registries import Registries
+from ..oci.channel import WATCHING, client_for
 from ..oci.credentials import CredentialStore
 from ..oci.endpoint import Endpoint
 from ..oci.model import ImageIndex
@@ -48,7 +49,7 @@ class Reader:
                  retry: RetryPolicy | None = None) -> None:  # fmt: skip
         self.registries = registries
         self.credentials = credentials
-        self.retry = retry or RetryPolicy(attempts=2, max_delay=1.0, timeout=30.0)
+        self.retry = retry or WATCHING
         self._clients: dict[str, RegistryClient] = {}
         self._silent: dict[str, str] = {}  # endpoint → what it said when it did not answer at all
         self._served: dict[tuple[str, str, str], str | None] = {}  # asked once per run: bases, lines
@@ -74,7 +75,7 @@ class Reader:
 
     def _client(self, ep: Endpoint) -> RegistryClient:
         if ep.name not in self._clients:
-            self._clients[ep.name] = RegistryClient(ep, self.credentials.for_host(ep.host), self.retry)
+            self._clients[ep.name] = client_for(ep, self.credentials, self.retry)
         return self._clients[ep.name]
 
     def _ask(self, ep: Endpoint, what: str, question: Any) -> Any:

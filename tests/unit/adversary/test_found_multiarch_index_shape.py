@@ -25,9 +25,11 @@ from typing import Any
 import pytest
 
 from xpu_release.errors import VerifyFailed
+from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.model import DOCKER_LIST, OCI_INDEX
 from xpu_release.oci.registry import Manifest, sha256_digest
+from xpu_release.release.line import Line
 from xpu_release.release.pool import EndpointPool
 from xpu_release.release.promote import promote
 from xpu_release.release.record import ReleaseRecord
@@ -166,7 +168,7 @@ def test_promote_refuses_what_is_not_the_platformed_release_before_anything_is_c
 
     with pytest.raises(VerifyFailed, match="nothing was promoted") as caught:
         promote(w.pool(), pool, spool=tmp_path / "spool", record=None, today=date(2026, 12, 3),
-                floating=())  # fmt: skip
+                line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
 
     assert said in caught.value.message
     assert all(not s.manifests and not s.blobs for s in states)  # nothing was copied, no tag written

@@ -15,8 +15,10 @@ import pytest
 from xpu_release.errors import VulnerabilityGateFailed
 from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.referrers import attach, list_referrers
+from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.release.indexpublish import publish_index
+from xpu_release.release.line import Line
 from xpu_release.release.pool import EndpointPool
 from xpu_release.release.promote import promote
 from xpu_release.release.publish import Options
@@ -41,7 +43,7 @@ def test_the_index_and_each_platform_image_with_its_documents_reach_production(
     w, record, production = staged
 
     done = promote(w.pool(), production, spool=tmp_path / "spool", record=record, today=date(2026, 12, 3),
-                   floating=())  # fmt: skip
+                   line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
 
     assert done.digest == record.digest
     for t in production.plan.targets:
@@ -70,7 +72,7 @@ def test_an_arm64_exception_due_for_review_refuses_the_promotion(
         VulnerabilityGateFailed, match="CVE-2026-0001 in its VEX was due for review on 2026-11-01"
     ):
         promote(w.pool(), production, spool=tmp_path / "spool", record=record, today=date(2026, 12, 3),
-                floating=())  # fmt: skip
+                line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
 
     for t in production.plan.targets:
         assert production.client(t.endpoint).head_manifest(production.repo(t.endpoint), "25.03") is None

@@ -13,9 +13,10 @@ import pytest
 
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.channel import VERIFYING
 from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.release import line
-from xpu_release.release.pool import VERIFYING, EndpointPool
+from xpu_release.release.pool import EndpointPool
 
 from ..helpers import run, write_manifest
 from .line import IMAGE, LOGIN, PASSWORD, channel, manifests, publish

@@ -11,8 +11,9 @@ import pytest
 from xpu_release.errors import PublishError, StackError
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.channel import VERIFYING
 from xpu_release.oci.credentials import Credentials, CredentialStore
-from xpu_release.release.pool import VERIFYING, EndpointPool
+from xpu_release.release.pool import EndpointPool
 from xpu_release.release.withdrawn import past_withdrawn, withdrawal_in_force
 
 from ..helpers import run, write_manifest
