@@ -132,6 +132,32 @@ def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> 
     return None
 
 
+def unjudgeable(record: dict[str, Any], ecosystem: str, name: str) -> str | None:
+    """Why ``record`` cannot be judged for ``name`` (None: it can): one of its ranges about the
+    package holds an event whose version ``ecosystem`` cannot order (``introduced: "0"`` aside).
+    Read as nothing, such an event would leave the package "not affected" when the record may
+    well say it is."""
+    key = version_key(ecosystem)
+    if key is None:
+        return None
+    want = package_key(ecosystem, name)
+    for affected in as_list(record.get("affected")):
+        pkg = affected.get("package") if isinstance(affected, dict) else None
+        if not isinstance(pkg, dict) or package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
+            continue
+        for rng in as_list(affected.get("ranges")):
+            if not isinstance(rng, dict) or rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
+                continue
+            for e in (e for e in as_list(rng.get("events")) if isinstance(e, dict)):
+                for kind in ("introduced", "fixed", "last_affected"):
+                    value = e.get(kind)
+                    if value is None or (kind == "introduced" and value == "0"):
+                        continue
+                    if _key_or_none(key, str(value)) is None:
+                        return f"its {kind} version {str(value)[:40]!r} is no {ecosystem} version"
+    return None
+
+
 # --- severity --------------------------------------------------------------------------------
 
 _RATINGS = {

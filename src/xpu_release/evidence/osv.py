@@ -33,7 +33,7 @@ from ..guard.limits import MAX_ADVISORY_BYTES
 from ..guard.reading import Refused, is_regular, parse_json, read_file
 from ..guard.shown import shown
 from ..guard.trees import Walk
-from .matching import Match, affects, as_list, package_key
+from .matching import Match, affects, as_list, package_key, unjudgeable
 from .osvindex import Row, index_of, records_for
 
 
@@ -53,6 +53,9 @@ class Counts:
     withdrawn: int = 0
     other_schema: int = 0  # a schema version this reader does not know (not 1.x)
     unreadable: int = 0  # not JSON, or not an OSV record, or past a bound (too large, too deep)
+    # an OSV record whose ``affected`` cannot be read (a field of the wrong type): which packages
+    # it is about is unknown, so it may be about any
+    malformed: int = 0
     # not read: named like an advisory but no regular file (a FIFO, a dangling link, a loop), or a
     # folder not walked (deeper than MAX_FOLDER_DEPTH, unreadable)
     skipped: int = 0
@@ -69,8 +72,46 @@ def _usable(data: Any, counts: Counts) -> bool:
     if data.get("withdrawn"):
         counts.withdrawn += 1
         return False
+    if _malformed(data):
+        counts.malformed += 1
+        return False
     counts.records += 1
     return True
+
+
+def _malformed(data: dict[str, Any]) -> bool:
+    """``affected`` present but not as the schema shapes it: not a list (null, a string), an
+    entry that is not an object, a ``package`` that is not one with a string ecosystem and
+    name, ``ranges`` or ``events`` that are not lists of objects, an event's version that is
+    not a string, ``versions`` that is not a list of strings. Such a record is not "about
+    nothing": what it is about cannot be read."""
+    if "affected" not in data:
+        return False
+    affected = data["affected"]
+    if not isinstance(affected, list):
+        return True
+    for entry in affected:
+        if not isinstance(entry, dict):
+            return True
+        pkg = entry.get("package", {})
+        if not isinstance(pkg, dict) or not all(
+            isinstance(pkg.get(k, ""), str) for k in ("ecosystem", "name")
+        ):
+            return True
+        versions = entry.get("versions", [])
+        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+            return True
+        ranges = entry.get("ranges", [])
+        if not isinstance(ranges, list) or not all(_range_ok(r) for r in ranges):
+            return True
+    return False
+
+
+def _range_ok(rng: Any) -> bool:
+    events = rng.get("events") if isinstance(rng, dict) else None
+    return isinstance(events, list) and all(
+        isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in events
+    )
 
 
 def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
@@ -223,6 +264,23 @@ class Advisories:
             )
             self._judged[key] = tuple((data, match) for data, match in judged if match is not None)
         return self._judged[key]
+
+    def unjudged(self, ecosystem: str, name: str) -> tuple[str, ...]:
+        """Each record about a package that cannot be judged for it, as ``ID: why``."""
+        return tuple(f"{a.id}: {why}" for a in self.lookup(ecosystem, name)
+                     if (why := unjudgeable(a.data, ecosystem, name)) is not None)  # fmt: skip
+
+    @property
+    def unread(self) -> str | None:
+        """Why no answer that rests on these advisories can be trusted (None: it can): records
+        that could not be read, which packages they are about being unknown."""
+        c = self.counts
+        if c.unreadable or c.malformed:
+            where = ", ".join(self.sources) or "the advisories"
+            return (f"{c.unreadable + c.malformed} advisory record(s) in {where} could not be read "
+                    f"({c.unreadable} not OSV JSON, {c.malformed} with fields of the wrong type): any of "
+                    "them may be about this release; fix or fetch them again")  # fmt: skip
+        return None  # none at all is said by `watch` itself (a warning: nothing to check against)
 
     def close(self) -> None:
         for db in self._indexes:

@@ -32,7 +32,7 @@ from ..files import describe
 from ..guard.limits import MAX_INDEX_GROWTH, MIN_INDEX_ALLOWANCE
 from ..guard.writing import Out, open_folder
 
-INDEX_VERSION = 2  # of the index's layout: records once, packages pointing at them
+INDEX_VERSION = 3  # of the index's layout: records once, packages pointing at them; 3: malformed counted
 FOLDER = "advisories"  # in the cache
 _ROW_BYTES = 32  # what a package's row costs beside its names (SQLite's record and b-tree cell)
 

@@ -86,6 +86,9 @@ class ScanResult:
     counts: Counts
     # findings that statements in force speak of with different statuses: which one holds?
     conflicts: tuple[str, ...] = ()
+    # records about a package of the release that cannot be judged for it ("six 1.16.0:
+    # GHSA-…: its introduced version 'x' is no PyPI version"): the answer rests on them
+    unjudged: tuple[str, ...] = ()
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -207,7 +210,11 @@ def scan_packages(
     used: set[int] = set()
     findings: list[Finding] = []
     conflicts: list[str] = []
+    unjudged: list[str] = []
     for pkg in packages:
+        unjudged += [
+            f"{pkg.name} {pkg.version}: {why}" for why in advisories.unjudged(pkg.ecosystem, pkg.name)
+        ]
         for g in judged(advisories, pkg.ecosystem, pkg.name, pkg.version):
             ids, level = g.ids, g.level
             covering = [(n, s) for n, s in enumerate(mine)
@@ -234,7 +241,7 @@ def scan_packages(
     return ScanResult(ref=spec.ref, threshold=spec.fail_on, fail_on_unknown=spec.fail_on_unknown,
                       findings=tuple(findings), stale=stale, packages=len(packages),
                       sources=tuple(advisories.sources), counts=advisories.counts,
-                      conflicts=tuple(conflicts))  # fmt: skip
+                      conflicts=tuple(conflicts), unjudged=tuple(unjudged))  # fmt: skip
 
 
 def _rank(level: str) -> int:

@@ -18,8 +18,10 @@ from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFaile
 from ..evidence.lifecycle import in_force, notices_at
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, components_of, packages_in
+from ..evidence.vex import Purl
 from ..guard.limits import MAX_SBOMS
 from ..guard.reading import parse_json
+from ..guard.shown import shown
 from ..manifest.platforms import Platform, platformed
 from ..manifest.registries import Registries
 from ..oci.channel import WATCHING, client_for
@@ -250,4 +252,32 @@ def _first_bad_component(data: dict[str, Any]) -> str | None:
         props = c.get("properties", [])
         if not isinstance(props, list) or not all(isinstance(p, dict) for p in props):
             return f"{where}.properties is not a list of properties"
+        unmatched = _unmatched_package(c)
+        if unmatched:
+            return f"{where} ({shown(c.get('name'), 80)}) {unmatched}"
+    return None
+
+
+PACKAGE_TYPES = ("library", "application", "framework", None)  # a component that is a software package
+
+
+def _unmatched_package(c: dict[str, Any]) -> str | None:
+    """Why a package the SBOM lists cannot be matched against advisories (None: it can, or it is
+    no package: an artifact, the base image, the operating system). Skipped, it would leave the
+    release "up to date" whatever the advisories say of it."""
+    kinds = {p.get("name"): p.get("value") for p in c.get("properties", [])}
+    if c.get("type") not in PACKAGE_TYPES or kinds.get("io.xpu-release:kind") == "artifact":
+        return None
+    text = c.get("purl")
+    if not text:
+        return "names a package with no package URL"
+    try:
+        purl = Purl.parse(text)
+    except ValueError:
+        return "names a package whose package URL does not parse"
+    if not purl.version:
+        return "names a package whose package URL has no version"
+    version = c.get("version")
+    if purl.type in ("pypi", "deb") and isinstance(version, str) and version and version != purl.version:
+        return f"says version {shown(version, 40)!r} where its package URL says {shown(purl.version, 40)!r}"
     return None

@@ -28,7 +28,7 @@ from datetime import date, datetime
 from functools import cached_property
 from typing import Any
 
-from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError
+from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError, VerifyFailed
 from ..evidence.osv import Advisories
 from ..evidence.remedy import published, records_for, smallest_fix
 from ..evidence.scan import Finding, scan_packages
@@ -255,6 +255,16 @@ class Watcher:
             where = published_at(spec.image, self.reader.registries.publish_endpoints())
             result = scan_packages(spec, packages, self.advisories, statements, today=self.today,
                                    digests=frozenset({digest, *images}), repositories=where)  # fmt: skip
+            # never "up to date" on what could not be read: the advisories, or a record about
+            # one of its packages
+            shown_ = "; ".join(result.unjudged[:3])
+            unread = self.advisories.unread or (
+                f"{len(result.unjudged)} advisory record(s) cannot be judged: {shown_}"
+                if result.unjudged
+                else None
+            )
+            if unread is not None:
+                problems.append(unchecked("advisories", VerifyFailed(f"{spec.ref}: {unread}")))
             excepted = sum(1 for f in result.findings if f.exception is not None)
             for f in result.findings:  # excepted ones too: an exception that expires keeps the day
                 seen[(f.ids[0], f.package.name)] = self._first_day(f, seen)
