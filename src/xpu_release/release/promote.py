@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import NotFoundError, PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
 from ..errors import VulnerabilityGateFailed as GateFailed
-from ..evidence.attachment import ALL_KINDS, statement
+from ..evidence.attachment import ALL_KINDS, KINDS, statement
 from ..evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ..labels import INPUTS_LABEL
 from ..oci.registry import Manifest
@@ -177,6 +177,13 @@ def promote(
     conflicts(target, image.digest)
     found = list_referrers(source.client, source.repo, image.digest)
     attachments: dict[str, str] = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
+    # What verify will require at the targets, required of staging before anything is copied: a
+    # release that cannot verify there is refused here, with nothing changed (exit 7).
+    missing = [k for k in (("provenance",) if image.is_index else KINDS) if k not in attachments]
+    if missing:
+        msg = (f"{spec.ref}: staging serves {image.digest} without its {' and '.join(missing)} (a release "
+               "carries its evidence); nothing was promoted: publish it to staging again")  # fmt: skip
+        raise VerifyFailed(msg)
     out = Promoted(ref=spec.ref, digest=image.digest, source=source.name, config=image.config_digest or "",
                    attachments=attachments)  # fmt: skip
 

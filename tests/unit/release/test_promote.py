@@ -324,3 +324,32 @@ def test_the_record_of_another_release_is_refused_before_any_change(
     assert code == 3, err
     assert "record of demo:1.0, not of demo:1.1" in err
     assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_a_release_staging_serves_without_its_evidence_is_refused_before_any_copy(
+    repo: Path, tmp_path: Path
+) -> None:
+    # Found by an attack pass (issue 53): the image was copied and the immutable version tag
+    # written at every production endpoint, then exit 7 "promoted, but the targets do not verify".
+    manifests(repo, ["1.0"])
+    blobs, image = image_of("1.0")
+    with (
+        channel(repo, tmp_path, "staging", "staging") as staging,
+        channel(repo, tmp_path, "production") as prod,
+    ):
+        for ep in staging.endpoints():  # the image and its version tag, no SBOM, no provenance
+            client, name = staging.client(ep), staging.repo(ep)
+            for data in blobs:
+                path = tmp_path / sha256_digest(data).replace(":", "-")
+                path.write_bytes(data)
+                client.upload_blob(name, sha256_digest(data), path)
+            client.put_manifest(name, "1.0", image)
+
+        code, _, err = promote(staging, prod, "demo:1.0")
+
+        assert code == 7, err
+        assert "without its sbom and provenance" in err
+        assert all(
+            prod.client(ep).head_manifest(prod.repo(ep), image.digest) is None for ep in prod.endpoints()
+        )
+        assert set(prod.served("1.0").values()) == {None}
