@@ -192,7 +192,9 @@ class Advisories:
         self._judged: dict[tuple[str, str, str], tuple[tuple[dict[str, Any], Match], ...]] = {}
         self.grouped: dict[tuple[str, str, str], Any] = {}  # scan's judgement of a package, once a run
         self.sources: list[str] = []
-        for path in paths:
+        # One folder or file named twice (or by two spellings, a link) is read once: the same
+        # records counted three times would say three times as many advisories were checked.
+        for path in dict.fromkeys(p.resolve() for p in paths):
             self._add(path, cache)
 
     def _add(self, path: Path, cache: Path) -> None:

@@ -44,3 +44,18 @@ def test_any_affected_is_read_or_counted_malformed_never_a_crash(
     if found.counts.malformed:
         assert found.unread is not None  # said: watch answers "could not check"
     assert len(judged) == len(reasons) == len(looked)
+
+
+def test_a_folder_given_three_times_is_read_once(tmp_path: Path) -> None:
+    folder = tmp_path / "osv"
+    folder.mkdir()
+    (folder / "X-1.json").write_text(json.dumps({"schema_version": "1.6.0", "id": "X-1", "affected": []}))
+    (tmp_path / "again").symlink_to(folder)
+
+    found = Advisories(
+        [folder, folder, tmp_path / "again", tmp_path / "osv" / ".." / "osv"], tmp_path / "cache"
+    )
+    found.close()
+
+    assert found.counts.records == 1
+    assert len(found.sources) == 1
