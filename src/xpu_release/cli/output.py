@@ -127,7 +127,19 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
     found, 13 output). Anything else escaping a command is a bug of ours (exit 70)."""
     from ..errors import ConfigError, NotFoundError, StackError
     from ..files import describe
+    from ..secrets import redact
 
+    # Docker's APIError and requests' errors are OSErrors with no file name: told apart first, or
+    # an engine that refused a request (outside a container's start) was exit 70.
+    docker = sys.modules.get("docker.errors")
+    if docker is not None and isinstance(exc, docker.DockerException):
+        # A malformed DOCKER_HOST, an engine that speaks something else or refuses: the engine.
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
+    requests = sys.modules.get("requests.exceptions")
+    if requests is not None and isinstance(exc, requests.RequestException):
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return StackError(f"a service did not answer as HTTP should ({_cut(redact(said))}); retry later")
     if isinstance(exc, OSError):
         why = describe(exc)
         if exc.filename is None:
@@ -142,11 +154,6 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
         if exc.errno == errno.ENOENT:
             return NotFoundError(f"{where}: {why}")
         return ConfigError(f"{where}: {why}")
-    docker = sys.modules.get("docker.errors")
-    if docker is not None and isinstance(exc, docker.DockerException):
-        # A malformed DOCKER_HOST, an engine that speaks something else: the engine setting.
-        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
     return None
 
 

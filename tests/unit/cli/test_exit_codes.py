@@ -54,3 +54,28 @@ def test_no_user_input_may_end_in_an_internal_error() -> None:
     assert INTERNAL_ERROR in DOCUMENTED
     assert INTERNAL_ERROR not in user_exit_codes()
     assert user_exit_codes() == DOCUMENTED - {INTERNAL_ERROR}
+
+
+def test_an_engine_or_http_failure_escaping_a_command_is_the_stacks_never_an_internal_error() -> None:
+    # Docker's APIError and requests' errors are OSErrors with no file name: an engine that
+    # refused a request outside a container's start ended in exit 70 (issue 53, class 5).
+    import docker.errors
+    import requests
+    import requests.exceptions
+
+    from xpu_release.cli.output import as_user_error
+    from xpu_release.errors import StackError
+
+    refused = requests.Response()
+    refused.status_code = 500
+    cases = [
+        docker.errors.APIError("500 Server Error: conflict", response=refused),
+        docker.errors.NotFound("no such image"),
+        requests.exceptions.ConnectionError("Connection aborted"),
+        requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead"),
+    ]
+
+    for exc in cases:
+        said = as_user_error(exc)
+        assert isinstance(said, StackError), (type(exc).__name__, said)
+        assert "Traceback" not in said.message
