@@ -132,7 +132,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     channel = state.registries_option or "registries.yaml"
     written = recorded(done, record, target, source=source, channel=channel, at=now(),
                        inputs=inputs_of(target, done.config) if fresh else "")  # fmt: skip
-    records.write(written, path)
+    records.write(written, path, state.root)
     if as_json:
         copies = [
             {
@@ -182,7 +182,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     if report.ok and record is not None and record.digest == digest:
         standing = report.withdrawn[-1].to_json() if report.withdrawn else None
         if record.withdrawn != standing:
-            records.write(replace(record, withdrawn=standing), path)
+            records.write(replace(record, withdrawn=standing), path, state.root)
             info(f"record: {path}")
     if as_json:
         _emit_json(_report_json(report))

@@ -124,7 +124,7 @@ def publish(
     result = pushing(pool, options, live)
     live.close()
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    written = records.keep(result, path)
+    written = records.keep(result, path, state.root)
     if as_json:
         _emit_json(result.to_json())
     else:

@@ -9,11 +9,15 @@ schema), read and written as outside data: a pull request can put anything at th
   it differs).
 - ``write_generated``: the new text, whole or not at all, inside the repository: a folder on the
   way that is a link (``docs/reference`` to somewhere else) is refused (exit 13), and a link at
-  the file's own name is replaced by the file, never written through (``writing.Out``).
+  the file's own name is replaced by the file, never written through (``writing.Out``). Every
+  writer into the repository or ``out/`` keeps to ``within_repository``'s rule: ``out/``
+  itself may be a link the user made; nothing the repository holds below it or below the
+  repository's root is followed.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import DamagedFileError
@@ -62,6 +66,25 @@ def is_current(path: Path, data: bytes, *, what: str) -> bool:
         return False  # it changed while read: not what it should be
 
 
+def within_repository(root: Path, path: Path) -> Path | None:
+    """Where a write of ``path`` must stay (``writing.Out``'s ``within``): the repository
+    ``root`` for a file of its own (``images/``, ``manifests/``, ``docs/``), nothing below it
+    followed; ``root/out`` for one under ``out/``, which may itself be a link the user made (an
+    ``out/`` on another disk) while nothing under it is followed; None for a path outside the
+    repository, which the user named and is theirs (followed)."""
+    top = lexical(root)
+    try:
+        inside = lexical(path).relative_to(top)
+    except ValueError:
+        return None
+    return top / "out" if inside.parts[:1] == ("out",) and len(inside.parts) > 1 else top
+
+
 def write_generated(path: Path, data: bytes, *, root: Path, what: str) -> None:
     """``data`` at ``path``, a file inside the repository ``root``, never through a link."""
-    write_bytes(path, data, within=root, what=what)
+    write_bytes(lexical(path), data, within=within_repository(root, path), what=what)
+
+
+def lexical(path: Path) -> Path:
+    """``path`` made absolute by its words alone (``..`` taken away, no link followed)."""
+    return Path(os.path.normpath(path.absolute()))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LockError
-from ..guard.writing import write_bytes
+from ..guard.generated import write_generated
 from ..manifest import ImageSpec
 from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
@@ -103,5 +103,5 @@ class _Once:
 def write_lock(root: Path, spec: ImageSpec, lock: Lock | Locks) -> Path:
     """The lock at its committed place (``images/<image>/<version>/requirements.lock``)."""
     path = lock_path(root, spec)
-    write_bytes(path, lock.render(spec).encode(), what="lock file")
+    write_generated(path, lock.render(spec).encode(), root=root, what="lock file")
     return path

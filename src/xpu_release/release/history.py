@@ -37,8 +37,10 @@ from typing import Any, Literal, get_args
 from ..errors import DamagedFileError, OutputError
 from ..files import describe as os_reason
 from ..files import kind_of
+from ..guard.generated import lexical, within_repository
 from ..guard.limits import MAX_HISTORY_ENTRY_BYTES
 from ..guard.reading import read_json
+from ..guard.writing import open_folder
 from ..jsontext import readable
 from .record import default_path
 
@@ -84,8 +86,20 @@ def append(root: Path, image: str, version: str, entry: dict[str, Any], now: dat
     stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
     body = (readable(entry, depth=2) + "\n").encode()  # a finding a line
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        path = _link_new(where, stamp, body)
+        # Reached from out/ one folder at a time, none followed (a .watch folder planted as a
+        # link to somewhere else is refused: generated.within_repository's rule)
+        top = open_folder(lexical(where), within=within_repository(root, where) or lexical(where))
+        try:
+            path = _link_new(top, where, stamp, body)
+            if path is not None:
+                seen = {"ref": f"{image}:{version}", "entry": path.name, "seen": entry.get("seen") or []}
+                text = (readable(seen, depth=1) + "\n").encode()
+                with suppress(OSError):  # without it, the next run reads the entry whole
+                    _link_new(
+                        top, where, path.name.removesuffix(".json"), text, suffix=SEEN_SUFFIX, clash=False
+                    )
+        finally:
+            os.close(top)
     except OSError as exc:
         msg = (
             f"{where}: cannot write the re-scan history ({os_reason(exc)}); make it a folder this "
@@ -95,30 +109,30 @@ def append(root: Path, image: str, version: str, entry: dict[str, Any], now: dat
     if path is None:
         msg = f"{where}: 100 entries already named {stamp}; nothing was written"
         raise OutputError(msg)
-    seen = {"ref": f"{image}:{version}", "entry": path.name, "seen": entry.get("seen") or []}
-    with suppress(OSError):  # without it, the next run reads the entry whole
-        _link_new(where, path.name.removesuffix(".json"), (readable(seen, depth=1) + "\n").encode(),
-                  suffix=SEEN_SUFFIX, clash=False)  # fmt: skip
     return path
 
 
 def _link_new(
-    where: Path, stem: str, body: bytes, *, suffix: str = ".json", clash: bool = True
+    top: int, where: Path, stem: str, body: bytes, *, suffix: str = ".json", clash: bool = True
 ) -> Path | None:
-    """``body`` as ``<stem><suffix>`` in ``where`` (``<stem>-<n><suffix>`` when taken and
-    ``clash``), through a temporary file linked to its name: never over a file that is there."""
-    tmp = where / f".{stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    """``body`` as ``<stem><suffix>`` in the folder ``top`` (``where``: its name), or
+    ``<stem>-<n><suffix>`` when taken and ``clash``, through a temporary file linked to its
+    name: never over a file that is there, never through a link."""
+    tmp = f".{stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=top)
     try:
-        tmp.write_bytes(body)
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
         for n in range(100 if clash else 1):
-            path = where / (f"{stem}{suffix}" if n == 0 else f"{stem}-{n}{suffix}")
-            try:
-                os.link(tmp, path)  # fails if the name is taken: an entry is never replaced
+            name = f"{stem}{suffix}" if n == 0 else f"{stem}-{n}{suffix}"
+            try:  # fails if the name is taken: an entry is never replaced
+                os.link(tmp, name, src_dir_fd=top, dst_dir_fd=top, follow_symlinks=False)
             except FileExistsError:
                 continue
-            return path
+            return where / name
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=top)
     return None
 
 

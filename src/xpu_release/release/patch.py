@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..evidence.osv import Advisories
 from ..evidence.remedy import fixes, to_leave
-from ..guard.writing import write_bytes
+from ..guard.generated import write_generated
 from ..image import render as rendering
 from ..image.lock import Lock
 from ..image.relock import write_lock
@@ -235,7 +235,7 @@ def write(
             _remove(repo, prepared, written)
             return ()
         if locked != prepared:
-            write_bytes(path, manifest_text(locked).encode(), what="manifest")
+            write_generated(path, manifest_text(locked).encode(), root=repo.root, what="manifest")
         written.append(write_lock(repo.root, new, lock))
         rendered = rendering.render(repo.root, new, registries)
         rendering.write(rendered, repo.root)

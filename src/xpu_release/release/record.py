@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ..errors import ConfigError, DamagedFileError, NotFoundError, OutputError
 from ..evidence.attachment import ALL_KINDS
 from ..files import describe
+from ..guard.generated import write_generated
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
 from ..guard.shown import shown
@@ -307,12 +308,16 @@ def completeness(record: ReleaseRecord) -> tuple[int, int, int, int]:
     return (int(record.complete), serving, staged, int(record.digest is not None))
 
 
-def write(record: ReleaseRecord, path: Path) -> None:
+def write(record: ReleaseRecord, path: Path, root: Path | None = None) -> None:
     """``record`` at ``path``, whole or not at all, through the guarded way out: a temporary file
     of this run's own renamed over it, so that two runs writing at once never share (or lose)
-    one; a link at ``path`` is replaced by the record, never followed."""
+    one; a link at ``path`` is replaced by the record, never followed; inside the repository
+    ``root`` (when given), no folder on the way is followed (``generated.within_repository``)."""
     data = (readable(record.to_json(), ensure_ascii=True) + "\n").encode()
-    write_bytes(path, data, what="release record")
+    if root is None:
+        write_bytes(path, data, what="release record")
+    else:
+        write_generated(path, data, root=root, what="release record")
 
 
 def writable(path: Path, ref: str) -> ReleaseRecord | None:
@@ -333,7 +338,7 @@ def writable(path: Path, ref: str) -> ReleaseRecord | None:
     return current
 
 
-def keep(record: ReleaseRecord, path: Path) -> Path:
+def keep(record: ReleaseRecord, path: Path, root: Path | None = None) -> Path:
     """Write ``record`` at ``path`` unless the record there says more is done (a complete
     release, more endpoints serving it): then it goes beside it (``attempt_path``) and the
     better record stays as it was. Returns where it was written."""
@@ -344,9 +349,9 @@ def keep(record: ReleaseRecord, path: Path) -> Path:
     if current is not None and current.ref == record.ref and current.digest == record.digest:
         record = replace(record, promotions=current.promotions)  # a publish does not know them
     if current is not None and current.ref == record.ref and completeness(record) < completeness(current):
-        write(record, attempt_path(path))
+        write(record, attempt_path(path), root)
         return attempt_path(path)
-    write(record, path)
+    write(record, path, root)
     attempt_path(path).unlink(missing_ok=True)  # superseded by a record at least as complete
     return path
 

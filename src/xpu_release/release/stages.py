@@ -14,7 +14,7 @@ from ..errors import PerformanceRegression, PublishError, ReleaseError, VerifyFa
 from ..evidence.attest import Documents, image_sbom
 from ..evidence.scan import Gated, plan_of_gate, run_gate
 from ..evidence.vex import published_at
-from ..guard.writing import write_bytes
+from ..guard.generated import write_generated
 from ..image.build import build_image
 from ..image.engine import Engine
 from ..image.evaluation import skipped
@@ -159,7 +159,9 @@ def publish(
     if not result.complete:
         # Kept so a rerun (and CI's artifacts) can see which endpoints are done; a complete
         # record is written by the last stage.
-        records.keep(result, records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version))
+        records.keep(
+            result, records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version), ctx.repo.root
+        )
         raise PublishError(failure_report(result, rerun="release"))
     moved = sum(1 for e in result.endpoints if e.status == "verified")
     return done(f"{result.digest} at {len(result.endpoints)} endpoints ({moved} updated)", result)
@@ -199,14 +201,14 @@ def notes(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[list[Pa
     for lang in LANGUAGES:
         text = render_notes(ctx.repo, ctx.spec, ctx.registries, lang, record).text
         path = notes_path(ctx.repo.root, ctx.spec, lang)
-        write_bytes(path, text.encode(), what="release notes")
+        write_generated(path, text.encode(), root=ctx.repo.root, what="release notes")
         written.append(path)
     return done(", ".join(ctx.repo.rel(p) for p in written), written)
 
 
 def record(ctx: ReleaseContext, record: records.ReleaseRecord) -> Outcome[None]:
     path = records.default_path(ctx.repo.root, ctx.spec.image, ctx.spec.version)
-    records.keep(record, path)
+    records.keep(record, path, ctx.repo.root)
     return done(ctx.repo.rel(path), None)
 
 
