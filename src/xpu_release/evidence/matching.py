@@ -16,7 +16,7 @@ evaluation rules say (ossf/osv-schema ``docs/schema.md``, "Evaluation"), and how
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -105,6 +105,21 @@ class Match:
     fixed: tuple[str, ...]  # the versions that fix it, as the record names them
 
 
+def _about(
+    record: dict[str, Any], ecosystem: str, name: str
+) -> Iterator[tuple[dict[str, Any], list[list[Any]]]]:
+    """Each ``affected`` entry of ``record`` about ``name`` in ``ecosystem``, with the events of
+    its ``ECOSYSTEM`` and ``SEMVER`` ranges (``GIT`` ranges name commits, not installed versions)."""
+    want = package_key(ecosystem, name)
+    for affected in as_list(record.get("affected")):
+        pkg = affected.get("package") if isinstance(affected, dict) else None
+        if not isinstance(pkg, dict) or package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
+            continue
+        ranges = [r for r in as_list(affected.get("ranges")) if isinstance(r, dict)]
+        yield affected, [[e for e in as_list(r.get("events")) if isinstance(e, dict)]
+                         for r in ranges if r.get("type") in ("ECOSYSTEM", "SEMVER")]  # fmt: skip
+
+
 def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
     """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
     key = version_key(ecosystem)
@@ -113,20 +128,11 @@ def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> 
     installed = _key_or_none(key, version)
     if installed is None:
         return None
-    want = package_key(ecosystem, name)
-    for affected in as_list(record.get("affected")):
-        pkg = affected.get("package") if isinstance(affected, dict) else None
-        if not isinstance(pkg, dict) or package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
-            continue
+    for affected, ranges in _about(record, ecosystem, name):
         listed = {_key_or_none(key, str(v)) for v in as_list(affected.get("versions"))}
         hit = installed in listed
-        fixed: list[str] = []
-        for rng in as_list(affected.get("ranges")):
-            if not isinstance(rng, dict) or rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
-                continue  # GIT: commits, not installed versions
-            events = [e for e in as_list(rng.get("events")) if isinstance(e, dict)]
-            fixed += [str(e["fixed"]) for e in events if "fixed" in e]
-            hit = hit or _in_range(installed, events, key)
+        fixed = [str(e["fixed"]) for events in ranges for e in events if "fixed" in e]
+        hit = hit or any(_in_range(installed, events, key) for events in ranges)
         if hit:
             return Match(fixed=tuple(sorted(set(fixed))))
     return None
@@ -140,21 +146,14 @@ def unjudgeable(record: dict[str, Any], ecosystem: str, name: str) -> str | None
     key = version_key(ecosystem)
     if key is None:
         return None
-    want = package_key(ecosystem, name)
-    for affected in as_list(record.get("affected")):
-        pkg = affected.get("package") if isinstance(affected, dict) else None
-        if not isinstance(pkg, dict) or package_key(str(pkg.get("ecosystem")), str(pkg.get("name"))) != want:
-            continue
-        for rng in as_list(affected.get("ranges")):
-            if not isinstance(rng, dict) or rng.get("type") not in ("ECOSYSTEM", "SEMVER"):
-                continue
-            for e in (e for e in as_list(rng.get("events")) if isinstance(e, dict)):
-                for kind in ("introduced", "fixed", "last_affected"):
-                    value = e.get(kind)
-                    if value is None or (kind == "introduced" and value == "0"):
-                        continue
-                    if _key_or_none(key, str(value)) is None:
-                        return f"its {kind} version {str(value)[:40]!r} is no {ecosystem} version"
+    for _, ranges in _about(record, ecosystem, name):
+        for e in (e for events in ranges for e in events):
+            for kind in ("introduced", "fixed", "last_affected"):
+                value = e.get(kind)
+                if value is None or (kind == "introduced" and value == "0"):
+                    continue
+                if _key_or_none(key, str(value)) is None:
+                    return f"its {kind} version {str(value)[:40]!r} is no {ecosystem} version"
     return None
 
 
