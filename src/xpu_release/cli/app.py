@@ -275,17 +275,6 @@ def newer_version(repo: Repo, image: str, version: str) -> str | None:
     return None if repo.is_latest(image, version) else str(repo.versions(image)[-1])
 
 
-def newest_of_line(repo: Repo, ref: str) -> bool:
-    """Whether no later release of ``ref``'s line has a manifest (its line's tag may move); an
-    invalid manifest says yes here and is refused where it is loaded."""
-    from ..manifest.lines import newest_of_line as newest
-
-    try:
-        return bool(newest(repo, repo.load_ref(ref)))
-    except ReleaseError:
-        return True
-
-
 def print_plan(plan: Plan, heading: str) -> None:
     """The refs of a plan, per endpoint, then the floating tags that move last."""
     from ..release.plan import floating_tags

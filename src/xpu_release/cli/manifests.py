@@ -15,7 +15,6 @@ from .app import (
     cli,
     json_option,
     newer_version,
-    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -224,11 +223,12 @@ def plan(state: State, ref: str, as_json: bool) -> None:
       xpu-release plan training-xpu-pytorch:25.03
       xpu-release plan training-xpu-pytorch:25.03 --json
     """
+    from ..release.line import forward
     from ..release.plan import make_plan
 
     spec = state.repo.load_ref(ref)
     p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version),
-                  newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
+                  moves=forward(state.repo, spec))  # fmt: skip
     if as_json:
         _emit_json(p.to_json())
         return

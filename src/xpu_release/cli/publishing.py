@@ -18,7 +18,6 @@ from .app import (
     json_option,
     layer_codec,
     newer_version,
-    newest_of_line,
     pass_state,
     print_plan,
     ref_argument,
@@ -89,6 +88,7 @@ def publish(
     """
     from ..errors import PublishError
     from ..release import record as records
+    from ..release.line import forward
     from ..release.plan import make_plan
     from ..release.publish import Options, failure_report
 
@@ -97,7 +97,7 @@ def publish(
     codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
     if dry_run:
         plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version),
-                         newest_of_line=newest_of_line(state.repo, spec.ref))  # fmt: skip
+                         moves=forward(state.repo, spec))  # fmt: skip
         if as_json:
             _emit_json({**plan.to_json(), "dry_run": True})
             return

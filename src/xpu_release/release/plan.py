@@ -51,18 +51,13 @@ class Plan:
     spec: ImageSpec
     targets: tuple[Target, ...]
     # Floating tags never move backwards: the newer version that keeps them, if there is one;
-    # and whether a later release of its line keeps the line's tag.
+    # the floating tags this publish moves (the line rule by the manifests, line.forward).
     newer: str | None = None
-    newest_of_line: bool = True
+    moves: tuple[str, ...] = ()
 
     @property
     def moves_floating(self) -> bool:
         return bool(self.spec.floating_tags) and self.newer is None
-
-    @property
-    def moves(self) -> tuple[str, ...]:
-        """The floating tags this publish moves."""
-        return moving(self.spec, newest=self.newer is None, newest_of_line=self.newest_of_line)
 
     def to_json(self) -> dict[str, Any]:
         """As ``plan --json`` prints it: each target's ``floating_refs`` are the refs of the tags
@@ -84,11 +79,10 @@ class Plan:
 
 
 def make_plan(
-    spec: ImageSpec, registries: Registries, *, newer: str | None = None, newest_of_line: bool = True
+    spec: ImageSpec, registries: Registries, *, newer: str | None = None, moves: tuple[str, ...] | None = None
 ) -> Plan:
-    """Every ref a publish of ``spec`` writes. ``newer``: a later version of the image exists
-    (then the floating tags stay where they are, as publish leaves them, but for the line's
-    tag while ``newest_of_line``)."""
+    """Every ref a publish of ``spec`` writes. ``newer``: a later version of the image exists;
+    ``moves``: the floating tags it moves (``line.forward``; None: every one, as the newest)."""
     targets = tuple(
         Target(
             endpoint=ep,
@@ -97,4 +91,6 @@ def make_plan(
         )
         for ep in registries.publish_endpoints()
     )
-    return Plan(spec=spec, targets=targets, newer=newer, newest_of_line=newest_of_line)
+    return Plan(
+        spec=spec, targets=targets, newer=newer, moves=floating_tags(spec) if moves is None else moves
+    )

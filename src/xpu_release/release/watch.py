@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import ManifestError, NeedsPatch, OutputError, ReleaseError, VerifyFailed
 from ..evidence.osv import Advisories
 from ..evidence.remedy import published, records_for, smallest_fix
-from ..evidence.scan import Finding, scan_packages
+from ..evidence.scan import Finding, ScanResult, scan_packages
 from ..evidence.vex import Statement, published_at, read_vex, vex_path
 from ..manifest import ImageSpec, Repo
 from ..manifest.lines import later_patch_tags, line_of, newer_in_line
@@ -250,21 +250,11 @@ class Watcher:
         except ReleaseError as exc:
             problems.append(unchecked("sbom", exc))
         else:
-            if problem is not None:
-                problems.append(problem)
+            problems += [problem] if problem is not None else []
             where = published_at(spec.image, self.reader.registries.publish_endpoints())
             result = scan_packages(spec, packages, self.advisories, statements, today=self.today,
                                    digests=frozenset({digest, *images}), repositories=where)  # fmt: skip
-            # never "up to date" on what could not be read: the advisories, or a record about
-            # one of its packages
-            shown_ = "; ".join(result.unjudged[:3])
-            unread = self.advisories.unread or (
-                f"{len(result.unjudged)} advisory record(s) cannot be judged: {shown_}"
-                if result.unjudged
-                else None
-            )
-            if unread is not None:
-                problems.append(unchecked("advisories", VerifyFailed(f"{spec.ref}: {unread}")))
+            problems += _unread(spec, self.advisories, result)
             excepted = sum(1 for f in result.findings if f.exception is not None)
             for f in result.findings:  # excepted ones too: an exception that expires keeps the day
                 seen[(f.ids[0], f.package.name)] = self._first_day(f, seen)
@@ -354,6 +344,16 @@ def _with(w: Watched, **changes: Any) -> Watched:
     from dataclasses import replace
 
     return replace(w, **changes)
+
+
+def _unread(spec: ImageSpec, advisories: Advisories, result: ScanResult) -> list[Unchecked]:
+    """What of the answer rests on what could not be read (exit 7): the advisories (a record
+    unreadable, which packages it is about unknown), or a record about one of the release's
+    packages that cannot be judged for it. Never "up to date" then."""
+    why = advisories.unread
+    if why is None and result.unjudged:
+        why = f"{len(result.unjudged)} advisory record(s) cannot be judged: {'; '.join(result.unjudged[:3])}"
+    return [unchecked("advisories", VerifyFailed(f"{spec.ref}: {why}"))] if why is not None else []
 
 
 def _advisory_reason(o: Open) -> Reason:
