@@ -58,9 +58,10 @@ def withdrawal_in_force(pool: EndpointPool, digest: str, *, then: str) -> Notice
 
 
 def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tuple[str, ...]:
-    """The floating tags of ``pool.spec`` that every newer release carrying them leaves to it:
-    each such release is served and withdrawn at every endpoint of the pool (one that is not
-    served there, or an endpoint that does not answer, keeps the tag where it is)."""
+    """The floating tags of ``pool.spec`` that the newer releases carrying them leave to it: at
+    least one carries the tag, and each is served and withdrawn at every endpoint of the pool
+    (one that is not served there, or an endpoint that does not answer, keeps the tag where it
+    is)."""
     spec = pool.spec
     mine = version_key(spec.version)
     newer: list[ImageSpec] = []
@@ -78,9 +79,12 @@ def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tu
             withdrawn[other.version] = _withdrawn_everywhere(pool, other, registries)
         return withdrawn[other.version]
 
+    # A tag no newer release carries is not "left": whether it moves is the manifests' rule
+    # (a newer version without floating tags keeps latest where it is, never on an older one).
     return tuple(
         tag for tag in floating_tags(spec)
-        if all(gone(other) for other in newer if tag in floating_tags(other))
+        if (carrying := [other for other in newer if tag in floating_tags(other)])
+        and all(gone(other) for other in carrying)
     )  # fmt: skip
 
 

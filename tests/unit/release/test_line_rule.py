@@ -71,6 +71,25 @@ def test_the_tags_a_release_moves_in_each_state_of_its_line(
         assert set(line.Line(Repo(ch.root), registries).moves(pool)) == set(moved)
 
 
+def test_a_newer_version_without_floating_tags_keeps_latest_off_an_older_release(
+    repo: Path, tmp_path: Path
+) -> None:
+    # No newer release carries latest, so none left it: it stays where the manifests put it
+    # (found by the stack's test_evaluate: a rerun of 25.03 beside a 25.05 with no floating tags).
+    manifests(repo, ["1.0"])
+    write_manifest(repo, IMAGE, "1.1", f'image: {IMAGE}\nversion: "1.1"\nextends: "1.0"\nfloating_tags: []\n')
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, ["1.0"], tmp_path / "spool")
+        registries = load_registries(ch.root, str(ch.file))
+        hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+        creds = CredentialStore(
+            explicit=Credentials(username="u", password="the-password"), release_hosts=hosts
+        )
+        pool = EndpointPool(Repo(ch.root).load(IMAGE, "1.0"), registries, creds, VERIFYING)
+
+        assert line.Line(Repo(ch.root), registries).moves(pool) == ("1.0-latest",)
+
+
 def _calls(name: str) -> set[str]:
     """The modules of src/ that call ``name``."""
     found = set()
