@@ -121,7 +121,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     staging_registries = load_registries(state.root, source)
     creds = _credentials(username, password_stdin, registries, staging_registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.writable(path, spec.ref)  # before any endpoint is changed
+    record = records.writable(path, spec.ref, state.root)  # before any endpoint is changed
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     with target.metering():
@@ -173,7 +173,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     registries = state.registries()
     creds = _credentials(username, password_stdin, registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read_optional(path)
+    record = records.writable(path, spec.ref, state.root)  # before any endpoint is changed
     # A question and idempotent notices: a rerun is cheap, so fewer retries than a publish.
     pool = EndpointPool(spec, registries, creds, VERIFYING, on_line=(live := line_sink()))
     digest = digest_of(pool, record.digest if record is not None and record.ref == spec.ref else None)

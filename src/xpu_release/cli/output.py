@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import http.client
 import os
 import sys
 from dataclasses import dataclass
@@ -117,6 +118,7 @@ def _bounded(message: str) -> str:
     return "\n".join(_middle(line, LINE_LIMIT) for line in message.splitlines())
 
 
+_CONNECTION_ERRNOS = {errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED, errno.ETIMEDOUT}
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS}
 
 
@@ -136,8 +138,20 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
         # A malformed DOCKER_HOST, an engine that speaks something else or refuses: the engine.
         said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
-    requests = sys.modules.get("requests.exceptions")
-    if requests is not None and isinstance(exc, requests.RequestException):
+    # An engine or registry that went away mid-answer: requests', urllib3's (docker-py reads its
+    # streams from urllib3 directly) and http.client's errors, and a connection reset, refused,
+    # broken or timed out with no file named.
+    requests, urllib3 = sys.modules.get("requests.exceptions"), sys.modules.get("urllib3.exceptions")
+    # (A broken pipe is our output's reader gone, handled where output is written, not here.)
+    dropped = (
+        isinstance(exc, http.client.HTTPException | TimeoutError | ConnectionError)
+        and not isinstance(exc, BrokenPipeError)
+    ) or (isinstance(exc, OSError) and exc.filename is None and exc.errno in _CONNECTION_ERRNOS)
+    if (
+        dropped
+        or (requests is not None and isinstance(exc, requests.RequestException))
+        or (urllib3 is not None and isinstance(exc, urllib3.HTTPError))
+    ):
         said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return StackError(f"a service did not answer as HTTP should ({_cut(redact(said))}); retry later")
     if isinstance(exc, OSError):

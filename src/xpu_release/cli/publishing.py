@@ -118,12 +118,13 @@ def publish(
         signer=state.signer(signing_key),
         codec=codec,
     )
+    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
+    records.writable(path, spec.ref, state.root)  # before any endpoint is changed
     engine = Engine.connect()
     pushing = _tested(state, spec, engine)  # before any endpoint is asked: untested is not published
     pool = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
     result = pushing(pool, options, live)
     live.close()
-    path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     written = records.keep(result, path, state.root)
     if as_json:
         _emit_json(result.to_json())

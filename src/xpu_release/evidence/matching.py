@@ -120,6 +120,29 @@ def _about(
                          for r in ranges if r.get("type") in ("ECOSYSTEM", "SEMVER")]  # fmt: skip
 
 
+def _shaped(affected: dict[str, Any], field: str) -> bool:
+    """``affected[field]`` absent, or as the schema shapes it: ``versions`` a list of strings,
+    ``ranges`` a list of objects whose ``events`` are lists of objects of strings."""
+    value = affected.get(field, [])
+    if not isinstance(value, list):
+        return False
+    if field == "versions":
+        return all(isinstance(v, str) for v in value)
+    for rng in value:
+        events = rng.get("events") if isinstance(rng, dict) else None
+        if not isinstance(events, list):
+            return False
+        if not all(isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in events):
+            return False
+    return True
+
+
+def orderable(ecosystem: str, version: str) -> bool:
+    """Whether ``ecosystem`` can order ``version`` (an ecosystem not evaluated: nothing to order)."""
+    key = version_key(ecosystem)
+    return key is None or _key_or_none(key, version) is not None
+
+
 def affects(record: dict[str, Any], ecosystem: str, name: str, version: str) -> Match | None:
     """Whether ``record`` affects ``name`` at ``version`` in ``ecosystem`` (None: it does not)."""
     key = version_key(ecosystem)
@@ -146,7 +169,9 @@ def unjudgeable(record: dict[str, Any], ecosystem: str, name: str) -> str | None
     key = version_key(ecosystem)
     if key is None:
         return None
-    for _, ranges in _about(record, ecosystem, name):
+    for affected, ranges in _about(record, ecosystem, name):
+        if not all(_shaped(affected, field) for field in ("ranges", "versions")):
+            return "its ranges or versions are not as the OSV schema shapes them"
         for e in (e for events in ranges for e in events):
             for kind in ("introduced", "fixed", "last_affected"):
                 value = e.get(kind)

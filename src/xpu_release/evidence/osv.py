@@ -53,8 +53,8 @@ class Counts:
     withdrawn: int = 0
     other_schema: int = 0  # a schema version this reader does not know (not 1.x)
     unreadable: int = 0  # not JSON, or not an OSV record, or past a bound (too large, too deep)
-    # an OSV record whose ``affected`` cannot be read (a field of the wrong type): which packages
-    # it is about is unknown, so it may be about any
+    # an OSV record whose ``affected`` does not say which packages it is about in fields of the
+    # right types: it may be about any
     malformed: int = 0
     # not read: named like an advisory but no regular file (a FIFO, a dangling link, a loop), or a
     # folder not walked (deeper than MAX_FOLDER_DEPTH, unreadable)
@@ -80,11 +80,11 @@ def _usable(data: Any, counts: Counts) -> bool:
 
 
 def _malformed(data: dict[str, Any]) -> bool:
-    """``affected`` present but not as the schema shapes it: not a list (null, a string), an
-    entry that is not an object, a ``package`` that is not one with a string ecosystem and
-    name, ``ranges`` or ``events`` that are not lists of objects, an event's version that is
-    not a string, ``versions`` that is not a list of strings. Such a record is not "about
-    nothing": what it is about cannot be read."""
+    """``affected`` present but such that which packages it is about cannot be read: not a list
+    (null, a string), an entry that is not an object, a ``package`` that is not one with a
+    string ecosystem and name. Such a record is not "about nothing": it may be about any. (A
+    record whose packages can be read but whose ranges cannot is judged per package:
+    ``matching.unjudgeable``.)"""
     if "affected" not in data:
         return False
     affected = data["affected"]
@@ -98,20 +98,7 @@ def _malformed(data: dict[str, Any]) -> bool:
             isinstance(pkg.get(k, ""), str) for k in ("ecosystem", "name")
         ):
             return True
-        versions = entry.get("versions", [])
-        if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
-            return True
-        ranges = entry.get("ranges", [])
-        if not isinstance(ranges, list) or not all(_range_ok(r) for r in ranges):
-            return True
     return False
-
-
-def _range_ok(rng: Any) -> bool:
-    events = rng.get("events") if isinstance(rng, dict) else None
-    return isinstance(events, list) and all(
-        isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in events
-    )
 
 
 def _keys(data: dict[str, Any]) -> set[tuple[str, str]]:
@@ -277,11 +264,13 @@ class Advisories:
         """Why no answer that rests on these advisories can be trusted (None: it can): records
         that could not be read, which packages they are about being unknown."""
         c = self.counts
-        if c.unreadable or c.malformed:
+        unread = c.unreadable + c.malformed + c.other_schema + c.skipped
+        if unread:
             where = ", ".join(self.sources) or "the advisories"
-            return (f"{c.unreadable + c.malformed} advisory record(s) in {where} could not be read "
-                    f"({c.unreadable} not OSV JSON, {c.malformed} with fields of the wrong type): any of "
-                    "them may be about this release; fix or fetch them again")  # fmt: skip
+            return (f"{unread} advisory record(s) in {where} could not be read ({c.unreadable} not OSV "
+                    f"JSON, {c.malformed} naming their packages in fields of the wrong type, "
+                    f"{c.other_schema} of another schema, {c.skipped} not regular files or in folders "
+                    "not walked): any of them may be about this release; fix or fetch them")  # fmt: skip
         return None  # none at all is said by `watch` itself (a warning: nothing to check against)
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ from ..guard.shown import shown
 from ..manifest import Repo
 from ..manifest.model import ImageSpec
 from .judging import judged
-from .matching import LEVELS, at_or_above
+from .matching import LEVELS, at_or_above, orderable
 from .osv import Advisories, Counts
 from .vex import Purl, Statement, Subject, read_vex, vex_path
 
@@ -212,6 +212,10 @@ def scan_packages(
     conflicts: list[str] = []
     unjudged: list[str] = []
     for pkg in packages:
+        if not orderable(pkg.ecosystem, pkg.version):
+            unjudged.append(
+                f"{pkg.name} {shown(pkg.version, 40)}: no {pkg.ecosystem} version, no record can be judged"
+            )
         unjudged += [
             f"{pkg.name} {pkg.version}: {why}" for why in advisories.unjudged(pkg.ecosystem, pkg.name)
         ]

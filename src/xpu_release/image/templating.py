@@ -13,6 +13,7 @@ from jinja2.loaders import split_template_path
 from ..errors import ConfigError
 from ..files import kind_of
 from ..guard.reading import read_file
+from ..guard.shown import shown
 
 MAX_TEMPLATE_BYTES = 1 << 20  # templates/ holds a few KB each
 
@@ -29,10 +30,20 @@ class _GuardedLoader(jinja2.BaseLoader):
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
-        path = self.folder.joinpath(*split_template_path(template))  # no "..": TemplateNotFound
+        pieces = split_template_path(template)  # no "..": TemplateNotFound
+        path = self.folder.joinpath(*pieces)
         what = f"templates/{template}"
-        if kind_of(path) == "missing":
+        if not path.is_symlink() and kind_of(path) == "missing":
             raise jinja2.TemplateNotFound(template)
+        # Never through a link (a partial linked to ~/.netrc would print it in a diff): the
+        # template and each folder between it and templates/ must be what they are named.
+        linked = [
+            p for p in (self.folder.joinpath(*pieces[: n + 1]) for n in range(len(pieces))) if p.is_symlink()
+        ]
+        if linked:
+            name = linked[0].relative_to(self.folder).as_posix()
+            msg = f"templates/{name} is a symbolic link; templates are files of the repository"
+            raise ConfigError(msg)
         data = read_file(path, what=what, limit=MAX_TEMPLATE_BYTES, error=ConfigError)
         try:
             text = data.decode("utf-8")
@@ -72,6 +83,11 @@ def render_template(root: Path, name: str, **context: Any) -> str:
         text = env.get_template(name).render(**context)
     except jinja2.TemplateError as exc:
         msg = f"templates/{name}: {exc}"
+        raise ConfigError(msg) from None
+    except (RecursionError, ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
+        # A template is outside data (a pull request writes it): an include of itself, a
+        # division by zero, an operation on the wrong type are its mistakes, said as such.
+        msg = f"templates/{name}: rendering failed ({type(exc).__name__}: {shown(str(exc), 200)})"
         raise ConfigError(msg) from None
     # Split on "\n" only: str.splitlines() also breaks at U+2028, NEL, VT, FF and more, and
     # re-joining with "\n" would turn such a character inside a value into a new instruction.

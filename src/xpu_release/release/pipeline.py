@@ -24,6 +24,7 @@ from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
 from ..oci.credentials import CredentialStore
 from ..progress import Sink
+from . import record as records
 from . import stages
 from .context import Outcome, ReleaseContext, StageResult, Status, done
 from .line import Line
@@ -169,6 +170,9 @@ class Release:
             for name, detail in stages.planned(ctx, self.engine):
                 self.stage(name, lambda d=detail: Outcome(status=Status.PLANNED, detail=d, value=None))  # type: ignore[misc]
             return Summary(ref=ctx.spec.ref, dry_run=True, stages=tuple(self.results), record=None, notes=())
+        # Where the record and the notes go, checked before anything is built or published.
+        records.writable(records.default_path(self.repo.root, ctx.spec.image, ctx.spec.version), ctx.spec.ref,
+                         self.repo.root)  # fmt: skip
         engine = self.engine
         if ctx.each:
             record = self._platforms(ctx, engine)

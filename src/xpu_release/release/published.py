@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
 from ..evidence.lifecycle import in_force, notices_at
+from ..evidence.matching import pypi_name
 from ..evidence.referrers import fetch_attachment, list_referrers
 from ..evidence.scan import Package, components_of, packages_in
 from ..evidence.vex import Purl
@@ -226,10 +227,14 @@ def read_sboms(payloads: tuple[bytes, ...], where: str) -> tuple[Package, ...]:
             raise VerifyFailed(msg)
         documents.append(data)
     try:
-        return packages_in(*documents)
+        found = packages_in(*documents)
     except ValueError as exc:  # a package URL that does not parse
         msg = f"{where}: the attached SBOM is damaged ({str(exc)[:120]}); it cannot be scanned"
         raise VerifyFailed(msg) from None
+    if not found:  # every image holds packages: an SBOM that names none says nothing of it
+        msg = f"{where}: the attached SBOM lists no package a scan can match; it cannot be scanned"
+        raise VerifyFailed(msg)
+    return found
 
 
 def check_sbom(payload: bytes, where: str) -> tuple[Package, ...]:
@@ -277,7 +282,13 @@ def _unmatched_package(c: dict[str, Any]) -> str | None:
         return "names a package whose package URL does not parse"
     if not purl.version:
         return "names a package whose package URL has no version"
-    version = c.get("version")
-    if purl.type in ("pypi", "deb") and isinstance(version, str) and version and version != purl.version:
+    if purl.type == "deb" and (purl.namespace != "debian" or not purl.qualifier("distro").partition("-")[2]):
+        return "names a Debian package of no known release (its package URL needs distro=debian-<N>)"
+    version, name = c.get("version", purl.version), c.get("name", purl.name)
+    if not isinstance(version, str) or not isinstance(name, str):
+        return "has a version or name that is not text"
+    if purl.type in ("pypi", "deb") and version and version != purl.version:
         return f"says version {shown(version, 40)!r} where its package URL says {shown(purl.version, 40)!r}"
+    if purl.type == "pypi" and pypi_name(name) != pypi_name(purl.name):
+        return f"says name {shown(name, 60)!r} where its package URL says {shown(purl.name, 60)!r}"
     return None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..errors import ConfigError, DamagedFileError, NotFoundError, OutputError
 from ..evidence.attachment import ALL_KINDS
 from ..files import describe
-from ..guard.generated import write_generated
+from ..guard.generated import lexical, within_repository, write_generated
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
 from ..guard.shown import shown
@@ -320,17 +320,22 @@ def write(record: ReleaseRecord, path: Path, root: Path | None = None) -> None:
         write_generated(path, data, root=root, what="release record")
 
 
-def writable(path: Path, ref: str) -> ReleaseRecord | None:
+def writable(path: Path, ref: str, root: Path) -> ReleaseRecord | None:
     """The record at ``path`` (None: none yet), checked before a command changes a registry:
-    its folder can be made and entered, and a record there is ``ref``'s. A refusal here changes
-    nothing anywhere; after the registries changed, it would leave them promoted with no record
-    (exit 13 for a folder that cannot be, 3 for another release's record)."""
+    its folder can be made and entered as the write will (inside the repository ``root``, no
+    link below it followed: ``generated.within_repository``), and a record there is ``ref``'s.
+    A refusal here changes nothing anywhere; after the registries changed, it would leave them
+    changed with no record (exit 13 for a folder that cannot be, 3 for another release's)."""
+    folder = lexical(path.parent)
     try:
-        os.close(open_folder(path.parent, make=True))
+        os.close(open_folder(folder, within=within_repository(root, path), make=True))
     except OSError as exc:
         msg = f"the release record cannot be written at {path}: {describe(exc)}; nothing was changed"
         raise OutputError(msg) from None
-    current = read_optional(path)
+    try:
+        current = read_optional(path)
+    except DamagedFileError:
+        return None  # a damaged record says nothing: this run's replaces it (keep)
     if current is not None and current.ref != ref:
         msg = (f"{path} is the record of {shown(current.ref, 80)}, not of {ref}: nothing was changed; "
                f"pass --record naming {ref}'s record (or a new file)")  # fmt: skip

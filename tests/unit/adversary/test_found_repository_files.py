@@ -113,3 +113,38 @@ def test_a_damaged_template_is_a_clear_error_naming_it(repo: Path, damage: str) 
     assert rendered.exit_code in (2, 3), rendered.output  # 2: the manifest names no usable template
     assert "templates/Dockerfile.j2" in rendered.stderr
     assert "Traceback" not in rendered.output
+
+
+TEMPLATE_FAULTS = {
+    "an include of itself": '{% include "Dockerfile.j2" %}\n',
+    "a division by zero": "{{ 1 // 0 }}\n",
+    "an operation on the wrong type": '{{ "a" - 1 }}\n',
+}
+
+
+@pytest.mark.parametrize("fault", list(TEMPLATE_FAULTS))
+def test_a_template_that_fails_as_it_renders_is_named_never_an_internal_error(repo: Path, fault: str) -> None:
+    # Found by a second adversary: only Jinja's own errors were said; these were exit 70.
+    partial = repo / "templates" / "partials" / "env.j2"
+    partial.write_text(partial.read_text() + TEMPLATE_FAULTS[fault])
+
+    rendered = run(repo, "render", "--all", "--check")
+
+    assert rendered.exit_code == 3, rendered.output
+    assert "templates/Dockerfile.j2" in rendered.stderr
+    assert "Traceback" not in rendered.output
+
+
+def test_a_template_planted_as_a_link_is_refused_never_read(repo: Path, tmp_path: Path) -> None:
+    # A partial linked to a file of the runner's (a login, a token) would print it in a diff.
+    secret = tmp_path / "netrc"
+    secret.write_text("machine example.invalid login me password hunter2\n")
+    (repo / "templates" / "partials" / "leak.j2").symlink_to(secret)
+    partial = repo / "templates" / "partials" / "env.j2"
+    partial.write_text(partial.read_text() + '{% include "partials/leak.j2" %}\n')
+
+    rendered = run(repo, "render", REF, "--stdout")
+
+    assert rendered.exit_code == 3, rendered.output
+    assert "templates/partials/leak.j2 is a symbolic link" in rendered.stderr
+    assert "hunter2" not in rendered.output

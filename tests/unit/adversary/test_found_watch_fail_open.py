@@ -43,6 +43,15 @@ def with_accelerate_as(w: World, component: dict[str, Any]) -> None:
 
 
 SBOM_CASES: dict[str, dict[str, Any]] = {
+    # found by a second adversary: a deb purl of no release, a version no ecosystem orders, a
+    # purl naming another package, a version that is not text
+    "a version PyPI cannot order": {
+        **ACCELERATE,
+        "version": "1.5.2-custom",
+        "purl": "pkg:pypi/accelerate@1.5.2-custom",
+    },
+    "a package URL naming another package": {**ACCELERATE, "purl": "pkg:pypi/accelerate-x@1.5.2"},
+    "a version that is not text": {**ACCELERATE, "version": 1.52},
     "no package URL": {k: v for k, v in ACCELERATE.items() if k != "purl"},
     "an empty package URL": {**ACCELERATE, "purl": ""},
     "a package URL without a version": {**ACCELERATE, "purl": "pkg:pypi/accelerate"},
@@ -60,6 +69,62 @@ def test_an_sbom_naming_the_vulnerable_package_unreadably_is_could_not_check(w: 
     assert code == 7, err
     assert release["state"] == "could not check"
     assert "accelerate" in err
+
+
+DEB_CASES = {
+    "no distro": "pkg:deb/debian/openssl@3.0.11-1?arch=amd64",
+    "a distro of no release": "pkg:deb/debian/openssl@3.0.11-1?arch=amd64&distro=bookworm",
+    "another namespace": "pkg:deb/Debian/openssl@3.0.11-1?arch=amd64&distro=debian-12",
+}
+
+
+@pytest.mark.parametrize("case", list(DEB_CASES))
+def test_a_debian_package_of_no_known_release_is_could_not_check(w: World, case: str) -> None:
+    w.advisory("DSA-0001", "openssl", "3.0.12-1", eco="Debian:12")
+    with_accelerate_as(
+        w, {"type": "library", "name": "openssl", "version": "3.0.11-1", "purl": DEB_CASES[case]}
+    )
+
+    code, release, err = watched(w)
+
+    assert code == 7, err
+    assert release["state"] == "could not check"
+
+
+def test_an_sbom_that_lists_no_package_is_could_not_check(w: World) -> None:
+    w.advisory("CVE-2026-0001", "accelerate", "1.6.0")
+    w.publish(
+        CPU, "25.03", b'{"bomFormat": "CycloneDX", "specVersion": "1.6", "components": []}', salt="again"
+    )
+
+    code, release, err = watched(w)
+
+    assert code == 7, err
+    assert release["state"] == "could not check"
+
+
+def test_advisories_that_were_not_read_are_could_not_check(w: World) -> None:
+    w.advisory("CVE-2026-0100", "ray", "2.0.0", introduced="1.0")
+    (w.osv / "dangling.json").symlink_to(w.osv / "nowhere.json")
+    (w.osv / "next.json").write_text(json.dumps({"schema_version": "2.0.0", "id": "X-2", "affected": []}))
+
+    code, release, err = watched(w)
+
+    assert code == 7, err
+    assert release["state"] == "could not check"
+    assert "1 of another schema, 1 not regular files" in err
+
+
+def test_a_record_about_another_package_whose_ranges_cannot_be_read_blocks_nothing(w: World) -> None:
+    # Which package it is about can be read: only a release holding that package is unchecked.
+    broken = record_with(_set(("affected", 0, "ranges"), {"type": "ECOSYSTEM"}))
+    broken["affected"][0]["package"]["name"] = "left-pad"
+    (w.osv / "CVE-2026-0002.json").write_text(json.dumps(broken))
+
+    code, release, err = watched(w)
+
+    assert code == 0, err
+    assert release["state"] == "up to date"
 
 
 def record_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

@@ -59,9 +59,13 @@ def test_no_user_input_may_end_in_an_internal_error() -> None:
 def test_an_engine_or_http_failure_escaping_a_command_is_the_stacks_never_an_internal_error() -> None:
     # Docker's APIError and requests' errors are OSErrors with no file name: an engine that
     # refused a request outside a container's start ended in exit 70 (issue 53, class 5).
+    import errno
+    import http.client
+
     import docker.errors
     import requests
     import requests.exceptions
+    import urllib3.exceptions
 
     from xpu_release.cli.output import as_user_error
     from xpu_release.errors import StackError
@@ -73,9 +77,18 @@ def test_an_engine_or_http_failure_escaping_a_command_is_the_stacks_never_an_int
         docker.errors.NotFound("no such image"),
         requests.exceptions.ConnectionError("Connection aborted"),
         requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead"),
+        # docker-py reads its streams from urllib3 directly (found by a second adversary)
+        urllib3.exceptions.ProtocolError("Connection aborted."),
+        urllib3.exceptions.ReadTimeoutError(None, "/build", "Read timed out."),  # type: ignore[arg-type]
+        http.client.IncompleteRead(b"partial"),
+        TimeoutError("timed out"),
+        ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"),
     ]
 
     for exc in cases:
         said = as_user_error(exc)
         assert isinstance(said, StackError), (type(exc).__name__, said)
         assert "Traceback" not in said.message
+    assert not isinstance(
+        as_user_error(BrokenPipeError(errno.EPIPE, "Broken pipe")), StackError
+    )  # our reader

@@ -353,3 +353,22 @@ def test_a_release_staging_serves_without_its_evidence_is_refused_before_any_cop
             prod.client(ep).head_manifest(prod.repo(ep), image.digest) is None for ep in prod.endpoints()
         )
         assert set(prod.served("1.0").values()) == {None}
+
+
+def test_a_record_folder_planted_as_a_link_is_refused_before_any_change(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path
+) -> None:
+    # Found by a second adversary: the check followed the link the write then refused, so
+    # production was changed first, then exit 13.
+    staging, prod, digests = channels
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (prod.root / "out" / "releases").mkdir(parents=True)
+    (prod.root / "out" / "releases" / "demo").symlink_to(elsewhere)
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 13, err
+    assert "symbolic link" in err
+    assert nothing_at_production(prod, digests["1.1"])
+    assert list(elsewhere.iterdir()) == []
