@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import DamagedFileError
 from ..files import kind_of
 from .reading import file_chunks
-from .writing import write_bytes
+from .writing import open_folder, write_bytes
 
 MAX_GENERATED_BYTES = 4 << 20  # the largest generated file is a reference page of some 100 KB
 
@@ -80,9 +80,18 @@ def within_repository(root: Path, path: Path) -> Path | None:
     return top / "out" if inside.parts[:1] == ("out",) and len(inside.parts) > 1 else top
 
 
-def write_generated(path: Path, data: bytes, *, root: Path, what: str) -> None:
-    """``data`` at ``path``, a file inside the repository ``root``, never through a link."""
-    write_bytes(lexical(path), data, within=within_repository(root, path), what=what)
+def write_generated(path: Path, data: bytes, *, root: Path | None, what: str) -> None:
+    """``data`` at ``path``, a file inside the repository ``root`` (None: a path the user named),
+    never through a link."""
+    within = within_repository(root, path) if root is not None else None
+    write_bytes(lexical(path), data, within=within, what=what)
+
+
+def open_repository_folder(root: Path, folder: Path) -> int:
+    """A descriptor of ``folder`` (made where missing), entered as a write into it would be
+    (``within_repository``'s rule; a folder outside the repository is the user's, followed).
+    The caller closes it. ``LinkRefused`` (exit 13) for a link on the way, OSError otherwise."""
+    return open_folder(lexical(folder), within=within_repository(root, folder / "_"), make=True)
 
 
 def lexical(path: Path) -> Path:

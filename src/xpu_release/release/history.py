@@ -37,10 +37,9 @@ from typing import Any, Literal, get_args
 from ..errors import DamagedFileError, OutputError
 from ..files import describe as os_reason
 from ..files import kind_of
-from ..guard.generated import lexical, within_repository
+from ..guard.generated import open_repository_folder
 from ..guard.limits import MAX_HISTORY_ENTRY_BYTES
 from ..guard.reading import read_json
-from ..guard.writing import open_folder
 from ..jsontext import readable
 from .record import default_path
 
@@ -88,7 +87,7 @@ def append(root: Path, image: str, version: str, entry: dict[str, Any], now: dat
     try:
         # Reached from out/ one folder at a time, none followed (a .watch folder planted as a
         # link to somewhere else is refused: generated.within_repository's rule)
-        top = open_folder(lexical(where), within=within_repository(root, where) or lexical(where))
+        top = open_repository_folder(root, where)
         try:
             path = _link_new(top, where, stamp, body)
             if path is not None:

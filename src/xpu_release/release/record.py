@@ -16,11 +16,10 @@ from typing import Any, Literal
 from ..errors import ConfigError, DamagedFileError, NotFoundError, OutputError
 from ..evidence.attachment import ALL_KINDS
 from ..files import describe
-from ..guard.generated import lexical, within_repository, write_generated
+from ..guard.generated import open_repository_folder, write_generated
 from ..guard.limits import MAX_RECORD_BYTES
 from ..guard.reading import Refused, parse_json, read_file
 from ..guard.shown import shown
-from ..guard.writing import open_folder, write_bytes
 from ..image.evaluation import EVALUATION_SCHEMA
 from ..jsontext import readable
 from .iri import defer_iri_grammars
@@ -314,10 +313,7 @@ def write(record: ReleaseRecord, path: Path, root: Path | None = None) -> None:
     one; a link at ``path`` is replaced by the record, never followed; inside the repository
     ``root`` (when given), no folder on the way is followed (``generated.within_repository``)."""
     data = (readable(record.to_json(), ensure_ascii=True) + "\n").encode()
-    if root is None:
-        write_bytes(path, data, what="release record")
-    else:
-        write_generated(path, data, root=root, what="release record")
+    write_generated(path, data, root=root, what="release record")
 
 
 def writable(path: Path, ref: str, root: Path) -> ReleaseRecord | None:
@@ -326,9 +322,8 @@ def writable(path: Path, ref: str, root: Path) -> ReleaseRecord | None:
     link below it followed: ``generated.within_repository``), and a record there is ``ref``'s.
     A refusal here changes nothing anywhere; after the registries changed, it would leave them
     changed with no record (exit 13 for a folder that cannot be, 3 for another release's)."""
-    folder = lexical(path.parent)
     try:
-        os.close(open_folder(folder, within=within_repository(root, path), make=True))
+        os.close(open_repository_folder(root, path.parent))
     except OSError as exc:
         msg = f"the release record cannot be written at {path}: {describe(exc)}; nothing was changed"
         raise OutputError(msg) from None
