@@ -104,8 +104,9 @@ class WireError(ReleaseError):
     connection that failed, 429, 5xx); a definitive answer (4xx, a wrong digest) is not. The
     transport raises it; each caller decides what it means to the user (publish and verify: 7;
     the base image's registry in ``lock``: 10; ``status`` and the preflight: a row or check).
-    ``unanswered``: no answer came at all (no connection, after the retries), as opposed to an
-    answer that was wrong or too slow; ``mirror`` says exit 10 for it."""
+    ``unanswered``: the registry is down: no answer came at all (no connection, no status line in
+    time) or only "try later" (429, 5xx), through every retry, as opposed to an answer that was
+    wrong or too slow; ``is_down`` says which, once for every command (10 against 7)."""
 
     exit_code = 7
 
@@ -147,6 +148,13 @@ class StackError(ReleaseError):
     """The Docker engine (or a registry the command needs) is not reachable."""
 
     exit_code = 10
+
+
+def is_down(exc: BaseException) -> bool:
+    """Whether ``exc`` says a registry (or the engine) is down: exit 10, "retry later". A
+    registry that answered against the protocol (not HTTP, HTML for a tag list, a redirect loop,
+    a body that trickles, a list that never ends) is not down: that is exit 7."""
+    return isinstance(exc, StackError) or (isinstance(exc, WireError) and exc.unanswered)
 
 
 class NotFoundError(ReleaseError):

@@ -42,6 +42,7 @@ KEY_ENV = "XPU_RELEASE_SIGNING_KEY"
 KEY_PASSWORD_ENV = "XPU_RELEASE_SIGNING_KEY_PASSWORD"
 ARTIFACT_TOKEN_ENV = "XPU_RELEASE_ARTIFACT_TOKEN"
 COMPRESSION_ENV = "XPU_RELEASE_COMPRESSION"  # the layer codec, LIBRARY[:LEVEL] (oci/codec.py)
+DEADLINE_ENV = "XPU_RELEASE_DEADLINE"  # the command's deadline for answers (oci/deadline.py)
 ZSTD_ENV = "XPU_RELEASE_PULLERS_ACCEPT_ZSTD"  # 1: every engine that pulls the image reads zstd
 # What docker-py reads to find and reach the engine: handed to it as they are.
 DOCKER_ENV = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
@@ -97,6 +98,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
              meaning="The layer codec, `LIBRARY[:LEVEL]` (isal, zlib-ng, zlib, zstd). Default: `isal:2`."),
     Variable(name=ZSTD_ENV, setting="pullers_accept_zstd", option="--pullers-accept-zstd",
              meaning="`1`: every engine that pulls the image reads zstd layers (Docker 23 or later)."),
+    Variable(name=DEADLINE_ENV, option="--deadline",
+             meaning="Seconds a command waits, in a row, for registries that give no answer before it "
+             "stops (each wait is told after 10 s). Default: 50."),
     Variable(name="DOCKER_CONFIG", setting="docker_config",
              meaning="The docker config folder whose `auths`, `credHelpers` and `credsStore` give "
              "registry credentials. Default: `~/.docker`."),

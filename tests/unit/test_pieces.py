@@ -16,6 +16,7 @@ from xpu_release.image.lock import Lock, layers_from_report
 from xpu_release.manifest import Repo
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.registry import RetryPolicy
+from xpu_release.oci.transport import authenticate
 from xpu_release.release.record import EndpointRecord, ReleaseRecord
 from xpu_release.secrets import redact
 from xpu_release.settings import Settings
@@ -227,7 +228,7 @@ def test_credentials_never_travel_in_cleartext(
     client = RegistryClient(ep, Credentials(username="u", password="never-sent-pw"))
 
     with pytest.raises(RegistryAuthError) as info:
-        client.t.authenticate(_challenge(challenge), "repository:ns/x:pull")
+        authenticate(client.t, _challenge(challenge), "repository:ns/x:pull")
 
     assert refused in info.value.message
     assert "never-sent-pw" not in info.value.message

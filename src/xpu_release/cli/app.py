@@ -18,10 +18,11 @@ import click
 from .. import __version__
 from ..errors import INTERNAL_ERROR, INTERRUPTED, OutputError, ReleaseError
 from ..guard.locks import LockFile
+from ..oci import deadline as answers
 from ..oci.credentials import CredentialStore
-from ..settings import REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
+from ..settings import DEADLINE_ENV, REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
 from .live import LiveLine
-from .output import Verbosity, _bounded, _say_error, as_user_error
+from .output import Verbosity, _bounded, _say_error, as_user_error, notice
 
 if TYPE_CHECKING:  # the commands import what they use when they run: `--help` stays quick
     from click.shell_completion import CompletionItem
@@ -169,12 +170,23 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
     type=click.Path(dir_okay=False),
     help="A registries file that overrides registries.yaml (e.g. local endpoints).",
 )
+@click.option(
+    "--deadline",
+    envvar=DEADLINE_ENV,
+    show_envvar=True,
+    type=click.FloatRange(min=answers.LEAST * 2, max=86400.0),
+    default=answers.DEFAULT_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop once registries have been asked this long in a row and none answered (each wait "
+    "is told after 10 s).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Errors only: no progress, notices or 'wrote …' lines.")
 @click.option("-v", "--verbose", is_flag=True, help="On failure, also the full log the error keeps.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.pass_context
-def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: bool, verbose: bool,
-        debug: bool) -> None:  # fmt: skip
+def cli(ctx: click.Context, root: str | None, registries: str | None, deadline: float, quiet: bool,
+        verbose: bool, debug: bool) -> None:  # fmt: skip
     """Release pipeline for accelerator container images.
 
     Data goes to stdout, messages to stderr. Shell completion (bash):
@@ -200,6 +212,7 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, quiet: boo
         settings=current.use(read),
     )
     ctx.obj = state
+    ctx.with_resource(answers.command(answers.Deadline(deadline, say=notice)))
     if ctx.invoked_subcommand in CACHE_USERS:
         from ..release.cache import in_use
 

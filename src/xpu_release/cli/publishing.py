@@ -320,7 +320,7 @@ def status(
                 click.echo(
                     e.endpoint
                     if e.error is None
-                    else f"{e.endpoint}: {'AUTH' if e.error_kind == 'auth' else 'DOWN'} {e.error}"[:100]
+                    else f"{e.endpoint}: {_MARKS[e.error_kind or 'unreachable']} {e.error}"[:100]
                 )
                 for tag, digest in e.tags:
                     click.echo(f"  {tag:<16} {digest}")
@@ -340,10 +340,10 @@ def status(
         for r in rows:
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
-                mark = "AUTH" if r.error_kind == "auth" else "DOWN"
+                mark = _MARKS[r.error_kind or "unreachable"]
             docs = _documents_words(r.documents) if r.tag == spec.version and r.serves else ""
             line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
-            click.echo(line[:100])
+            click.echo(line[:100])  # a table row; each error is said whole on stderr
             for pl in r.platforms:  # a platformed release: each image its index names
                 there = "ok" if pl.served else ("ABSENT" if pl.digest else "MISSING")
                 own = _documents_words(pl.documents)
@@ -367,16 +367,28 @@ def _documents_words(documents: tuple[tuple[str, str], ...]) -> str:
     return "+".join(k[:4] if s == "ok" else f"{k[:4]}({s})" for k, s in documents) or "none"
 
 
+_MARKS = {"auth": "AUTH", "unreachable": "DOWN", "protocol": "WRONG"}  # a row's state, by error kind
+
+
 def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
-    """Exit 8 if an endpoint refused our credentials, else 10 if one did not answer."""
-    from ..errors import RegistryAuthError, StackError
+    """Exit 8 if an endpoint refused our credentials, else 7 if one answered against the
+    protocol (a retry will not mend it), else 10 if one did not answer (retry later). Each
+    endpoint's error is said whole (the table cuts it): it may name the limit that stopped it."""
+    from ..errors import RegistryAuthError, StackError, WireError
 
     refused = [(ep, err) for ep, err, kind in found if kind == "auth"]
+    wrong = [(ep, err) for ep, err, kind in found if kind == "protocol"]
     down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
+    errors = {ep: err for ep, err, _ in found if err}
+    said = "".join(f"\n  {ep}: {err}" for ep, err in errors.items())
     if refused:
         msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
         raise RegistryAuthError(msg)
+    if wrong:
+        names = ", ".join(sorted({ep for ep, _ in wrong}))
+        msg = f"answered against the protocol: {names}{said}"
+        raise WireError(msg)
     if down:
         names = ", ".join(sorted({ep for ep, _ in down}))
-        msg = f"unreachable: {names}: {down[0][1]}"
+        msg = f"unreachable: {names}{said}"
         raise StackError(msg)

@@ -11,11 +11,15 @@ secret goes only to the host it belongs to, and one of the named policies:
   publishes: a region that is down is a row of its answer, not a wait;
 - ``VERIFYING``: what ``verify`` and ``promote``'s staging side read: three attempts;
 - ``WATCHING``: what ``watch`` reads of every published release: two attempts, short waits.
+
+Over the policies, the command's one deadline for answers (``deadline``): the CLI opens it for
+the command's run (``deadline.command``), and every client made meanwhile shares it.
 """
 
 from __future__ import annotations
 
 from ..progress import Sink
+from . import deadline
 from .credentials import CredentialStore
 from .endpoint import Endpoint
 from .registry import RegistryClient
@@ -33,4 +37,4 @@ def client_for(
     ep: Endpoint, credentials: CredentialStore, policy: RetryPolicy = STANDARD, on_retry: Sink | None = None
 ) -> RegistryClient:
     """A client of ``ep`` with the credentials ``credentials`` holds for its host."""
-    return RegistryClient(ep, credentials.for_host(ep.host), policy, on_retry)
+    return RegistryClient(ep, credentials.for_host(ep.host), policy, on_retry, deadline.current())

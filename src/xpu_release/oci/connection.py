@@ -116,7 +116,7 @@ class _Watchdog:
                     heapq.heappop(self._heap)[2].ring()  # a socket shut: returns at once
 
 
-_WATCHDOG = _Watchdog()
+WATCHDOG = _Watchdog()
 
 
 def _shut(sock: Any) -> None:
@@ -141,7 +141,7 @@ class _HeadersDeadline:
         deadline, sock = self.timeout, self.sock
         if not isinstance(deadline, int | float) or sock is None:
             return super().getresponse()  # type: ignore[misc]
-        alarm = _WATCHDOG.arm(deadline, lambda: _shut(sock))
+        alarm = WATCHDOG.arm(deadline, lambda: _shut(sock))
         try:
             response = super().getresponse()  # type: ignore[misc]
         except Exception:
@@ -310,7 +310,8 @@ def checked_ca_file(endpoint: Endpoint) -> str:
 @dataclass(frozen=True)
 class Failure:
     """What went wrong with one request, as the transport tells it: ``why`` in a few words;
-    ``temporary``: trying again may help; ``unanswered``: no answer came at all."""
+    ``temporary``: trying again may help; ``unanswered``: no answer came at all (no connection,
+    or no status line within the timeout), as opposed to one that is not HTTP."""
 
     why: str
     temporary: bool
@@ -343,9 +344,9 @@ def failure(exc: requests.RequestException) -> Failure:
     """How a failure of the HTTP client is told (TLS is the caller's: ``requests.SSLError``)."""
     name = type(exc).__name__
     causes = _causes(exc)
-    if isinstance(exc, requests.exceptions.ReadTimeout):
+    if isinstance(exc, requests.exceptions.ReadTimeout):  # the status line did not come in time
         said = next((str(c) for c in causes if isinstance(c, TimeoutError) and "headers" in str(c)), "")
-        return Failure(f"{name}: {said}" if said else name, temporary=True)
+        return Failure(f"{name}: {said}" if said else name, temporary=True, unanswered=True)
     if isinstance(exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
         dropped = ConnectionError | http.client.IncompleteRead  # a connection closed: no answer
         wrong = [c for c in causes if isinstance(c, http.client.HTTPException) and not isinstance(c, dropped)]

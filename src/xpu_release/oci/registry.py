@@ -25,6 +25,7 @@ from ..guard.reading import Fail, parse_json, str_list
 from ..guard.shown import shown
 from ..progress import Sink
 from .credentials import Credentials
+from .deadline import Deadline
 from .endpoint import Endpoint
 from .model import (
     DOCKER_LIST,
@@ -115,9 +116,10 @@ class RegistryClient:
         credentials: Credentials | None,
         retry: RetryPolicy | None = None,
         on_retry: Sink | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self.t = Transport(endpoint, credentials, retry, on_retry)
+        self.t = Transport(endpoint, credentials, retry, on_retry, deadline)
 
     @property
     def stats(self) -> dict[str, int]:
@@ -329,7 +331,10 @@ def _tag_list(t: Transport, repo: str, page: int) -> list[str]:
     url = f"/v2/{repo}/tags/list?n={page}"
     seen: set[str] = set()
     what = f"{t.endpoint.name}: the tags of {repo}"
-    while url and url not in seen:
+    while url:
+        if url in seen:  # a list that loops: what it holds past here is never known
+            msg = f"{what}: page {len(seen)} names a page already read as the next; the list loops"
+            raise WireError(msg)
         if len(seen) >= limits.MAX_TAG_PAGES:
             msg = f"{what}: more than {limits.MAX_TAG_PAGES} pages; the limit is {limits.MAX_TAG_PAGES}"
             raise WireError(msg)

@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 import requests
 
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
-from ..guard import limits
+from ..guard import bodies, limits
 from ..guard.bodies import Pace, chunks, read_body
 from ..guard.reading import ascii_int, parse_json
 from ..guard.shown import shown
 from ..progress import Sink
 from .auth import Challenge, anonymous_realm, check_login_goes, no_login, token_of
-from .connection import Failed, Failure, checked_ca_file, failure, followed, session
+from .connection import WATCHDOG, Failed, Failure, checked_ca_file, failure, followed, session
 from .credentials import Credentials
+from .deadline import NO_DEADLINE, Deadline
 from .endpoint import Endpoint, Origin
 
 RETRYABLE = {429, 500, 502, 503, 504}
@@ -71,11 +72,13 @@ class Transport:
         credentials: Credentials | None,
         retry: RetryPolicy | None = None,
         on_retry: Sink | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.credentials = credentials
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry or (lambda _: None)
+        self.deadline = deadline or NO_DEADLINE
         self.base = f"{endpoint.scheme}://{endpoint.host}"
         self.origin = Origin.of(self.base + "/")
         self.session = session()
@@ -146,42 +149,38 @@ class Transport:
 
     def _exchange(self, method: str, url: str, headers: dict[str, str], data: Any,
                   params: dict[str, str] | None) -> requests.Response:  # fmt: skip
+        """One request on the wire, within what is left of the command's deadline; a long wait
+        is told (``Deadline.notice``). A failure is charged to the deadline (``Deadline.failed``);
+        an answer is not yet credited: its body may still fail (``Transport.request``)."""
         self.stats["requests"] += 1
+        what = f"{self.endpoint.name}: {method} {shown(url, 120)}"
+        timeout = self.deadline.timeout(self.retry.timeout, what)
+        began = time.monotonic()
+        told = self.deadline
+        alarm = WATCHDOG.arm(told.notice, lambda: told.say(told.waiting(what, timeout)))
         try:
-            return self.session.request(
+            resp = self.session.request(
                 method, url, params=params, headers=headers, data=data, verify=self.verify,
-                stream=True, timeout=self.retry.timeout, allow_redirects=False,
+                stream=True, timeout=timeout, allow_redirects=False,
             )  # fmt: skip
         except requests.exceptions.SSLError:
             msg = f"{self.endpoint.name} ({self.endpoint.host}): TLS verification failed; check ca_file"
             raise TLSVerifyFailed(msg) from None
         except requests.RequestException as exc:
-            raise Failed(failure(exc)) from None
+            said = failure(exc)
+            self.deadline.failed(began, said.why, down=said.unanswered)
+            raise Failed(said) from None
         except ValueError as exc:  # a URL the HTTP client cannot send to, past our checks
             why = f"the URL cannot be used ({shown(str(exc), 80)})"
             raise Failed(Failure(why, temporary=False)) from None
+        finally:
+            alarm.disarm()
+        resp.began = began  # type: ignore[attr-defined]  # when its attempt began (``request``)
+        if resp.status_code in RETRYABLE:
+            self.deadline.failed(began, f"{resp.status_code}", down=True)
+        return resp
 
     # --- with retries and authentication ---------------------------------------------------------
-
-    def authenticate(self, resp: requests.Response, scope: str) -> bool:
-        """Answer a 401 challenge once: our basic login, or a bearer token from the realm (with
-        our login where ``auth.check_login_goes`` lets it go, else anonymously)."""
-        challenge = Challenge.read(resp.headers.get("WWW-Authenticate", ""))
-        if self.credentials is not None:
-            check_login_goes(self.endpoint, challenge)
-        elif challenge.scheme != "bearer":
-            raise no_login(self.endpoint)
-        if challenge.scheme == "basic":
-            assert self.credentials is not None
-            self._basic = self.credentials.basic
-            return True
-        if challenge.scheme == "bearer":
-            realm = anonymous_realm(self.endpoint, challenge)
-            params = {k: v for k, v in challenge.params.items() if k != "realm"}
-            params.setdefault("scope", scope)
-            self._tokens[scope] = fetch_token(self, realm, params)  # it answers this request's challenge
-            return True
-        return False
 
     def request(
         self,
@@ -208,7 +207,8 @@ class Transport:
                 resp = self.send(method, url, headers=headers or {}, data=data, scope=scope)
                 if resp.status_code in ok or resp.status_code == 404:
                     if not stream:
-                        preload(resp, what, limit, self.retry.pace)
+                        preload_within(self.deadline, resp, what, limit, self.retry.pace)
+                    self.deadline.answered()
                     return resp
             except Failed as exc:
                 said = exc.failure
@@ -230,7 +230,7 @@ class Transport:
             text = preview(resp, self.retry.pace)
             if resp.status_code == 401 and not authed_once:
                 authed_once = True
-                if self.authenticate(resp, scope):
+                if authenticate(self, resp, scope):
                     continue
             if resp.status_code in (401, 403):
                 code = resp.status_code
@@ -241,10 +241,12 @@ class Transport:
                 attempt += 1
                 continue
             msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
-            raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
+            down = resp.status_code in RETRYABLE  # "try later" through every retry: it is down
+            raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
 
     def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
-        delay = self.retry.delay(attempt, retry_after)
+        what = f"{self.endpoint.name}: {why}"
+        delay = self.deadline.pause(self.retry.delay(attempt, retry_after), what)
         self.stats["retries"] += 1
         self.on_retry(f"{self.endpoint.name}: {why}, retrying in {delay:.1f} s")
         time.sleep(delay)
@@ -266,7 +268,7 @@ class Transport:
         resp._content = _preview_bytes(resp, self.retry.pace)  # no caller reads an upload answer's body
         if resp.status_code == 401 and renew:
             self._tokens.pop(scope, None)
-            if self.authenticate(resp, scope):
+            if authenticate(self, resp, scope):
                 msg = "401: a new token was issued"
                 raise TokenRenewed(msg)
         if resp.status_code in (401, 403):
@@ -274,6 +276,7 @@ class Transport:
             raise RegistryAuthError(msg)
         if resp.status_code in RETRYABLE:
             raise BrokenUpload(str(resp.status_code))
+        self.deadline.answered()
         return resp
 
 
@@ -288,6 +291,20 @@ def preload(resp: requests.Response, what: str, limit: int, pace: Pace | None) -
     else:
         body = read_body(resp, what=what, limit=limit, pace=pace)
     resp._content = body  # what requests itself does once it has read a body
+
+
+def preload_within(
+    deadline: Deadline, resp: requests.Response, what: str, limit: int, pace: Pace | None
+) -> None:
+    """``preload``, done within what is left of the command's deadline; a body too slow (or
+    that broke) is charged to it."""
+    pace = pace or bodies.DEFAULT_PACE
+    try:
+        preload(resp, what, limit, replace(pace, deadline=min(pace.deadline, max(deadline.left(), 0.0))))
+    except WireError as exc:
+        if exc.temporary:
+            deadline.failed(getattr(resp, "began", time.monotonic()), exc.message, down=False)
+        raise
 
 
 def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
@@ -309,6 +326,27 @@ def preview(resp: requests.Response, pace: Pace | None) -> str:
     """The start of an error answer's text, as it may be shown: redacted, sanitized, short."""
     text = _preview_bytes(resp, pace).decode("utf-8", "replace")
     return shown(text, 300)  # a secret it quotes is hidden before it is cut
+
+
+def authenticate(t: Transport, resp: requests.Response, scope: str) -> bool:
+    """Answer a 401 challenge once: our basic login, or a bearer token from the realm (with
+    our login where ``auth.check_login_goes`` lets it go, else anonymously)."""
+    challenge = Challenge.read(resp.headers.get("WWW-Authenticate", ""))
+    if t.credentials is not None:
+        check_login_goes(t.endpoint, challenge)
+    elif challenge.scheme != "bearer":
+        raise no_login(t.endpoint)
+    if challenge.scheme == "basic":
+        assert t.credentials is not None
+        t._basic = t.credentials.basic
+        return True
+    if challenge.scheme == "bearer":
+        realm = anonymous_realm(t.endpoint, challenge)
+        params = {k: v for k, v in challenge.params.items() if k != "realm"}
+        params.setdefault("scope", scope)
+        t._tokens[scope] = fetch_token(t, realm, params)  # it answers this request's challenge
+        return True
+    return False
 
 
 def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:

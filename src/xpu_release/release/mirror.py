@@ -42,6 +42,7 @@ from ..errors import (
     TagConflict,
     TLSVerifyFailed,
     WireError,
+    is_down,
 )
 from ..evidence.cosign import att_tag
 from ..evidence.referrers import kind_of
@@ -169,7 +170,7 @@ def mirror(
     except (RegistryAuthError, TLSVerifyFailed):
         raise
     except WireError as exc:
-        if exc.unanswered:  # no answer at all, after the retries (not a wrong or slow one)
+        if is_down(exc):  # no answer at all, after the retries (not a wrong or slow one)
             msg = f"{exc.message}: the registry does not answer; check the host name and the network"
             raise StackError(msg) from None
         raise

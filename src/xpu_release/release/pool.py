@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import RegistryAuthError, ReleaseError, StackError
+from ..errors import RegistryAuthError, ReleaseError, StackError, WireError, is_down
 from ..manifest import ImageSpec
 from ..manifest.registries import Registries
 from ..oci.channel import STANDARD, client_for
@@ -92,7 +92,8 @@ class EndpointPool:
 def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
     """What the endpoints serve at the release's version tag, asked all at once: each endpoint
     that serves it, in the plan's order. One that refuses our credentials is exit 8; when not one
-    answers, exit 10; one that does not answer while another does is left out (it says nothing)."""
+    answers, exit 10 (7 if one answered against the protocol); one that does not answer while
+    another does is left out (it says nothing)."""
     targets = pool.plan.targets
 
     def ask(ep: Endpoint) -> Manifest | ReleaseError | None:
@@ -110,6 +111,10 @@ def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
     ]
     if errors and len(errors) == len(targets):
         names = ", ".join(name for name, _ in errors)
-        msg = f"unreachable: {names}: {errors[0][1].message}"
-        raise StackError(msg)
+        if all(is_down(e) for _, e in errors):
+            msg = f"unreachable: {names}: {errors[0][1].message}"
+            raise StackError(msg)
+        wrong = next(e for _, e in errors if not is_down(e))
+        msg = f"no endpoint gave the release's manifest ({names}): {wrong.message}"
+        raise WireError(msg)
     return [(t.endpoint, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, Manifest)]

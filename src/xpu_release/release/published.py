@@ -14,7 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RegistryAuthError, ReleaseError, StackError, TLSVerifyFailed, VerifyFailed, WireError
+from ..errors import (
+    RegistryAuthError,
+    ReleaseError,
+    StackError,
+    TLSVerifyFailed,
+    VerifyFailed,
+    WireError,
+    is_down,
+)
 from ..evidence.lifecycle import in_force, notices_at
 from ..evidence.matching import pypi_name
 from ..evidence.referrers import fetch_attachment, list_referrers
@@ -92,10 +100,9 @@ class Reader:
         except (RegistryAuthError, TLSVerifyFailed):
             raise
         except WireError as exc:
-            said = exc.message.splitlines()[0][:200]
-            if exc.status is None and exc.temporary:
+            said = exc.message.splitlines()[0]  # ours, its outside parts already bounded: whole
+            if is_down(exc):
                 self._silent[ep.name] = said
-            if exc.temporary:
                 msg = f"{ep.name} ({ep.host}) does not answer while reading {what}: {said}"
                 raise StackError(msg) from None
             msg = f"{ep.name} ({ep.host}) did not give {what}: {said}"
@@ -199,7 +206,7 @@ class Reader:
         except ReleaseError as exc:
             if isinstance(exc, StackError | RegistryAuthError | TLSVerifyFailed | VerifyFailed):
                 raise
-            msg = f"{where}: its SBOM cannot be read ({exc.message.splitlines()[0][:200]})"
+            msg = f"{where}: its SBOM cannot be read ({exc.message.splitlines()[0]})"
             raise VerifyFailed(msg) from None
         return found
 

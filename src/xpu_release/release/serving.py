@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import PublishError, RegistryAuthError, ReleaseError, WireError
+from ..errors import PublishError, RegistryAuthError, ReleaseError, WireError, is_down
 from ..evidence.attachment import ALL_KINDS, SIGNED_KINDS
 from ..evidence.lifecycle import Notice, in_force, notices_in
 from ..evidence.referrers import Referrers, is_referrers_tag, list_referrers
@@ -27,7 +27,9 @@ from .plan import floating_tags
 from .pool import EndpointPool
 from .record import ReleaseRecord
 
-ErrorKind = Literal["auth", "unreachable"]
+# Why an endpoint gave no answer to use: it refused our credentials (exit 8), it is down (no
+# answer, or only "try later": 10), or it answered against the protocol (7) (``errors.is_down``).
+ErrorKind = Literal["auth", "unreachable", "protocol"]
 # What one of our documents is at an endpoint: ok (the recorded one, or with no record one of
 # ours), unsigned (a provenance or VEX with no DSSE envelope), missing (the referrers list it, the
 # registry no longer serves it), foreign (not the digest the record names: someone else's).
@@ -35,7 +37,9 @@ DocState = Literal["ok", "unsigned", "missing", "foreign"]
 
 
 def _kind(exc: ReleaseError) -> ErrorKind:
-    return "auth" if isinstance(exc, RegistryAuthError) else "unreachable"
+    if isinstance(exc, RegistryAuthError):
+        return "auth"
+    return "unreachable" if is_down(exc) else "protocol"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ patch of that release, released later, is then the newest one not withdrawn and 
 
 from __future__ import annotations
 
-from ..errors import PublishError, RegistryAuthError, ReleaseError, StackError
+from ..errors import PublishError, RegistryAuthError, ReleaseError, StackError, is_down
 from ..evidence.lifecycle import Notice, in_force, notices_at
 from ..manifest import ImageSpec, Repo
 from ..manifest.registries import Registries
@@ -22,11 +22,11 @@ from .pool import EndpointPool
 
 def failure(text: str, errors: list[ReleaseError], endpoints: int) -> ReleaseError:
     """The error of a run that failed at endpoints with ``errors``: 8 when every endpoint refused
-    our credentials (a rerun cannot help), 10 when every endpoint failed (the registries are
-    down: retry later), else 7 (rerun to finish)."""
+    our credentials (a rerun cannot help), 10 when every endpoint is down (``is_down``: retry
+    later), else 7 (rerun to finish)."""
     if len(errors) >= endpoints and all(isinstance(e, RegistryAuthError) for e in errors):
         return RegistryAuthError(text)
-    if len(errors) >= endpoints:
+    if len(errors) >= endpoints and all(is_down(e) for e in errors):
         return StackError(text)
     return PublishError(text)
 

@@ -6,6 +6,7 @@ an answer that trickles for ever stops then."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,3 +67,29 @@ def evil_registry(answer: Answer, address: str = "127.0.0.1") -> Iterator[tuple[
         server.stopped.set()
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def silent_registry(address: str = "127.0.0.1") -> Iterator[str]:
+    """``host:port`` of a server that takes every connection and never sends a byte (a region
+    whose load balancer accepts and whose registry behind it is gone)."""
+    server = socket.create_server((address, 0), backlog=256)
+    server.settimeout(0.05)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def take() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    try:
+        yield f"{address}:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()

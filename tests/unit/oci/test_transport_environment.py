@@ -25,7 +25,7 @@ import requests
 from xpu_release.errors import ReleaseError
 from xpu_release.image.fetch import fetch
 from xpu_release.manifest.registries import Endpoint
-from xpu_release.oci.connection import _WATCHDOG, _shut, session
+from xpu_release.oci.connection import WATCHDOG, _shut, session
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from xpu_release.settings import Settings, use
@@ -203,9 +203,9 @@ def test_many_answers_start_no_thread_each(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_a_deadline_rings_once_when_it_comes_and_never_after_it_is_disarmed() -> None:
     rung: list[str] = []
-    late = _WATCHDOG.arm(0.3, lambda: rung.append("late"))
-    soon = _WATCHDOG.arm(0.05, lambda: rung.append("soon"))  # armed after, due first
-    kept = _WATCHDOG.arm(0.05, lambda: rung.append("disarmed"))
+    late = WATCHDOG.arm(0.3, lambda: rung.append("late"))
+    soon = WATCHDOG.arm(0.05, lambda: rung.append("soon"))  # armed after, due first
+    kept = WATCHDOG.arm(0.05, lambda: rung.append("disarmed"))
     assert kept.disarm() is False  # it had not rung
     deadline = time.monotonic() + 10
     while len(rung) < 2 and time.monotonic() < deadline:
@@ -223,8 +223,8 @@ def test_a_deadline_whose_action_fails_ends_no_other() -> None:
         msg = "'SSLTransport' object has no attribute 'shutdown'"
         raise AttributeError(msg)
 
-    _WATCHDOG.arm(0.01, broken)
-    _WATCHDOG.arm(0.05, lambda: rung.append("after"))
+    WATCHDOG.arm(0.01, broken)
+    WATCHDOG.arm(0.05, lambda: rung.append("after"))
     deadline = time.monotonic() + 10
     while not rung and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -247,10 +247,10 @@ def test_tls_through_a_proxy_is_shut_by_its_socket_underneath() -> None:
 
 
 def test_a_forked_child_keeps_none_of_its_parents_deadlines() -> None:
-    _WATCHDOG.arm(60, lambda: None)  # the parent's, pending
+    WATCHDOG.arm(60, lambda: None)  # the parent's, pending
     pid = os.fork()
     if pid == 0:  # the child: its own watchdog, empty
-        os._exit(0 if not _WATCHDOG._heap and _WATCHDOG._thread is None else 1)
+        os._exit(0 if not WATCHDOG._heap and WATCHDOG._thread is None else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
 
