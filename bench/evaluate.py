@@ -4,15 +4,24 @@ when nothing changed, and does it find a real slowdown?
     python bench/evaluate.py --mode synthetic                      # no engine, no PyTorch: seconds
     python bench/evaluate.py --mode local --python /path/to/python  # the workload as local processes
     python bench/evaluate.py --mode engine [--image training-cpu-pytorch:25.03] [--trials 20]
+    python bench/evaluate.py --mode sequential [--trials 1000]      # the sequential rule, simulated
 
 Two cases, each repeated ``--trials`` times with the very method the ``evaluate`` stage uses
-(interleaved rounds, warm-up discarded, ratio of medians, seeded paired bootstrap, threshold 10 %):
+(interleaved rounds, warm-up discarded, the median of the rounds' ratios, seeded paired bootstrap,
+threshold 10 %):
 
 - **A/A**: the image against itself. Goal: no difference reported (neither a regression nor an
   improvement) in at least 95 % of the trials.
 - **a known slowdown**: the same image with fewer threads (``XPU_BENCH_THREADS=1`` against the
   two CPUs of the CPU set), or in ``synthetic`` mode exactly 1.5x slower. Goal: a regression
   found in every trial.
+
+``sequential`` simulates the stage's sequential rule (looks at 5, 7, 10, 14 and 20 rounds, each
+at the confidence that splits 5 % over them) over ``--trials`` synthetic trials per case, at the
+noise measured here (per run, a shared load factor per round, and now and then a round in which
+one arm was starved by the machine's other work): the false-alarm rate (a regression called in
+A/A; goal at most 5 %), A/A decided as no difference, a 1.25x and a 2x slowdown found, and the
+rounds used.
 
 Modes: ``synthetic`` draws figures from a shared machine's noise (a per-round load factor both
 arms share, and each run's own noise, at three levels); ``local`` runs xpu-bench
@@ -40,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from xpu_release.guard.writing import write_bytes  # noqa: E402
-from xpu_release.image.bootstrap import Verdict, judge  # noqa: E402
+from xpu_release.image.bootstrap import Verdict, judge, looks, per_look  # noqa: E402
 from xpu_release.image.bounded import Finished, Limits  # noqa: E402
 from xpu_release.image.experiment import Arm, Runner, measure  # noqa: E402
 from xpu_release.manifest.evaluation import EvaluationSpec  # noqa: E402
@@ -68,6 +77,54 @@ def verdicts_synthetic(trials: int, rounds: int, noise: float, factor: float, se
             b.append(1000 / factor / load * rng.lognormvariate(0, noise))
         out.append(judge(b, a, better="higher", threshold=THRESHOLD).verdict)
     return out
+
+
+SEQUENTIAL_NOISE = (0.05, 0.15)  # per run: this machine quiet, and with the engine-free tier beside it
+STARVED = 0.05  # the share of rounds in which one arm is starved (its figure halved)
+
+
+def trial_sequential(rng: random.Random, noise: float, factor: float) -> tuple[Verdict, int]:
+    """One sequential evaluation of an arm ``factor`` times slower than its reference: the
+    verdict at the first look that decides (or the last), and the rounds it took."""
+    planned = looks(5, 20)
+    confidence = per_look(len(planned))
+    a: list[float] = []
+    b: list[float] = []
+    verdict = Verdict.UNDECIDED
+    for n in planned:
+        while len(a) < n:
+            load = rng.lognormvariate(0, 0.3)  # the machine's load in this round, both arms alike
+            starve_a, starve_b = (rng.random() < STARVED / 2 for _ in range(2))
+            a.append(1000 / load * rng.lognormvariate(0, noise) * (0.5 if starve_a else 1.0))
+            b.append(1000 / factor / load * rng.lognormvariate(0, noise) * (0.5 if starve_b else 1.0))
+        verdict = judge(b, a, better="higher", threshold=THRESHOLD, confidence=confidence).verdict
+        if verdict.decided:
+            return verdict, n
+    return verdict, planned[-1]
+
+
+def sequential_rows(trials: int) -> list[dict[str, Any]]:
+    rows = []
+    for noise in SEQUENTIAL_NOISE:
+        for name, factor in (("A/A", 1.0), ("1.25x slower", 1.25), ("2x slower (half the threads)", 2.0)):
+            rng = random.Random(int(noise * 1000) + int(factor * 100))
+            got = [trial_sequential(rng, noise, factor) for _ in range(trials)]
+            verdicts = [v for v, _ in got]
+            rounds = sorted(n for _, n in got)
+            alarms = sum(v == Verdict.REGRESSION for v in verdicts) if factor == 1.0 else None
+            found = sum(v == Verdict.REGRESSION for v in verdicts)
+            quiet = sum(v in (Verdict.WITHIN, Verdict.NO_REGRESSION) for v in verdicts)
+            if factor == 1.0:
+                goal, met = "false alarms at most 5 %", (alarms or 0) / trials <= 0.05
+            else:
+                goal, met = "found in at least 95 %", found / trials >= 0.95
+            rows.append({"case": f"{name}, {noise:.0%} noise", "noise": noise, "factor": factor,
+                         "trials": trials, "no_difference": quiet, "regression": found,
+                         "false_alarms": alarms, "undecided": sum(v == Verdict.UNDECIDED for v in verdicts),
+                         "median_rounds": rounds[len(rounds) // 2],
+                         "mean_rounds": round(sum(rounds) / trials, 1),
+                         "goal": goal, "met": met})  # fmt: skip
+    return rows
 
 
 class LocalRunner:
@@ -140,16 +197,28 @@ def summary(name: str, verdicts: list[str], slowdown: bool) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--mode", choices=("synthetic", "local", "engine"), default="synthetic")
-    parser.add_argument("--trials", type=int, default=0, help="default: 200 synthetic, 8 local, 20 engine")
+    parser.add_argument("--mode", choices=("synthetic", "sequential", "local", "engine"), default="synthetic")
+    parser.add_argument("--trials", type=int, default=0,
+                        help="default: 200 synthetic, 1000 sequential, 8 local, 20 engine")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=15, help="xpu-bench --steps (local, engine)")
     parser.add_argument("--python", default=sys.executable, help="a Python with PyTorch (local mode)")
     parser.add_argument("--image", default="training-cpu-pytorch:25.03", help="the image (engine mode)")
     args = parser.parse_args()
-    trials = args.trials or {"synthetic": 200, "local": 8, "engine": 20}[args.mode]
+    trials = args.trials or {"synthetic": 200, "sequential": 1000, "local": 8, "engine": 20}[args.mode]
     rows, details = [], {}
-    if args.mode == "synthetic":
+    if args.mode == "sequential":
+        rows = sequential_rows(trials)
+        planned = looks(5, 20)
+        print(
+            f"\nThe sequential rule, simulated: looks at {', '.join(map(str, planned))} rounds, "
+            f"each at {per_look(len(planned)):.1%}; threshold {THRESHOLD:.0%}; {trials} trials a case"
+        )
+        print(f"{'case':<40} {'no diff':>8} {'regr.':>6} {'undec.':>7} {'rounds':>7}  goal")
+        for r in rows:
+            print(f"{r['case']:<40} {r['no_difference']:>8} {r['regression']:>6} {r['undecided']:>7} "
+                  f"{r['mean_rounds']:>7}  {r['goal']}: {'met' if r['met'] else 'NOT MET'}")  # fmt: skip
+    elif args.mode == "synthetic":
         for noise in (0.05, 0.10, 0.20):
             for name, factor in (("A/A", 1.0), ("1.5x slower", 1.5)):
                 got = [
@@ -179,12 +248,13 @@ def main() -> int:
             rows.append(summary(case.name, [g["verdict"] for g in trial_rows], bool(case.slow_env)))
             ratios = sorted(g["ratio"] for g in trial_rows)
             rows[-1]["median_ratio"] = ratios[len(ratios) // 2]
-    print(f"\nThe evaluation's method, {args.mode} mode: {args.rounds} rounds (+1 warm-up), threshold "
-          f"{THRESHOLD:.0%}, {trials} trials per case")  # fmt: skip
-    print(f"{'case':<34} {'no difference':>14} {'regression':>11} {'undecided':>10}  goal")
-    for r in rows:
-        print(f"{r['case']:<34} {r['no_difference']:>14} {r['regression']:>11} {r['undecided']:>10}  "
-              f"{r['goal']}: {'met' if r['met'] else 'NOT MET'}")  # fmt: skip
+    if args.mode != "sequential":
+        print(f"\nThe evaluation's method, {args.mode} mode: {args.rounds} rounds (+1 warm-up), threshold "
+              f"{THRESHOLD:.0%}, {trials} trials per case")  # fmt: skip
+        print(f"{'case':<34} {'no difference':>14} {'regression':>11} {'undecided':>10}  goal")
+        for r in rows:
+            print(f"{r['case']:<34} {r['no_difference']:>14} {r['regression']:>11} {r['undecided']:>10}  "
+                  f"{r['goal']}: {'met' if r['met'] else 'NOT MET'}")  # fmt: skip
     out = ROOT / "bench" / "results" / f"evaluate-{args.mode}.json"
     result = {"mode": args.mode, "rounds": args.rounds, "trials": trials, "threshold": THRESHOLD,
               "when": time.strftime("%Y-%m-%d"), "rows": rows, "trials_detail": details}  # fmt: skip

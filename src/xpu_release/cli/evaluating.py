@@ -22,10 +22,11 @@ from .live import line_sink
 def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None:
     """Run the manifest's evaluation on the built NAME:VERSION: its workload and each variant, in
     throwaway containers under the same CPU set and memory, interleaved with the images it is
-    compared with, round after round; each comparison is a ratio of medians with a 95 % bootstrap
-    interval. Exit 17 when a regression beyond the threshold (over its whole interval) is not
-    accepted by the manifest; exit 18 when the workload fails or the budget runs out. The record
-    is written by `release`, not here.
+    compared with, round after round until each comparison is decided; each is the median of the
+    rounds' ratios with a bootstrap interval. Exit 17 when a regression beyond the threshold (over
+    its whole interval) is not accepted by the manifest, or a comparison is undecided and the
+    manifest says `undecided: fail`; exit 18 when the workload fails or the budget runs out. The
+    record is written by `release`, not here.
 
     \b
     Examples:

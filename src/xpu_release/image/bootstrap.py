@@ -1,16 +1,25 @@
-"""The statistics of the ``evaluate`` stage, pure: a ratio of medians with a bootstrap confidence
-interval, and what it says against a regression threshold.
+"""The statistics of the ``evaluate`` stage, pure: the median of the rounds' own ratios with a
+bootstrap confidence interval, and what it says against a regression threshold.
 
 Each arm of an evaluation (an image running one variant of the workload) gives one figure per
 round, and the rounds run the arms interleaved, so figure ``i`` of two arms were measured side by
-side. The bootstrap resamples *rounds* (pairs), not figures: a burst of load on a shared machine
-hits both arms of a round and cancels out of their ratio. The resampling is seeded: the same
+side. The figure compared is the median of each round's own ratio, and the bootstrap resamples
+those: a load on a shared machine that slows both arms of a round cancels out of their ratio
+(simulated at this machine's noise: a 1.25x slowdown found in 99 % of trials where a ratio of
+the arms' medians found it in 83 %, bench/evaluate.py --mode sequential). The resampling is seeded: the same
 figures always give the same interval, so notes rendered again from a record never change.
 
 A noisy machine must not decide a release: a comparison is a regression only when its whole
 interval lies beyond the threshold; an interval that straddles the threshold is undecided and
 says how many rounds would likely decide it (the interval narrows as one over the square root
 of the rounds).
+
+**Sequential.** The stage looks at its comparisons after the manifest's ``rounds`` and again at
+each later look of ``looks`` (every look about 40 % more rounds, up to ``max_rounds``), and stops
+at the first look where every gated comparison is decided. Peeking many times would raise the
+false-alarm rate, so each look uses the confidence ``per_look`` gives: the error rate split
+evenly over the planned looks (Bonferroni), which holds it under 1 - ``CONFIDENCE`` in all
+(simulated: bench/evaluate.py --mode sequential).
 """
 
 from __future__ import annotations
@@ -43,8 +52,32 @@ class Incomparable(ValueError):
 class Verdict(StrEnum):
     REGRESSION = "regression"  # the whole interval is worse than the threshold allows
     UNDECIDED = "undecided"  # the interval straddles the threshold: more rounds could tell
-    WITHIN = "within"  # the whole interval is on the good side of the threshold
+    WITHIN = "within"  # the whole interval lies within the threshold, both ways: no difference
+    NO_REGRESSION = "no regression"  # not worse than the threshold, but maybe better: not "within"
     IMPROVEMENT = "improvement"  # the whole interval is better by more than the threshold
+
+    @property
+    def decided(self) -> bool:
+        """Whether the gate's question (is it a regression?) has its answer."""
+        return self is not Verdict.UNDECIDED
+
+
+GROWTH = 1.4  # each look of a sequential evaluation has about this many times the rounds before it
+
+
+def looks(first: int, most: int) -> tuple[int, ...]:
+    """The rounds after which a sequential evaluation looks: ``first``, then about ``GROWTH``
+    times the rounds before, up to ``most`` (5 and 20: 5, 7, 10, 14, 20)."""
+    out = [first]
+    while out[-1] < most:
+        out.append(min(most, max(out[-1] + 1, math.ceil(out[-1] * GROWTH))))
+    return tuple(out)
+
+
+def per_look(planned: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of each of ``planned`` looks, so that all of them together err no more
+    often than one look at ``confidence`` would (Bonferroni)."""
+    return 1 - (1 - confidence) / max(planned, 1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +117,15 @@ def ratio_of_medians(subject: Sequence[float], reference: Sequence[float]) -> fl
     return median(subject) / median(reference)
 
 
+def ratio(subject: Sequence[float], reference: Sequence[float]) -> float:
+    """The comparison's figure: with one figure per round in each arm, the median of the rounds'
+    own ratios (a load on the machine that slows both arms of a round cancels out of it); else
+    the ratio of the arms' medians."""
+    if len(subject) == len(reference):
+        return median([s / r for s, r in zip(subject, reference, strict=True)])
+    return ratio_of_medians(subject, reference)
+
+
 def interval(
     subject: Sequence[float],
     reference: Sequence[float],
@@ -92,23 +134,23 @@ def interval(
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval of ``ratio_of_medians``: rounds resampled as pairs when
-    both arms have one figure per round, else each arm on its own."""
+    """The percentile bootstrap interval of ``ratio``: with one figure per round in each arm,
+    the rounds' own ratios resampled; else each arm on its own (a ratio of medians)."""
     _check(subject, reference)
     draw = random.Random(seed).random
     n, m = len(subject), len(reference)
-    paired = n == m
     ratios = []
     rounds_n, rounds_m = range(n), range(m)
+    own = [s / r for s, r in zip(subject, reference, strict=True)] if n == m else []
     for _ in range(resamples):
         # One draw per figure, as rng.choices(range(n), k=n) draws (floor(random() * n)), without
         # its call and its list of rounds: the same resamples in two thirds of the time
         # (randrange per figure: 5x the CPU).
-        picks = [int(draw() * n) for _ in rounds_n]
-        others = picks if paired else [int(draw() * m) for _ in rounds_m]
-        ours, theirs = [subject[i] for i in picks], [reference[i] for i in others]
-        ours.sort()
-        theirs.sort()
+        if own:
+            ratios.append(_middle(sorted([own[int(draw() * n)] for _ in rounds_n])))
+            continue
+        ours = sorted([subject[int(draw() * n)] for _ in rounds_n])
+        theirs = sorted([reference[int(draw() * m)] for _ in rounds_m])
         ratios.append(_middle(ours) / _middle(theirs))
     ratios.sort()
     tail = (1 - confidence) / 2
@@ -128,7 +170,7 @@ def judge(
 ) -> Judgement:
     """The subject against the reference: a regression is worse by more than ``threshold`` (a
     fraction: 0.1 is 10 %), over the whole interval."""
-    ratio = ratio_of_medians(subject, reference)
+    figure = ratio(subject, reference)
     low, high = interval(subject, reference, confidence=confidence, seed=seed)
     worse, good = (1 - threshold, 1 + threshold) if better == "higher" else (1 + threshold, 1 - threshold)
     rounds = min(len(subject), len(reference))
@@ -146,10 +188,12 @@ def judge(
         verdict = Verdict.UNDECIDED
     elif beyond(bad_end, good, bad=False):
         verdict = Verdict.IMPROVEMENT
+    elif beyond(good_end, good, bad=False):
+        verdict = Verdict.NO_REGRESSION
     else:
         verdict = Verdict.WITHIN
-    needed = _rounds_needed(ratio, low, high, worse, rounds) if verdict == Verdict.UNDECIDED else None
-    return Judgement(ratio=ratio, low=low, high=high, verdict=verdict, rounds=rounds, rounds_needed=needed)
+    needed = _rounds_needed(figure, low, high, worse, rounds) if verdict == Verdict.UNDECIDED else None
+    return Judgement(ratio=figure, low=low, high=high, verdict=verdict, rounds=rounds, rounds_needed=needed)
 
 
 def _rounds_needed(ratio: float, low: float, high: float, edge: float, rounds: int) -> int | None:

@@ -19,13 +19,35 @@ from typing import Any
 
 from ..errors import EvaluationFailed
 from ..manifest.evaluation import MAX_ROUNDS, PLAIN, EvaluationSpec
-from .bootstrap import CONFIDENCE, RESAMPLES, SEED, Incomparable, Judgement, Verdict, judge, median
+from .bootstrap import (
+    CONFIDENCE,
+    RESAMPLES,
+    SEED,
+    Better,
+    Incomparable,
+    Judgement,
+    Verdict,
+    judge,
+    looks,
+    median,
+    per_look,
+)
 from .experiment import ArmRuns, Measurement
 
 THIS = "this"
 NOT_COMPARED = "not compared"  # measured, but no comparison with another image could be judged
-METHOD = {"statistic": "ratio of medians", "interval": "paired percentile bootstrap",
-          "confidence": CONFIDENCE, "resamples": RESAMPLES, "seed": SEED}  # fmt: skip
+
+
+def confidence_of(ev: EvaluationSpec) -> float:
+    """The confidence of each look of ``ev``'s evaluation (``bootstrap.per_look``)."""
+    return per_look(len(looks(ev.rounds, ev.max_rounds)))
+
+
+def method(ev: EvaluationSpec) -> dict[str, Any]:
+    """How the figures were compared, as the record says it."""
+    return {"statistic": "median of the rounds' ratios", "interval": "paired percentile bootstrap",
+            "confidence": round(confidence_of(ev), 6), "overall_confidence": CONFIDENCE,
+            "looks": list(looks(ev.rounds, ev.max_rounds)), "resamples": RESAMPLES, "seed": SEED}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,14 +69,25 @@ class Comparison:
     judgement: Judgement | None = None
     note: str | None = None  # why there is no judgement
     accepted: str | None = None  # the manifest's reason, for an accepted regression
+    undecided_fails: bool = False  # the manifest's ``undecided: fail``, for a gated comparison
 
     @property
     def regression(self) -> bool:
         return self.judgement is not None and self.judgement.verdict == Verdict.REGRESSION
 
     @property
+    def gated(self) -> bool:
+        return self.against != PLAIN
+
+    @property
+    def undecided(self) -> bool:
+        return self.judgement is not None and not self.judgement.verdict.decided
+
+    @property
     def stops(self) -> bool:
-        return self.regression and self.accepted is None and self.against != PLAIN
+        if not self.gated:
+            return False
+        return (self.regression and self.accepted is None) or (self.undecided and self.undecided_fails)
 
     def said(self, metric: str, threshold_percent: int) -> str:
         """One line: the variant, what it is compared with, the ratio and its interval."""
@@ -62,7 +95,8 @@ class Comparison:
         j = self.judgement
         if j is None:
             return f"{head}: {self.note}"
-        line = f"{head}: {metric} {j.ratio:.2f}x [{j.low:.2f}, {j.high:.2f}], {j.verdict} ({j.rounds} rounds)"
+        figure = f"{metric} {j.ratio:.2f}x [{j.low:.2f}, {j.high:.2f}]"
+        line = f"{head}: {figure}, {WORDS[j.verdict]} ({j.rounds} rounds)"
         if j.verdict == Verdict.UNDECIDED:
             more = (
                 f"about {j.rounds_needed} rounds would decide it"
@@ -73,6 +107,15 @@ class Comparison:
         if self.accepted:
             line += f"; accepted: {self.accepted}"
         return line
+
+
+WORDS = {  # each verdict as the stage's lines say it: "no regression shown" is not "within"
+    Verdict.REGRESSION: "regression beyond the threshold",
+    Verdict.UNDECIDED: "undecided",
+    Verdict.WITHIN: "within the threshold both ways",
+    Verdict.NO_REGRESSION: "no regression shown (it may be better)",
+    Verdict.IMPROVEMENT: "improvement beyond the threshold",
+}
 
 
 def _judged(
@@ -88,9 +131,8 @@ def _judged(
     assert reference is not None
     mine, theirs = subject.figures(ev.metric, warmup), reference.figures(ev.metric, warmup)
     try:
-        return judge(
-            mine, theirs, better="higher" if ev.better == "higher" else "lower", threshold=ev.threshold
-        )
+        better: Better = "higher" if ev.better == "higher" else "lower"
+        return judge(mine, theirs, better=better, threshold=ev.threshold, confidence=confidence_of(ev))
     except Incomparable as exc:  # the workload's figures, not a comparison: the evaluation fails
         msg = f"{subject.arm.label} against {reference.arm.label}: {ev.metric}: {exc}"
         raise EvaluationFailed(msg) from None
@@ -117,7 +159,7 @@ def compare(
                     accepted.reason if accepted is not None and got.verdict == Verdict.REGRESSION else None
                 )
                 out.append(Comparison(variant=name, against=ref.role, against_ref=ref.ref, judgement=got,
-                                      accepted=reason))  # fmt: skip
+                                      accepted=reason, undecided_fails=ev.undecided == "fail"))  # fmt: skip
     for name in variants[1:]:
         got = _judged(measured.of(THIS, name), measured.of(THIS, PLAIN), ev, measured.warmup_rounds)
         if isinstance(got, str):
@@ -125,6 +167,12 @@ def compare(
         else:
             out.append(Comparison(variant=name, against=PLAIN, against_ref=PLAIN, judgement=got))
     return tuple(out)
+
+
+def decided(comparisons: tuple[Comparison, ...]) -> bool:
+    """Whether every gated comparison that could be judged has the gate's answer: the
+    sequential evaluation's question at each look."""
+    return all(not c.undecided for c in comparisons if c.gated)
 
 
 def entry(measured: Measurement, ev: EvaluationSpec, references: tuple[Reference, ...],
@@ -141,8 +189,10 @@ def entry(measured: Measurement, ev: EvaluationSpec, references: tuple[Reference
         "better": ev.better,
         "threshold_percent": ev.threshold_percent,
         "command": list(ev.command),
-        "method": METHOD,
+        "method": method(ev),
         "rounds": measured.rounds,
+        "looked": list(measured.looked),
+        "undecided_policy": ev.undecided,
         "warmup_rounds": measured.warmup_rounds,
         "stopped_early": measured.stopped_early,
         "cpuset": measured.limits.cpuset,
@@ -161,12 +211,20 @@ def conclusion(comparisons: tuple[Comparison, ...]) -> tuple[str, str]:
     an image that cannot be had is reported, never a failure), but is said as loudly as a
     failure: in the stage's line, the record and the notes."""
     stops = [c for c in comparisons if c.stops]
+    undecided = [c for c in comparisons if c.gated and c.undecided]
     if stops:
-        return "failed", f"{len(stops)} regression(s) beyond the threshold"
-    gated = [c for c in comparisons if c.against != PLAIN]
+        regressions = sum(1 for c in stops if c.regression)
+        said = [f"{regressions} regression(s) beyond the threshold"] if regressions else []
+        if len(stops) > regressions:
+            said.append(f"{len(stops) - regressions} comparison(s) undecided (evaluation.undecided: fail)")
+        return "failed", "; ".join(said)
+    gated = [c for c in comparisons if c.gated]
     if not any(c.judgement is not None for c in gated):
         why = "; ".join(dict.fromkeys(f"{c.against_ref}: {c.note}" for c in gated)) or "it names no image"
         return NOT_COMPARED, f"compared with no other image ({why})"
+    if undecided:
+        return "passed", (f"no regression stops it, but {len(undecided)} comparison(s) are UNDECIDED: passed "
+                          "by evaluation.undecided: pass, not shown to be free of a regression")  # fmt: skip
     return "passed", "no regression stops it"
 
 

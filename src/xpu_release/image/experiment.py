@@ -7,6 +7,9 @@ throwaway containers under the same limits, interleaved round by round, within a
 - **Warm-up discarded.** The first ``warmup_rounds`` rounds are run and kept in the record, never
   compared. An arm whose first run says ``unsupported`` (a variant this image cannot run) is
   reported as such and run no more.
+- **Rounds until the answer is known.** With ``decided`` (the stage's question: is every gated
+  comparison decided?), measuring goes on past ``rounds``, look after look
+  (``bootstrap.looks``), up to ``max_rounds``, and stops at the first look that answers yes.
 - **A budget.** The stage has ``budget_seconds``: no run may go past it (a run still going then
   is killed); a round that would not fit (the longest round so far, with a margin of
   ``FIT_MARGIN``) is not started, and a round the deadline cuts short is dropped whole: the
@@ -30,6 +33,7 @@ from ..errors import EvaluationFailed
 from ..guard.shown import shown
 from ..manifest.evaluation import MIN_ROUNDS, EvaluationSpec
 from ..progress import Sink
+from .bootstrap import looks
 from .bounded import Finished, Limits
 from .workload import Figures, read_line
 
@@ -84,6 +88,7 @@ class Measurement:
     limits: Limits
     seconds: float
     stopped_early: str | None = None  # why fewer rounds than asked were measured
+    looked: tuple[int, ...] = ()  # the rounds after which the comparisons were looked at
 
     def of(self, image: str, variant: str) -> ArmRuns | None:
         return next((a for a in self.arms if (a.arm.image, a.arm.variant) == (image, variant)), None)
@@ -98,50 +103,80 @@ def order(arms: list[Any], round_index: int) -> list[Any]:
 
 
 def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limits, *, on_line: Sink,
-            clock: Callable[[], float] = time.monotonic,
-            required: Arm | None = None) -> Measurement:  # fmt: skip
-    """Run ``arms`` interleaved: ``spec.warmup_rounds`` then up to ``spec.rounds`` rounds, within
+            clock: Callable[[], float] = time.monotonic, required: Arm | None = None,
+            decided: Callable[[Measurement], bool] | None = None) -> Measurement:  # fmt: skip
+    """Run ``arms`` interleaved: ``spec.warmup_rounds`` then ``spec.rounds`` rounds (with
+    ``decided``: look after look up to ``spec.max_rounds``, until it says yes), within
     ``spec.budget_seconds``. ``required``: the arm without which nothing is measured (this
     image's plain workload): if it says it cannot run, the evaluation cannot be made."""
-    started = clock()
-    deadline = started + spec.budget_seconds
-    results = [ArmRuns(arm=a) for a in arms]
-    total = spec.warmup_rounds + spec.rounds
-    longest = 0.0
-    stopped = None
-    done = 0
+    rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms], clock)
+    schedule = looks(spec.rounds, spec.max_rounds) if decided is not None else (spec.rounds,)
+    total = spec.warmup_rounds + schedule[-1]
     for index in range(total):
-        active = [r for r in results if r.unsupported is None]
-        if not active:
+        if not rounds.next(index, total, on_line, required):
             break
-        if index > 0 and clock() + longest * FIT_MARGIN > deadline:
-            room = max(done - spec.warmup_rounds, 0)
-            stopped = f"the budget of {spec.budget_seconds} s left room for {room} of {spec.rounds} rounds"
-            break
-        round_started = clock()
-        if not _one_round(runner, order(active, index), spec, limits, deadline=deadline, clock=clock,
-                          enough=done - spec.warmup_rounds >= MIN_ROUNDS):  # fmt: skip
-            room = done - spec.warmup_rounds
-            stopped = (
-                f"the budget of {spec.budget_seconds} s ran out during round {room + 1} of {spec.rounds}: "
-                f"it was dropped, the {room} rounds before it are compared"
-            )
-            break
-        _required_ran(results, required)
-        longest = max(longest, clock() - round_started)
-        done = index + 1
-        kind = "warm-up round" if index < spec.warmup_rounds else "round"
-        on_line(f"    {kind} {index + 1}/{total}: {len(active)} arms in {clock() - round_started:.1f} s")
-    measured = max(done - spec.warmup_rounds, 0)
-    if measured < MIN_ROUNDS and any(r.unsupported is None for r in results):
-        why = stopped or f"{measured} rounds were measured"
+        if decided is not None and rounds.measured in schedule:
+            rounds.looked.append(rounds.measured)
+            if decided(rounds.so_far()):
+                break
+    measured = rounds.measured
+    if measured < MIN_ROUNDS and any(r.unsupported is None for r in rounds.results):
+        why = rounds.stopped or f"{measured} rounds were measured"
         msg = (
             f"the evaluation measured {measured} rounds ({why}); at least {MIN_ROUNDS} are needed: raise "
             "evaluation.budget_seconds or make the workload shorter (its command's steps)"
         )
         raise EvaluationFailed(msg)
-    return Measurement(arms=tuple(results), rounds=measured, warmup_rounds=spec.warmup_rounds, limits=limits,
-                       seconds=round(clock() - started, 3), stopped_early=stopped)  # fmt: skip
+    if decided is not None and rounds.looked[-1:] != [measured]:
+        rounds.looked.append(measured)  # the budget ended it between looks: a last look, at what was measured
+    return rounds.so_far()
+
+
+class _Rounds:
+    """The rounds of one ``measure``: what each arm gave, and why measuring stopped early."""
+
+    def __init__(self, runner: Runner, spec: EvaluationSpec, limits: Limits, results: list[ArmRuns],
+                 clock: Callable[[], float]) -> None:  # fmt: skip
+        self.runner, self.spec, self.limits, self.results, self.clock = runner, spec, limits, results, clock
+        self.started = clock()
+        self.deadline = self.started + spec.budget_seconds
+        self.longest = 0.0
+        self.done = 0  # rounds done, the warm-up ones among them
+        self.stopped: str | None = None
+        self.looked: list[int] = []
+
+    @property
+    def measured(self) -> int:
+        return max(self.done - self.spec.warmup_rounds, 0)
+
+    def so_far(self) -> Measurement:
+        return Measurement(arms=tuple(self.results), rounds=self.measured,
+                           warmup_rounds=self.spec.warmup_rounds, limits=self.limits,
+                           seconds=round(self.clock() - self.started, 3), stopped_early=self.stopped,
+                           looked=tuple(self.looked))  # fmt: skip
+
+    def next(self, index: int, total: int, on_line: Sink, required: Arm | None) -> bool:
+        """Round ``index`` of ``total``; False when there is none to run (every arm unsupported)
+        or the budget has no room for it (``stopped`` says so)."""
+        active = [r for r in self.results if r.unsupported is None]
+        if not active:
+            return False
+        budget, asked = self.spec.budget_seconds, total - self.spec.warmup_rounds
+        if index > 0 and self.clock() + self.longest * FIT_MARGIN > self.deadline:
+            self.stopped = f"the budget of {budget} s left room for {self.measured} of {asked} rounds"
+            return False
+        began = self.clock()
+        if not _one_round(self.runner, order(active, index), self.spec, self.limits, deadline=self.deadline,
+                          clock=self.clock, enough=self.measured >= MIN_ROUNDS):  # fmt: skip
+            self.stopped = (f"the budget of {budget} s ran out during round {self.measured + 1} of {asked}: "
+                            f"it was dropped, the {self.measured} rounds before it are compared")  # fmt: skip
+            return False
+        _required_ran(self.results, required)
+        self.longest = max(self.longest, self.clock() - began)
+        self.done = index + 1
+        kind = "warm-up round" if index < self.spec.warmup_rounds else "round"
+        on_line(f"    {kind} {index + 1}/{total}: {len(active)} arms in {self.clock() - began:.1f} s")
+        return True
 
 
 def _required_ran(results: list[ArmRuns], required: Arm | None) -> None:

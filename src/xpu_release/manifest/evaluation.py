@@ -21,8 +21,11 @@ AGAINST = ("base", "previous")  # the image's base; the release this one extends
 # medians) holds the true ratio about as often as it says (simulated: ~75 % at 3 rounds, ~87 %
 # at 4, ~93 % at 5 and more), and the most one evaluation may take.
 MIN_ROUNDS, MAX_ROUNDS = 5, 50
+# Rounds are added, look after look, while a gated comparison is undecided, up to ``max_rounds``
+# (default: this many, or ``rounds`` if more); what an undecided one does at the end, ``undecided``.
+DEFAULT_MAX_ROUNDS = 20
 DEFAULTS = {"against": AGAINST, "threshold_percent": 10, "rounds": 5, "warmup_rounds": 1,
-            "budget_seconds": 600, "cpus": 2, "memory_mb": 2048}  # fmt: skip
+            "budget_seconds": 600, "cpus": 2, "memory_mb": 2048, "undecided": "pass"}  # fmt: skip
 
 ARGUMENT = Str(
     pattern=r"[A-Za-z0-9_./:=+,@%\-]+",
@@ -85,7 +88,20 @@ EVALUATION = Nullable(
             ),
             "variants": List(item=VARIANT, max_items=8, description="Each optimisation, switched on alone."),
             "rounds": Int(
-                minimum=MIN_ROUNDS, maximum=MAX_ROUNDS, description="Measured rounds, 5 to 50 (default 5)."
+                minimum=MIN_ROUNDS,
+                maximum=MAX_ROUNDS,
+                description="Measured rounds before the first look at the comparisons, 5 to 50 (default 5).",
+            ),
+            "max_rounds": Int(
+                minimum=MIN_ROUNDS,
+                maximum=MAX_ROUNDS,
+                description="Rounds the evaluation may go on to, look after look, while a gated comparison "
+                "is undecided and the budget allows (default 20, at least `rounds`).",
+            ),
+            "undecided": Enum(
+                choices=("pass", "fail"),
+                description="What a gated comparison still undecided at the end does: `pass` (said in bold "
+                "in the notes and the record) or `fail` (stops the release, exit 17). Default: pass.",
             ),
             "warmup_rounds": Int(
                 minimum=0, maximum=5, description="Rounds run first, not measured (default 1)."
@@ -129,7 +145,9 @@ class EvaluationSpec:
     threshold_percent: int
     against: tuple[str, ...]
     variants: tuple[Variant, ...]  # the declared ones; the plain workload is always run too
-    rounds: int
+    rounds: int  # before the first look
+    max_rounds: int  # the most, look after look
+    undecided: str  # "pass" or "fail": what a gated comparison undecided at the end does
     warmup_rounds: int
     budget_seconds: int
     cpus: int
@@ -157,6 +175,8 @@ class EvaluationSpec:
                 Variant(name=v["name"], env=tuple(v["env"].items())) for v in d.get("variants") or ()
             ),
             rounds=int(get["rounds"]),
+            max_rounds=int(d.get("max_rounds") or max(DEFAULT_MAX_ROUNDS, int(get["rounds"]))),
+            undecided=str(get["undecided"]),
             warmup_rounds=int(get["warmup_rounds"]),
             budget_seconds=int(get["budget_seconds"]),
             cpus=int(get["cpus"]),
@@ -177,6 +197,13 @@ def each_variant_is_named_once(data: dict[str, Any], c: Checker) -> None:
         if variant["name"] in seen:
             c.fail(("evaluation", "variants", i, "name"), f"{variant['name']!r} is named twice")
         seen.add(variant["name"])
+
+
+def no_fewer_rounds_at_most_than_at_first(data: dict[str, Any], c: Checker) -> None:
+    ev = data.get("evaluation") or {}
+    first, most = ev.get("rounds") or DEFAULTS["rounds"], ev.get("max_rounds")
+    if most is not None and most < first:
+        c.fail(("evaluation", "max_rounds"), f"is {most}, fewer than rounds ({first}); give at least {first}")
 
 
 def a_command_to_run(data: dict[str, Any], c: Checker) -> None:
@@ -206,4 +233,5 @@ def an_accepted_regression_is_one_the_evaluation_can_find(data: dict[str, Any], 
             c.fail(("evaluation", "accepted", i, "against"), said)
 
 
-RULES = (each_variant_is_named_once, a_command_to_run, an_accepted_regression_is_one_the_evaluation_can_find)
+RULES = (each_variant_is_named_once, a_command_to_run, an_accepted_regression_is_one_the_evaluation_can_find,
+         no_fewer_rounds_at_most_than_at_first)  # fmt: skip

@@ -22,13 +22,16 @@ LABELS: dict[str, dict[str, str]] = {
         "against": "The image against its base and the previous release",
         "contribution": "Each optimisation's contribution", "variant": "Variant", "median": "median",
         "vs": "against {ref}", "plain": "plain (no optimisation)", "vs_plain": "against plain",
-        "regression": "regression", "undecided": "undecided", "within": "within the threshold",
+        "regression": "regression", "undecided": "undecided", "within": "within the threshold both ways",
+        "no regression": "no regression shown",
+        "undecided_passed": "Undecided, passed by the manifest's `evaluation.undecided: pass`",
         "improvement": "improvement", "accepted": "accepted regression", "skipped": "Not evaluated",
         "method": "Measured with `{command}`: {rounds} rounds per image and variant ({warmup} warm-up "
                   "discarded), interleaved, in containers with CPU set {cpuset} and {memory} MB; each "
-                  "figure is the ratio of medians of {metric} ({better} is better) with its {confidence} % "
-                  "bootstrap interval. A regression is worse by more than {threshold} % over its whole "
-                  "interval.",
+                  "figure is the median of the rounds' ratios of {metric} ({better} is better) with its "
+                  "{confidence} % bootstrap interval (rounds were added, look after look, until each "
+                  "comparison was decided: {looks}). A regression is worse by more than {threshold} % over "
+                  "its whole interval.",
         "higher": "higher", "lower": "lower", "rounds_needed": "about {n} rounds would decide it",
         "not_compared": "Not compared with any other image",
     },
@@ -36,12 +39,14 @@ LABELS: dict[str, dict[str, str]] = {
         "title": "E2E性能收益评估", "against": "镜像对比基础镜像&迭代评估",
         "contribution": "核心组件E2E性能贡献分析", "variant": "对比项", "median": "中位数",
         "vs": "对比{ref}", "plain": "plain（不开启任何优化）", "vs_plain": "对比plain",
-        "regression": "性能回退", "undecided": "无法判定", "within": "在阈值之内",
+        "regression": "性能回退", "undecided": "无法判定", "within": "双向均在阈值之内",
+        "no regression": "未见性能回退",
+        "undecided_passed": "无法判定，按清单的`evaluation.undecided: pass`放行",
         "improvement": "性能提升", "accepted": "已接受的性能回退", "skipped": "未评估",
         "method": "使用`{command}`测量：每个镜像与对比项各{rounds}轮（另有{warmup}轮预热，不计入），"
                   "交替运行，容器使用CPU集合{cpuset}与{memory} MB内存；每个数值为{metric}（越{better}"
-                  "越好）中位数之比及其{confidence}% bootstrap置信区间。整个区间超出{threshold}%才判定为"
-                  "性能回退。",
+                  "越好）中位数之比及其{confidence}% bootstrap置信区间（逐次增加轮数直至每项对比可判定："
+                  "{looks}）。整个区间超出{threshold}%才判定为性能回退。",
         "higher": "高", "lower": "低", "rounds_needed": "约需{n}轮才能判定",
         "not_compared": "未与任何其他镜像对比",
     },
@@ -55,6 +60,7 @@ class Section:
 
     skipped: str | None
     not_compared: str | None  # why nothing was compared with another image (None: something was)
+    undecided: str | None  # why a release passed with comparisons undecided (None: none was)
     method: str
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
@@ -82,8 +88,8 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
         return None
     t = LABELS[lang]
     if ev.get("status") == "skipped":
-        return Section(skipped=shown_cell(ev.get("reason")), not_compared=None, method="", header=(), rows=(),
-                       contributions=(), accepted=())  # fmt: skip
+        return Section(skipped=shown_cell(ev.get("reason")), not_compared=None, undecided=None, method="",
+                       header=(), rows=(), contributions=(), accepted=())  # fmt: skip
     comparisons = [c for c in ev.get("comparisons") or () if isinstance(c, dict)]
     gated = [c for c in comparisons if c.get("against") != "plain"]
     refs = list(dict.fromkeys(str(c["against_ref"]) for c in gated))
@@ -110,7 +116,8 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
         command=" ".join(ev.get("command") or ()), rounds=ev.get("rounds"), warmup=ev.get("warmup_rounds"),
         cpuset=ev.get("cpuset"), memory=ev.get("memory_mb"), metric=metric,
         better=t.get(str(ev.get("better")), ""), threshold=ev.get("threshold_percent"),
-        confidence=round(100 * float((ev.get("method") or {}).get("confidence") or 0.95)),
+        confidence=_percent((ev.get("method") or {}).get("confidence")),
+        looks=", ".join(str(n) for n in ev.get("looked") or ()) or str(ev.get("rounds")),
     )  # fmt: skip
     # Every cell and line below may quote outside words (a workload's reason, an engine's or a
     # registry's answer, a record edited by hand): shown escaped for Markdown, one line each.
@@ -125,8 +132,16 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
                      f"{': ' if lang == 'en' else '：'}{shown_cell(c['accepted'])}"
                      for c in gated if c.get("accepted"))  # fmt: skip
     not_compared = shown_cell(ev.get("reason")) if ev.get("status") == NOT_COMPARED else None
-    return Section(skipped=None, not_compared=not_compared, method=method, header=header, rows=tuple(rows),
-                   contributions=contributions, accepted=accepted)  # fmt: skip
+    open_ = ev.get("status") == "passed" and any(c.get("verdict") == "undecided" for c in gated)
+    undecided = f"**{t['undecided_passed']}**: {shown_cell(ev.get('reason'))}" if open_ else None
+    return Section(skipped=None, not_compared=not_compared, undecided=undecided, method=method, header=header,
+                   rows=tuple(rows), contributions=contributions, accepted=accepted)  # fmt: skip
+
+
+def _percent(confidence: object) -> str:
+    """A confidence as the notes say it: 95, 99, 99.5."""
+    value = float(confidence) if isinstance(confidence, int | float) else 0.95
+    return f"{100 * value:.1f}".rstrip("0").rstrip(".")
 
 
 def _evaluated(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:

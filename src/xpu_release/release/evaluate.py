@@ -25,8 +25,8 @@ from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
 from ..image.engine import ImageInfo
-from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, entry
-from ..image.experiment import Arm, Runner, measure
+from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, decided, entry
+from ..image.experiment import Arm, Measurement, Runner, measure
 from ..image.lock import Lock
 from ..image.workload import carried
 from ..labels import WORKLOAD_LABEL_PREFIX
@@ -177,16 +177,21 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
              for r in measured_refs for n, e in variants]  # fmt: skip
     runner = runner or Containers(engine.client)
     limits = limits_for(ev, runner)
-    on_line(f"evaluating {spec.ref}: {len(arms)} arms, {ev.warmup_rounds}+{ev.rounds} rounds, CPU set "
-            f"{limits.cpuset}, {limits.memory_mb} MB, budget {ev.budget_seconds} s")  # fmt: skip
-    measured = measure(runner, arms, ev, limits, on_line=on_line, required=arms[0])
+    on_line(f"evaluating {spec.ref}: {len(arms)} arms, {ev.warmup_rounds}+{ev.rounds} rounds (up to "
+            f"{ev.max_rounds} until decided), CPU set {limits.cpuset}, {limits.memory_mb} MB, budget "
+            f"{ev.budget_seconds} s")  # fmt: skip
+    measured = measure(runner, arms, ev, limits, on_line=on_line, required=arms[0],
+                       decided=lambda so_far: decided(compare(so_far, ev, refs)))  # fmt: skip
     comparisons = compare(measured, ev, refs)
     for c in comparisons:
         on_line(f"    {c.said(ev.metric, ev.threshold_percent)}")
     recorded = entry(measured, ev, refs, comparisons, this_ref=spec.ref, this_id=image_id)
     gated = [c for c in comparisons if c.judgement is not None and c.against != PLAIN]
     worst = min(gated, key=lambda c: _goodness(c, ev), default=None)
-    detail = f"{len(gated)} comparisons in {measured.rounds} rounds"
+    detail = f"{len(gated)} comparisons in {measured.rounds} rounds ({measured.seconds:.0f} s)"
+    open_ = [c for c in gated if c.undecided]
+    if open_:
+        detail += f"; {len(open_)} UNDECIDED ({_what_would_decide(open_, measured)})"
     if worst is not None and worst.judgement is not None:
         detail += f"; lowest {worst.variant} against {worst.against_ref}: {worst.judgement.ratio:.2f}x"
     accepted = sum(1 for c in comparisons if c.accepted)
@@ -195,6 +200,22 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     if recorded["status"] == NOT_COMPARED:
         detail = f"NOT COMPARED: {recorded['reason']}; {detail}"
     return Evaluated(entry=recorded, comparisons=comparisons, detail=detail)
+
+
+def _what_would_decide(undecided: list[Comparison], measured: Measurement) -> str:
+    """The widest interval of ``undecided``, and the rounds (and seconds, at this run's pace)
+    that would likely decide every one."""
+    judged = [c.judgement for c in undecided if c.judgement is not None]
+    widest = max(judged, key=lambda j: j.high - j.low)
+    spread = f"widest interval [{widest.low:.2f}, {widest.high:.2f}]"
+    needed = [j.rounds_needed for j in judged]
+    if any(n is None for n in needed):
+        return f"{spread}; more rounds than the manifest may take would be needed"
+    most = max(n for n in needed if n is not None)
+    per_round = measured.seconds / max(measured.rounds + measured.warmup_rounds, 1)
+    return (
+        f"{spread}; about {most} rounds, some {most * per_round + per_round:.0f} s of budget, would decide it"
+    )
 
 
 def _goodness(c: Comparison, ev: EvaluationSpec) -> float:
@@ -208,15 +229,17 @@ def gate_failure(spec: ImageSpec, evaluated: Evaluated) -> str:
     assert ev is not None
     lines = [f"the evaluation gate stops {spec.ref}: nothing is published"]
     for c in evaluated.stops:
-        lines.append(f"  {c.said(ev.metric, ev.threshold_percent)}; beyond the threshold of "
-                     f"{ev.threshold_percent} % over its whole interval")  # fmt: skip
-    first = next((c for c in evaluated.stops if acceptable(spec, c.against)), None)
+        why = (f"beyond the threshold of {ev.threshold_percent} % over its whole interval" if c.regression
+               else f"undecided, and {spec.manifest_path} says evaluation.undecided: fail (raise "
+               "evaluation.budget_seconds or max_rounds to decide it)")  # fmt: skip
+        lines.append(f"  {c.said(ev.metric, ev.threshold_percent)}; {why}")
+    first = next((c for c in evaluated.stops if c.regression and acceptable(spec, c.against)), None)
     if first is not None:
         lines.append(
             f"  to accept it knowingly, add to {spec.manifest_path}: evaluation.accepted: "
             f"[{{variant: {first.variant}, against: {first.against}, reason: <why>}}]"
         )
-    if any(not acceptable(spec, c.against) for c in evaluated.stops):
+    if any(c.regression and not acceptable(spec, c.against) for c in evaluated.stops):
         lines.append(
             f"  a regression against an image the manifest does not compare with (against: "
             f"{', '.join(ev.against) or 'none'}) cannot be accepted in it: evaluation.accepted names "
