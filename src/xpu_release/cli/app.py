@@ -178,6 +178,7 @@ CACHE_USERS = frozenset({"build", "test", "publish", "release", "build-release",
     default=answers.DEFAULT_SECONDS,
     show_default=True,
     metavar="SECONDS",
+    callback=lambda _ctx, _param, value: _a_number(value),
     help="Stop once registries have been asked this long in a row and none answered (each wait "
     "is told after 10 s).",
 )
@@ -219,6 +220,14 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, deadline: 
         # Held for the whole command: a prune never removes what this run uses.
         waiting = lambda: click.echo("waiting: a cache prune is running", err=True)  # noqa: E731
         state.cache_hold = ctx.with_resource(in_use(read.cache, waiting))
+
+
+def _a_number(seconds: float) -> float:
+    """A deadline Click's range let through that is no number (nan compares false both ways)."""
+    if seconds != seconds:
+        msg = "nan is no number of seconds"
+        raise click.BadParameter(msg, param_hint="'--deadline'")
+    return seconds
 
 
 def complete_refs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -380,7 +380,9 @@ def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
     wrong = [(ep, err) for ep, err, kind in found if kind == "protocol"]
     down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
     errors = {ep: err for ep, err, _ in found if err}
-    said = "".join(f"\n  {ep}: {err}" for ep, err in errors.items())
+    said = "".join(
+        f"\n  {err}" if err.startswith(f"{ep}") else f"\n  {ep}: {err}" for ep, err in errors.items()
+    )
     if refused:
         msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
         raise RegistryAuthError(msg)

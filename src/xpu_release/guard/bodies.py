@@ -70,7 +70,7 @@ class _Clock:
         now = time.monotonic()
         self.window_bytes += received
         if self.whole and now - self.start > self.pace.deadline:
-            msg = f"{self.what}: the answer did not arrive within {self.pace.deadline:g} s; stopped"
+            msg = f"{self.what}: the answer did not arrive within {self.pace.deadline:.0f} s; stopped"
             raise WireError(msg, temporary=True)
         elapsed = now - self.window_start
         if elapsed >= self.pace.window:

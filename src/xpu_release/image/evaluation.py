@@ -192,6 +192,7 @@ def entry(measured: Measurement, ev: EvaluationSpec, references: tuple[Reference
         "method": method(ev),
         "rounds": measured.rounds,
         "looked": list(measured.looked),
+        "starved": list(measured.starved),
         "undecided_policy": ev.undecided,
         "warmup_rounds": measured.warmup_rounds,
         "stopped_early": measured.stopped_early,

@@ -33,11 +33,15 @@ from ..errors import EvaluationFailed
 from ..guard.shown import shown
 from ..manifest.evaluation import MIN_ROUNDS, EvaluationSpec
 from ..progress import Sink
-from .bootstrap import looks
+from .bootstrap import looks, median
 from .bounded import Finished, Limits
 from .workload import Figures, read_line
 
 FIT_MARGIN = 1.25  # a round is started only if the longest round so far, times this, fits the budget
+# A round in which an arm measured this part of its own median, or less, was starved by the machine's
+# other work (a slowdown of the image itself slows every round): dropped and run again, at most
+# MAX_STARVED times an evaluation.
+STARVED, MAX_STARVED = 0.5, 3
 STDERR_LINES, STDERR_CHARS = 3, 200  # what a failure quotes of a workload's stderr
 
 
@@ -89,6 +93,7 @@ class Measurement:
     seconds: float
     stopped_early: str | None = None  # why fewer rounds than asked were measured
     looked: tuple[int, ...] = ()  # the rounds after which the comparisons were looked at
+    starved: tuple[str, ...] = ()  # the rounds dropped, each named with why
 
     def of(self, image: str, variant: str) -> ArmRuns | None:
         return next((a for a in self.arms if (a.arm.image, a.arm.variant) == (image, variant)), None)
@@ -112,13 +117,16 @@ def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limit
     rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms], clock)
     schedule = looks(spec.rounds, spec.max_rounds) if decided is not None else (spec.rounds,)
     total = spec.warmup_rounds + schedule[-1]
-    for index in range(total):
-        if not rounds.next(index, total, on_line, required):
+    index = 0
+    while rounds.measured < schedule[-1] and rounds.next(index, total, on_line, required):
+        index += 1
+        if rounds.measured not in schedule or rounds.drop_starved(on_line):
+            continue  # no look yet; or a starved round dropped: run another before looking
+        if decided is None:
             break
-        if decided is not None and rounds.measured in schedule:
-            rounds.looked.append(rounds.measured)
-            if decided(rounds.so_far()):
-                break
+        rounds.looked.append(rounds.measured)
+        if decided(rounds.so_far()):
+            break
     measured = rounds.measured
     if measured < MIN_ROUNDS and any(r.unsupported is None for r in rounds.results):
         why = rounds.stopped or f"{measured} rounds were measured"
@@ -144,6 +152,7 @@ class _Rounds:
         self.done = 0  # rounds done, the warm-up ones among them
         self.stopped: str | None = None
         self.looked: list[int] = []
+        self.starved: list[str] = []  # each round dropped because an arm in it was starved
 
     @property
     def measured(self) -> int:
@@ -153,7 +162,7 @@ class _Rounds:
         return Measurement(arms=tuple(self.results), rounds=self.measured,
                            warmup_rounds=self.spec.warmup_rounds, limits=self.limits,
                            seconds=round(self.clock() - self.started, 3), stopped_early=self.stopped,
-                           looked=tuple(self.looked))  # fmt: skip
+                           looked=tuple(self.looked), starved=tuple(self.starved))  # fmt: skip
 
     def next(self, index: int, total: int, on_line: Sink, required: Arm | None) -> bool:
         """Round ``index`` of ``total``; False when there is none to run (every arm unsupported)
@@ -173,10 +182,38 @@ class _Rounds:
             return False
         _required_ran(self.results, required)
         self.longest = max(self.longest, self.clock() - began)
-        self.done = index + 1
+        self.done += 1
         kind = "warm-up round" if index < self.spec.warmup_rounds else "round"
-        on_line(f"    {kind} {index + 1}/{total}: {len(active)} arms in {self.clock() - began:.1f} s")
+        on_line(f"    {kind} {self.done}/{total}: {len(active)} arms in {self.clock() - began:.1f} s")
         return True
+
+    def drop_starved(self, on_line: Sink) -> bool:
+        """Drop the measured rounds in which an arm was starved (its figure a ``STARVED`` part of
+        its own median, or worse: the machine's other work took its CPU, the arm did not get
+        slower), naming each; at most ``MAX_STARVED`` in all. Whether one was dropped."""
+        warmup, metric, higher = self.spec.warmup_rounds, self.spec.metric, self.spec.better == "higher"
+        dropped = False
+        for k in reversed(range(self.measured)):
+            if len(self.starved) >= MAX_STARVED:
+                break
+            for r in self.results:
+                figures = r.figures(metric, warmup)
+                if len(figures) < MIN_ROUNDS or k >= len(figures):
+                    continue
+                mid, got = median(figures), figures[k]
+                part = got / mid if higher else mid / got
+                if part <= STARVED:
+                    said = (f"round {k + 1}: {r.arm.label} measured {metric} {got:.4g}, {part:.2f} of its "
+                            f"median {mid:.4g} (starved by the machine's other work): dropped and run "
+                            "again")  # fmt: skip
+                    self.starved.append(said)
+                    on_line(f"    {said}")
+                    for each in self.results:
+                        del each.runs[warmup + k : warmup + k + 1], each.seconds[warmup + k : warmup + k + 1]
+                    self.done -= 1
+                    dropped = True
+                    break
+        return dropped
 
 
 def _required_ran(results: list[ArmRuns], required: Arm | None) -> None:

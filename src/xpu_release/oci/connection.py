@@ -130,6 +130,41 @@ def _shut(sock: Any) -> None:
             sock.close()
 
 
+def socket_of(resp: Any) -> Any:
+    """The socket an answer's body arrives on (None: not found, or the body was read)."""
+    fp = getattr(getattr(resp, "raw", None), "_fp", None)
+    return getattr(getattr(getattr(fp, "fp", None), "raw", None), "_sock", None)
+
+
+def read_within(resp: Any, seconds: float, read: Callable[[], Any], what: str) -> Any:
+    """``read()`` of ``resp``'s body, its socket shut at ``seconds``: a read blocked on a body
+    that never comes returns then (the pace's clock only runs when bytes arrive), as a
+    temporary WireError saying so."""
+    sock = socket_of(resp)
+    alarm = WATCHDOG.arm(max(seconds, 0.0), lambda: _shut(sock)) if sock is not None else None
+    try:
+        got = read()
+    except WireError:
+        if alarm is None or not alarm.disarm():
+            raise
+        got = None
+    fired = alarm.disarm() if alarm is not None else False
+    if fired:
+        msg = f"{what}: the answer did not arrive within {seconds:.0f} s; stopped"
+        raise WireError(msg, temporary=True)
+    return got
+
+
+_SENT = threading.local()  # when this thread's last request was sent whole (``sent_since``)
+
+
+def sent_since(began: float) -> float:
+    """When the request this thread began at ``began`` (``time.monotonic``) was sent whole, its
+    body too (``began`` if it was not): from then on, the client waits for its answer."""
+    at = getattr(_SENT, "at", None)
+    return at if at is not None and at >= began else began
+
+
 class _HeadersDeadline:
     """A connection whose answer's status line and headers must arrive within its read timeout
     (``timeout``, which urllib3 sets just before it waits for them), however they trickle."""
@@ -138,6 +173,7 @@ class _HeadersDeadline:
     timeout: Any
 
     def getresponse(self) -> Any:
+        _SENT.at = time.monotonic()  # the request is sent whole: what follows is waiting
         deadline, sock = self.timeout, self.sock
         if not isinstance(deadline, int | float) or sock is None:
             return super().getresponse()  # type: ignore[misc]

@@ -17,6 +17,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
 import requests
 
@@ -27,9 +28,19 @@ from ..guard.reading import ascii_int, parse_json
 from ..guard.shown import shown
 from ..progress import Sink
 from .auth import Challenge, anonymous_realm, check_login_goes, no_login, token_of
-from .connection import WATCHDOG, Failed, Failure, checked_ca_file, failure, followed, session
+from .connection import (
+    WATCHDOG,
+    Failed,
+    Failure,
+    checked_ca_file,
+    failure,
+    followed,
+    read_within,
+    sent_since,
+    session,
+)
 from .credentials import Credentials
-from .deadline import NO_DEADLINE, Deadline
+from .deadline import NO_DEADLINE, Deadline, Expired
 from .endpoint import Endpoint, Origin
 
 RETRYABLE = {429, 500, 502, 503, 504}
@@ -149,15 +160,16 @@ class Transport:
 
     def _exchange(self, method: str, url: str, headers: dict[str, str], data: Any,
                   params: dict[str, str] | None) -> requests.Response:  # fmt: skip
-        """One request on the wire, within what is left of the command's deadline; a long wait
-        is told (``Deadline.notice``). A failure is charged to the deadline (``Deadline.failed``);
-        an answer is not yet credited: its body may still fail (``Transport.request``)."""
+        """One request on the wire, within what the command's deadline leaves; a long wait told.
+        A failure is charged to the deadline from when its answer was waited for (``sent_since``);
+        an answer, once its body is read (``preload_within``: the response says ``waited_from``)."""
         self.stats["requests"] += 1
-        what = f"{self.endpoint.name}: {method} {shown(url, 120)}"
+        what = f"{self.endpoint.name}: {method} {bare(url)}"
         timeout = self.deadline.timeout(self.retry.timeout, what)
         began = time.monotonic()
         told = self.deadline
-        alarm = WATCHDOG.arm(told.notice, lambda: told.say(told.waiting(what, timeout)))
+        sending = data is not None and not isinstance(data, bytes)  # an upload: its meter tells it
+        alarm = WATCHDOG.arm(told.notice, lambda: None if sending else told.say(told.waiting(what, timeout)))
         try:
             resp = self.session.request(
                 method, url, params=params, headers=headers, data=data, verify=self.verify,
@@ -168,16 +180,16 @@ class Transport:
             raise TLSVerifyFailed(msg) from None
         except requests.RequestException as exc:
             said = failure(exc)
-            self.deadline.failed(began, said.why, down=said.unanswered)
+            self.deadline.failed(_wait_began(began, timeout), said.why, down=said.unanswered)
             raise Failed(said) from None
         except ValueError as exc:  # a URL the HTTP client cannot send to, past our checks
             why = f"the URL cannot be used ({shown(str(exc), 80)})"
             raise Failed(Failure(why, temporary=False)) from None
         finally:
             alarm.disarm()
-        resp.began = began  # type: ignore[attr-defined]  # when its attempt began (``request``)
+        resp.waited_from = sent_since(began)  # type: ignore[attr-defined]
         if resp.status_code in RETRYABLE:
-            self.deadline.failed(began, f"{resp.status_code}", down=True)
+            self.deadline.failed(waited_from(resp), f"{resp.status_code}", down=True)
         return resp
 
     # --- with retries and authentication ---------------------------------------------------------
@@ -206,10 +218,18 @@ class Transport:
             try:
                 resp = self.send(method, url, headers=headers or {}, data=data, scope=scope)
                 if resp.status_code in ok or resp.status_code == 404:
-                    if not stream:
+                    if stream:
+                        self.deadline.answered(waited_from(resp))
+                    else:
                         preload_within(self.deadline, resp, what, limit, self.retry.pace)
-                    self.deadline.answered()
                     return resp
+                text = preview(resp, self.retry.pace)
+                if resp.status_code == 401 and not authed_once:
+                    authed_once = True
+                    if authenticate(self, resp, scope):
+                        continue
+            except Expired:
+                raise
             except Failed as exc:
                 said = exc.failure
                 if not said.temporary:
@@ -221,17 +241,12 @@ class Transport:
                 self.backoff(attempt, None, said.why)
                 attempt += 1
                 continue
-            except WireError as exc:  # a body too slow (preload): another attempt may do
+            except WireError as exc:  # a body too slow, a token service down: another attempt may do
                 if not exc.temporary or attempt + 1 >= self.retry.attempts:
                     raise
                 self.backoff(attempt, None, exc.message)
-                attempt += 1
+                attempt, authed_once = attempt + 1, False
                 continue
-            text = preview(resp, self.retry.pace)
-            if resp.status_code == 401 and not authed_once:
-                authed_once = True
-                if authenticate(self, resp, scope):
-                    continue
             if resp.status_code in (401, 403):
                 code = resp.status_code
                 msg = f"{self.endpoint.name} ({self.endpoint.host}) refused {method} {path} ({code})"
@@ -245,7 +260,8 @@ class Transport:
             raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
 
     def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
-        what = f"{self.endpoint.name}: {why}"
+        name = self.endpoint.name
+        what = why if why.startswith(f"{name}:") else f"{name}: {why}"
         delay = self.deadline.pause(self.retry.delay(attempt, retry_after), what)
         self.stats["retries"] += 1
         self.on_retry(f"{self.endpoint.name}: {why}, retrying in {delay:.1f} s")
@@ -276,50 +292,80 @@ class Transport:
             raise RegistryAuthError(msg)
         if resp.status_code in RETRYABLE:
             raise BrokenUpload(str(resp.status_code))
-        self.deadline.answered()
+        self.deadline.answered(waited_from(resp))
         return resp
 
 
 # --- bodies: read here, bounded (guard.bodies) ---------------------------------------------------
 
 
-def preload(resp: requests.Response, what: str, limit: int, pace: Pace | None) -> None:
-    """Read an answer's body now, bounded: ``resp.content`` then holds it (a 404's body, which
-    no caller reads, only up to a short preview)."""
-    if resp.status_code == 404 or resp.request.method == "HEAD":
-        body = _preview_bytes(resp, pace)
-    else:
-        body = read_body(resp, what=what, limit=limit, pace=pace)
-    resp._content = body  # what requests itself does once it has read a body
+def _wait_began(began: float, timeout: float) -> float:
+    """When the wait of a request begun at ``began`` that failed began: once it was sent whole,
+    or, for one whose sending stalled, its last ``timeout``."""
+    sent = sent_since(began)
+    return sent if sent > began else max(began, time.monotonic() - timeout)
+
+
+def waited_from(resp: requests.Response) -> float:
+    """When the client began to wait for ``resp`` (``Transport._exchange``)."""
+    return float(getattr(resp, "waited_from", time.monotonic()))
+
+
+def bare(url: str) -> str:
+    """``url`` as a message may show it: no query (a presigned URL's signature), no login."""
+    parts = urlsplit(url)
+    return shown(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}", 120)
 
 
 def preload_within(
     deadline: Deadline, resp: requests.Response, what: str, limit: int, pace: Pace | None
 ) -> None:
-    """``preload``, done within what is left of the command's deadline; a body too slow (or
-    that broke) is charged to it."""
+    """Read an answer's body now, bounded (``resp.content`` then holds it; a 404's, which no
+    caller reads, only up to a short preview), within what the command's deadline leaves of the
+    wait that began when the request was sent. A body read whole credits the answer; one too
+    slow, or that broke, is charged."""
+    waited = waited_from(resp)
     pace = pace or bodies.DEFAULT_PACE
-    try:
-        preload(resp, what, limit, replace(pace, deadline=min(pace.deadline, max(deadline.left(), 0.0))))
-    except WireError as exc:
-        if exc.temporary:
-            deadline.failed(getattr(resp, "began", time.monotonic()), exc.message, down=False)
-        raise
+    seconds = min(pace.deadline, max(deadline.left(since=waited), 0.0))
+    pace = replace(pace, deadline=seconds)
+    if resp.status_code == 404 or resp.request.method == "HEAD":
+        try:
+            body, whole = read_within(resp, seconds, lambda: _preview(resp, pace), what)
+        except WireError:
+            body, whole = b"", False
+    else:
+        try:
+            whole_body = lambda: read_body(resp, what=what, limit=limit, pace=pace)  # noqa: E731
+            body, whole = read_within(resp, seconds, whole_body, what), True
+        except WireError as exc:
+            if exc.temporary:
+                deadline.failed(waited, exc.message, down=False)
+            raise
+    resp._content = body  # what requests itself does once it has read a body
+    if whole:
+        deadline.answered(waited)
+    else:
+        deadline.failed(waited, f"{what}: the answer's body did not arrive", down=False)
 
 
-def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
-    """At most ``MAX_ERROR_BODY_BYTES`` of a body no caller uses but in a message."""
+def _preview(resp: requests.Response, pace: Pace | None) -> tuple[bytes, bool]:
+    """At most ``MAX_ERROR_BODY_BYTES`` of a body no caller uses but in a message, and whether
+    it came whole (or was longer than a message needs), rather than too slowly or broken."""
     out = bytearray()
     try:
         for block in chunks(
             resp, what="", limit=limits.MAX_ERROR_BODY_BYTES, pace=pace, chunk=1 << 16, whole=True
         ):
             out += block
-    except WireError:
-        pass  # longer or slower than a message needs: what arrived is enough
+    except WireError as exc:
+        return bytes(out), not exc.temporary  # what arrived is enough for a message
     finally:
         resp.close()
-    return bytes(out)
+    return bytes(out), True
+
+
+def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
+    return _preview(resp, pace)[0]
 
 
 def preview(resp: requests.Response, pace: Pace | None) -> str:
@@ -350,8 +396,9 @@ def authenticate(t: Transport, resp: requests.Response, scope: str) -> bool:
 
 
 def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:
-    """A bearer token from ``realm``'s token service (its answer bounded like any other),
-    asked with our login where there is one (``Transport.authenticate`` checked the realm)."""
+    """A bearer token from ``realm``'s token service (its answer bounded like any other, within
+    the command's deadline), asked with our login where there is one (``authenticate`` checked
+    the realm). A token service that is down is the registry down (``unanswered``)."""
     what = f"{t.endpoint.name}: the token service"
     login = (Origin.of(realm), t.credentials.basic) if t.credentials is not None else (None, "")
     try:
@@ -359,14 +406,15 @@ def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:
     except Failed as exc:
         said = exc.failure
         msg = f"{what} failed: {said.why}"
-        raise WireError(msg, temporary=said.temporary) from None
+        raise WireError(msg, temporary=said.temporary, unanswered=said.unanswered) from None
     if resp.status_code in (401, 403):
         resp.close()
         msg = f"{what} refused our credentials ({resp.status_code})"
         raise RegistryAuthError(msg)
     if resp.status_code != 200:
         resp.close()
+        down = resp.status_code in RETRYABLE
         msg = f"{what} answered {resp.status_code}"
-        raise WireError(msg, status=resp.status_code, temporary=resp.status_code in RETRYABLE)
-    body = read_body(resp, what=what, limit=limits.MAX_SMALL_ANSWER_BYTES, pace=t.retry.pace)
-    return token_of(parse_json(body, what=what, error=WireError), what)
+        raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
+    preload_within(t.deadline, resp, what, limits.MAX_SMALL_ANSWER_BYTES, t.retry.pace)
+    return token_of(parse_json(resp.content, what=what, error=WireError), what)

@@ -189,6 +189,8 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     gated = [c for c in comparisons if c.judgement is not None and c.against != PLAIN]
     worst = min(gated, key=lambda c: _goodness(c, ev), default=None)
     detail = f"{len(gated)} comparisons in {measured.rounds} rounds ({measured.seconds:.0f} s)"
+    if measured.starved:
+        detail += f"; {len(measured.starved)} starved round(s) run again"
     open_ = [c for c in gated if c.undecided]
     if open_:
         detail += f"; {len(open_)} UNDECIDED ({_what_would_decide(open_, measured)})"

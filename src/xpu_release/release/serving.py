@@ -8,6 +8,7 @@ answer is reported as such, never as a tag), and ``find_published`` (build avoid
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +24,7 @@ from ..oci.model import parse_config
 from ..oci.registry import RegistryClient
 from ..oci.store import remember_config
 from ..progress import Sink
-from .plan import floating_tags
+from .plan import Target, floating_tags
 from .pool import EndpointPool
 from .record import ReleaseRecord
 
@@ -118,38 +119,44 @@ def _document_states(
 
 
 def status(pool: EndpointPool, record: ReleaseRecord | None) -> list[StatusRow]:
-    """What each endpoint serves now for the version and floating tags, against the record."""
+    """What each endpoint serves now for the version and floating tags, against the record;
+    every endpoint asked at once, so one that does not answer is a row of the answer, not a wait
+    before the others (the command's deadline ends its wait alone)."""
+    targets = pool.plan.targets
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(targets)))) as ex:
+        found = list(ex.map(lambda t: _rows_of(pool, t, record), targets))
+    return [row for rows in found for row in rows]
+
+
+def _rows_of(pool: EndpointPool, t: Target, record: ReleaseRecord | None) -> list[StatusRow]:
+    """``status``'s rows of one endpoint."""
     spec = pool.spec
-    rows: list[StatusRow] = []
     expected = record.digest if record else None
-    for t in pool.plan.targets:
-        client = pool.client(t.endpoint)
-        for tag, ref in (
-            (spec.version, t.version_ref),
-            *zip(floating_tags(spec), t.floating_refs, strict=True),
-        ):
-            try:
-                served = client.head_manifest(pool.repo(t.endpoint), tag)
-                attached: tuple[str, ...] = ()
-                documents: tuple[tuple[str, DocState], ...] = ()
-                withdrawn: tuple[Notice, ...] = ()
-                platforms: tuple[PlatformState, ...] = ()
-                if served is not None and tag == spec.version:
-                    found = list_referrers(client, pool.repo(t.endpoint), served)
-                    documents = _document_states(client, pool.repo(t.endpoint), found,
-                                                 record.attachments if record else None)  # fmt: skip
-                    attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
-                    withdrawn = in_force(notices_in(client, pool.repo(t.endpoint), found))
-                    if spec.platformed:
-                        platforms = _platform_states(client, pool.repo(t.endpoint), served, pool, record)
-            except ReleaseError as exc:
-                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
-                                error=exc.message, error_kind=_kind(exc))  # fmt: skip
-            else:
-                row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
-                                attached=attached, documents=documents, platforms=platforms,
-                                withdrawn=withdrawn[0] if withdrawn else None)  # fmt: skip
-            rows.append(row)
+    client = pool.client(t.endpoint)
+    rows: list[StatusRow] = []
+    for tag, ref in ((spec.version, t.version_ref), *zip(floating_tags(spec), t.floating_refs, strict=True)):
+        try:
+            served = client.head_manifest(pool.repo(t.endpoint), tag)
+            attached: tuple[str, ...] = ()
+            documents: tuple[tuple[str, DocState], ...] = ()
+            withdrawn: tuple[Notice, ...] = ()
+            platforms: tuple[PlatformState, ...] = ()
+            if served is not None and tag == spec.version:
+                found = list_referrers(client, pool.repo(t.endpoint), served)
+                documents = _document_states(client, pool.repo(t.endpoint), found,
+                                             record.attachments if record else None)  # fmt: skip
+                attached = tuple(k for k, state in documents if state in ("ok", "unsigned"))
+                withdrawn = in_force(notices_in(client, pool.repo(t.endpoint), found))
+                if spec.platformed:
+                    platforms = _platform_states(client, pool.repo(t.endpoint), served, pool, record)
+        except ReleaseError as exc:
+            row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=None, expected=expected,
+                            error=exc.message, error_kind=_kind(exc))  # fmt: skip
+        else:
+            row = StatusRow(endpoint=t.endpoint.name, ref=ref, tag=tag, serves=served, expected=expected,
+                            attached=attached, documents=documents, platforms=platforms,
+                            withdrawn=withdrawn[0] if withdrawn else None)  # fmt: skip
+        rows.append(row)
     return rows
 
 
@@ -183,19 +190,22 @@ class CatalogEntry:
 
 
 def catalog(pool: EndpointPool) -> list[CatalogEntry]:
-    out: list[CatalogEntry] = []
-    for t in pool.plan.targets:
-        client = pool.client(t.endpoint)
-        repo = pool.repo(t.endpoint)
-        try:
-            # The referrers tag schema's indexes are not release tags: `status` says what is attached.
-            names = sorted(t for t in client.tags(repo) if not is_referrers_tag(t))
-            tags = tuple((tag, client.head_manifest(repo, tag)) for tag in names)
-        except ReleaseError as exc:
-            out.append(CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc)))
-        else:
-            out.append(CatalogEntry(endpoint=t.endpoint.name, tags=tags))
-    return out
+    """Every tag of every endpoint, the endpoints asked at once (as ``status``)."""
+    targets = pool.plan.targets
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(targets)))) as ex:
+        return list(ex.map(lambda t: _catalog_of(pool, t), targets))
+
+
+def _catalog_of(pool: EndpointPool, t: Target) -> CatalogEntry:
+    client = pool.client(t.endpoint)
+    repo = pool.repo(t.endpoint)
+    try:
+        # The referrers tag schema's indexes are not release tags: `status` says what is attached.
+        names = sorted(tag for tag in client.tags(repo) if not is_referrers_tag(tag))
+        tags = tuple((tag, client.head_manifest(repo, tag)) for tag in names)
+    except ReleaseError as exc:
+        return CatalogEntry(endpoint=t.endpoint.name, error=exc.message, error_kind=_kind(exc))
+    return CatalogEntry(endpoint=t.endpoint.name, tags=tags)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,11 +5,10 @@ the process took is measured by the kernel (``wait4``'s peak resident size)."""
 from __future__ import annotations
 
 import os
-import resource
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,21 @@ without_an_engine(pytest.MonkeyPatch())
 from xpu_release.cli import main
 sys.argv = ["xpu-release", *sys.argv[1:]]
 main()
+"""
+
+
+# The child is started by a small launcher of its own, which waits for it and writes its peak to
+# the pipe whose end it is given: Linux keeps a process's peak resident size across exec, so a
+# child forked straight from this (large) test process would start its peak at this one's size.
+_LAUNCH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+os.write(int(sys.argv[1]), str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
 """
 
 
@@ -57,11 +71,24 @@ def run_cli(
     ):
         start = time.monotonic()
         command = ["-c", _NO_ENGINE] if no_engine else ["-m", "xpu_release"]
+        peak_r, peak_w = os.pipe()
         proc = subprocess.Popen(
-            [sys.executable, *command, "--root", str(root), *argv],
+            [
+                sys.executable,
+                "-c",
+                _LAUNCH,
+                str(peak_w),
+                sys.executable,
+                *command,
+                "--root",
+                str(root),
+                *argv,
+            ],
             stdout=out,
             stderr=err,
             stdin=given,
+            pass_fds=(peak_w,),
+            start_new_session=True,  # the launcher and the CLI: killed together at the deadline
             env={
                 **os.environ,
                 "NO_COLOR": "1",
@@ -69,16 +96,15 @@ def run_cli(
                 **(env or {}),
             },
         )
-        box: dict[str, tuple[int, int, resource.struct_rusage]] = {}
-        waiter = threading.Thread(target=lambda: box.update(done=os.wait4(proc.pid, 0)), daemon=True)
-        waiter.start()
-        waiter.join(deadline)
-        if waiter.is_alive():
-            proc.kill()
-            waiter.join(10)
+        os.close(peak_w)
+        try:
+            proc.wait(deadline)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
         seconds = time.monotonic() - start
-        _, status, usage = box["done"]
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
+        with os.fdopen(peak_r, "rb") as peak:
+            said = peak.read().decode() or "0"
         hung = seconds >= deadline
         out.seek(0)
         err.seek(0)
@@ -87,7 +113,7 @@ def run_cli(
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             seconds=seconds,
-            peak_mb=usage.ru_maxrss / 1024,
+            peak_mb=int(said) / 1024,
         )
 
 

@@ -62,7 +62,7 @@ def test_an_answer_starts_the_wait_again() -> None:
     d.failed(time.monotonic() - 8.0, "ReadTimeout", down=True)
     assert d.left() == pytest.approx(2.0, abs=0.5)
 
-    d.answered()
+    d.answered(time.monotonic())
 
     assert d.left() == 10.0
 

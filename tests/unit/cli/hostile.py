@@ -79,7 +79,7 @@ def a_users_error(result: Result, code: int | None = None) -> None:
     errors = result.stderr.splitlines()
     assert result.exit_code != 70, result.stderr[-2000:]
     assert result.exit_code in DOCUMENTED, (result.exit_code, result.stderr[:2000])
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.output, result.output[-3000:]
     assert "internal error" not in result.stderr
     assert len(errors) <= 25, result.stderr[:2000]
     assert all(len(line) <= 500 for line in errors), max(errors, key=len)[:300]

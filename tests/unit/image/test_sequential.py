@@ -145,3 +145,39 @@ def test_the_false_alarm_rate_of_every_look_together_stays_under_five_percent() 
                 break
 
     assert alarms / trials <= 0.05
+
+
+def _starved_at(run: int) -> Callable[[str, dict[str, str]], Finished]:
+    """Every run 1000 tokens/s (1 % noise) but the ``run``-th, starved to a tenth."""
+    counter = iter(range(10_000))
+    steady = noisy(0.01, seed=17)
+
+    def answer(image: str, env: dict[str, str]) -> Finished:
+        if next(counter) == run:
+            return Finished(exit_code=0, stdout=line(tokens_per_second=100.0), stderr="")
+        return steady(image, env)
+
+    return answer
+
+
+def test_a_round_in_which_an_arm_was_starved_is_named_and_run_again() -> None:
+    runner = FakeRunner(_starved_at(4))  # the warm-up is runs 0 and 1: run 4 is round 2's first arm
+
+    got, comparisons = evaluated(runner)
+
+    assert len(got.starved) == 1, got.starved
+    assert got.starved[0].startswith("round 2: ")
+    assert "0.10 of its median" in got.starved[0]
+    assert got.rounds == 5  # run again: five rounds, none starved
+    assert all(min(a.figures("tokens_per_second", 1)) > 900 for a in got.arms)
+    assert comparisons[0].judgement is not None
+    assert comparisons[0].judgement.verdict == Verdict.WITHIN
+
+
+def test_an_image_slower_in_every_round_is_not_starved_but_a_regression() -> None:
+    runner = FakeRunner(noisy(0.01, slower=2.5, seed=19))
+
+    got, comparisons = evaluated(runner)
+
+    assert got.starved == ()
+    assert comparisons[0].stops
