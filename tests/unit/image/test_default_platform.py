@@ -2,7 +2,9 @@
 resolved manifest's hash, its lock's pins hash, its Dockerfile, its lock file and its inputs
 digest (the image's identity label) are byte for byte what they were before platforms existed,
 and so is the config normalization makes of a build (the image id). The figures below were
-computed by the code of the commit before platforms (ac98566) on this very repository."""
+computed by the code of the commit before platforms (ac98566) on this very repository (its
+manifests, images, templates and carried workload as of xpu-bench 2, which changed the
+Dockerfiles, the inputs and the training lock's base; the script: the commit's message)."""
 
 from __future__ import annotations
 
@@ -24,16 +26,16 @@ BEFORE = {
     "pytorch-cpu-sdk:2.13.0": {
         "content": "1b684a26616920e9e4e870d9a37c545dfc017a8df0499cf32d563681d773728a",
         "pins": "a1dccac5bd368ff813d90c2d204f345458245931347ae6c43e96a9c1ddbe9788",
-        "inputs": "199bc5748a6e6312c1d05ddbbd6990e938544b5f00641af24d094989e99b5747",
-        "dockerfile": "3f8b113b815c02b9273e804ef3b7c549a20f1cc3e2cfe9149afaf1ff58a571b1",
+        "inputs": "3ca908527ce5ec42ea401b9a45be1df2ff82465f61c3856a22a35e8e45d015bf",
+        "dockerfile": "6513a70a48b5df32d000969c678edd166b15baacb1fbc1886a5f3b318013b905",
         "lock": "f9838890141c3a553c1750629d8e9fd8380c716206cb7a6e2f5f6a730b6ee8b2",
     },
     "training-cpu-pytorch:25.03": {
         "content": "8982d2ba4fdd2a05b320f3d1fa8eba6e7eb23a8387c4c06fe02357d567f29f95",
         "pins": "f46b89d0b45c598a42ae6752057f57d630297e22f6226f77d71f5ad66fdc0f52",
-        "inputs": "6791ac7f88e2f17e02926cfb0cc5f266dbce8cbb4b763648e6b04d9fdcb3e081",
-        "dockerfile": "1b78a9199e27064d545e461b02a14d9b182bd6f020b8966ae130275a325d2aec",
-        "lock": "086e32f231a05c68e81dfe86a53054d6281e5b8f6ad94ea0eb71124410faa7a9",
+        "inputs": "aca71e4ce23dd93de9800c50c4f17f44fe0265dbd93f4421e029b24fb03a5b0c",
+        "dockerfile": "5ea05df85a5caec50003f8e7cb05094755ce62599304bda9170e8cbf06e7a0b5",
+        "lock": "731524ba1e10f19679f4db3b06b66bf58e29624d040ac94421d8083df643bf49",
     },
 }
 
