@@ -48,8 +48,9 @@ def test_the_looks_grow_by_about_two_fifths_up_to_the_most() -> None:
 
 
 def test_each_look_spends_an_even_share_of_the_error_rate() -> None:
-    assert per_look(1) == CONFIDENCE
-    assert per_look(5) == pytest.approx(0.99)
+    # Each question is one-sided: a 90 % interval errs 5 % on each side; five looks, 1 % each.
+    assert per_look(1) == pytest.approx(2 * CONFIDENCE - 1)
+    assert per_look(5) == pytest.approx(0.98)
 
 
 def test_a_quiet_machine_decides_at_the_first_look() -> None:
