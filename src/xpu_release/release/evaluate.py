@@ -25,7 +25,7 @@ from ..guard.writing import write_bytes
 from ..image.baseimage import pinned_ref, pull_auth
 from ..image.bounded import Containers, Limits
 from ..image.engine import ImageInfo
-from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, decided, entry
+from ..image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, decided, entry, method
 from ..image.experiment import Arm, Measurement, Runner, measure
 from ..image.lock import Lock
 from ..image.workload import carried
@@ -266,7 +266,7 @@ def acceptable(spec: ImageSpec, role: str) -> bool:
 
 def _key(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> str:
     assert spec.evaluation is not None
-    basis = {"evaluation": asdict(spec.evaluation), "image": image_id,
+    basis = {"evaluation": asdict(spec.evaluation), "image": image_id, "method": method(spec.evaluation),
              "references": [[r.role, r.ref, r.image_id, r.missing] for r in refs]}  # fmt: skip
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
