@@ -118,6 +118,8 @@ class WireError(ReleaseError):
         self.status = status
         self.temporary = temporary
         self.unanswered = unanswered
+        if unanswered and type(self).exit_code == 7:
+            self.exit_code = 10  # a registry that is down: StackError's code, wherever it is raised
 
 
 class RegistryAuthError(WireError):
@@ -302,7 +304,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(
         code=10,
-        meaning="the Docker engine, or a registry the command needs, does not answer",
+        meaning="the Docker engine, or a registry the command needs, does not answer: no connection, no "
+        "answer within the command's deadline, or only 'try later' (429, 5xx) through every retry; "
+        "retry later",
         example="no Docker engine answers at the default socket; start one with: ci/local-stack.sh up",
     ),
     ExitCode(

@@ -267,6 +267,10 @@ def verify(
     if not report.ok:
         lines = [f"{spec.ref}: {len(report.findings)} problems:"]
         lines += [f"  {f.endpoint:<22} {f.what}: {f.problem}" for f in report.findings]
+        if all(f.down for f in report.findings) and len(report.findings) >= report.endpoints:
+            from ..errors import StackError
+
+            raise StackError("\n".join([f"{spec.ref}: no endpoint answers (retry later):", *lines[1:]]))
         raise VerifyFailed("\n".join(lines))
 
 

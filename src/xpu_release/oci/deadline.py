@@ -20,12 +20,14 @@ import math
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..errors import WireError
 from ..progress import Sink
 
 DEFAULT_SECONDS = 50.0  # every hang ends within a minute (issue 53: "no hang over 60 s")
-NOTICE = 10.0  # seconds a request waits before the user is told; an answer slower than this is a wait
+NOTICE = 10.0  # seconds a request waits before the user is told
+PROMPT = 2.0  # an answer slower than this was a wait, not an answer that starts the count again
 LEAST = 1.0  # an attempt is given at least this long, or not made
 
 
@@ -33,13 +35,37 @@ class Expired(WireError):
     """The command's deadline ran out: no retry, no second message around it."""
 
 
+@dataclass
+class _Wait:
+    """One wait in a row: of the command (every registry), or of one registry's origin."""
+
+    since: float | None = None  # when it began (None: the last answer was prompt)
+    answered: float = 0.0  # when the last prompt answer came
+    last: str = ""  # the last failure's words
+    down: bool = True  # whether the last failure was no answer (exit 10), not a wrong one (7)
+    told: float = 0.0  # the seconds of it the user was last told of
+
+    def left(self, seconds: float, now: float, since: float | None = None) -> float:
+        began = self.since if since is None else since if self.since is None else min(self.since, since)
+        return seconds if began is None else seconds - (now - began)
+
+    def fail(self, since: float, why: str, down: bool, *, stalled: bool) -> None:
+        began = since if stalled else max(since, self.answered)
+        self.since = began if self.since is None else min(self.since, began) if stalled else self.since
+        self.last, self.down = why, down
+
+
 class Deadline:
     """The deadline of one command; shared by every client the command makes (``channel``).
 
-    The wait in a row begins when an attempt that brought no usable answer began (or the last
-    prompt answer came, if later), or when an answer that took longer than ``notice`` was asked
-    for: a registry that answers each request just before a timeout is waited on, not answered.
-    The wait for an answer begins once the request is sent (an upload's sending is not waiting).
+    Two waits are kept: the command's (no registry answered) and each registry's own (``origin``:
+    it did not answer, whatever the others did). When either has lasted ``seconds``, a request
+    to that registry is no longer sent: a registry that does not answer is a row of the answer,
+    never a wait that the others' answers keep alive; when no registry answers, the command
+    stops. A wait begins when a request that brought no usable answer was sent whole (an upload's
+    sending is not waiting), or the last prompt answer came, if later; an answer slower than
+    ``PROMPT`` is itself a wait (a registry that answers just before every timeout is waited
+    on); a streamed body that stalls waits from its last byte.
     """
 
     def __init__(self, seconds: float = DEFAULT_SECONDS, say: Sink = lambda _: None,
@@ -51,57 +77,74 @@ class Deadline:
         self.say = say
         self.notice = notice
         self._lock = threading.Lock()
-        self._since: float | None = None  # when the wait with no answer began
-        self._answered = 0.0  # when the last prompt answer came (time.monotonic)
-        self._last = ""  # the last failure's words
-        self._down = True  # whether the last failure was no answer (exit 10), not a wrong one (7)
+        self._all = _Wait()
+        self._by: dict[str, _Wait] = {}
 
-    def left(self, since: float | None = None) -> float:
-        """Seconds the command may still wait with no answer (``since``: as if a wait had begun
-        then, if not before: what an answer whose wait began then may still take)."""
+    def _waits(self, origin: str) -> tuple[_Wait, _Wait]:
+        return self._all, self._by.setdefault(origin, _Wait())
+
+    def left(self, origin: str = "", since: float | None = None) -> float:
+        """Seconds ``origin`` may still be waited on (``since``: as if a wait had begun then, if
+        not before: what an answer whose wait began then may still take)."""
+        now = time.monotonic()
         with self._lock:
-            began = self._since
-        if since is not None:
-            began = since if began is None else min(began, since)
-        return self.seconds if began is None else self.seconds - (time.monotonic() - began)
+            return min(w.left(self.seconds, now, since) for w in self._waits(origin))
 
-    def timeout(self, per_request: float, what: str) -> float:
+    def timeout(self, per_request: float, what: str, origin: str = "") -> float:
         """An attempt's timeout: ``per_request``, or what is left if less; ``Expired`` if too
         little is left to try."""
-        left = self.left()
+        left = self.left(origin)
         if left < LEAST:
-            raise self.expired(what)
+            raise self.expired(what, origin)
         return min(per_request, left)
 
-    def pause(self, delay: float, what: str) -> float:
+    def pause(self, delay: float, what: str, origin: str = "") -> float:
         """``delay`` before a retry, if the deadline leaves room for an attempt after it."""
-        if self.left() - delay < LEAST:
-            raise self.expired(what, pause=delay)
+        if self.left(origin) - delay < LEAST:
+            raise self.expired(what, origin, pause=delay)
         return delay
 
-    def answered(self, waited_from: float) -> None:
-        """A registry gave a usable answer, waited for since ``waited_from``: the wait in a row is
-        over, unless this answer was itself a wait (it took longer than ``notice``)."""
+    def answered(self, waited_from: float, origin: str = "", what: str = "") -> None:
+        """``origin`` gave a usable answer, waited for since ``waited_from``: its wait in a row,
+        and the command's, are over; unless the answer was slow, which is a wait of its own."""
         now = time.monotonic()
-        if now - waited_from > self.notice:
-            self.failed(waited_from, f"an answer that took {now - waited_from:.0f} s", down=False)
+        if now - waited_from > PROMPT:
+            took = now - waited_from
+            self.failed(waited_from, f"answers that take {took:.0f} s", down=False, origin=origin)
+            self._tell_slow(origin, what, took)
             return
         with self._lock:
-            self._since, self._answered = None, now
+            for w in self._waits(origin):
+                w.since, w.answered, w.told = None, now, 0.0
 
-    def failed(self, since: float, why: str, *, down: bool) -> None:
-        """An attempt waited on since ``since`` (``time.monotonic``) brought no usable answer:
-        ``why``; ``down``: no answer at all (rather than a wrong or too slow one)."""
+    def failed(self, since: float, why: str, *, down: bool, origin: str = "", stalled: bool = False) -> None:
+        """A wait on ``origin`` since ``since`` (``time.monotonic``) brought no usable answer:
+        ``why``; ``down``: no answer at all (rather than a wrong or too slow one); ``stalled``:
+        a body that stopped coming, its wait from its last byte whatever answered since."""
         with self._lock:
-            if self._since is None:
-                self._since = max(since, self._answered)
-            self._last, self._down = why, down
+            for w in self._waits(origin):
+                w.fail(since, why, down, stalled=stalled)
 
-    def expired(self, what: str, *, pause: float = 0.0) -> Expired:
+    def _tell_slow(self, origin: str, what: str, took: float) -> None:
+        """Say, once each ``notice`` seconds of it, that a registry's slow answers are a wait."""
+        now = time.monotonic()
         with self._lock:
-            last, down, since = self._last, self._down, self._since
-        waited = 0.0 if since is None else time.monotonic() - since
-        said = f"stopped after {waited:.0f} s in which no registry answered"
+            w = self._by.get(origin, self._all)
+            waited = 0.0 if w.since is None else now - w.since
+            if waited - w.told < self.notice:
+                return
+            w.told = waited
+        self.say(f"{what}: answers take {took:.0f} s; no prompt answer for {waited:.0f} s of the "
+                 f"deadline's {self.seconds:g}")  # fmt: skip
+
+    def expired(self, what: str, origin: str = "", *, pause: float = 0.0) -> Expired:
+        now = time.monotonic()
+        with self._lock:
+            waits = self._waits(origin)
+            w = min(waits, key=lambda x: x.left(self.seconds, now))
+            last, down, since = w.last, w.down, w.since
+        waited = 0.0 if since is None else now - since
+        said = f"stopped after {waited:.0f} s in which it gave no usable answer"
         if pause >= LEAST:
             said += f" (a pause of {pause:.0f} s before the next attempt would outlast the deadline)"
         if last and last not in what:

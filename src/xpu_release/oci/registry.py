@@ -20,10 +20,11 @@ import requests
 
 from ..errors import RegistryAuthError, WireError
 from ..guard import limits
-from ..guard.bodies import chunks, declared_length
+from ..guard.bodies import declared_length
 from ..guard.reading import Fail, parse_json, str_list
 from ..guard.shown import shown
 from ..progress import Sink
+from .answers import body_pieces
 from .credentials import Credentials
 from .deadline import Deadline
 from .endpoint import Endpoint
@@ -302,7 +303,8 @@ class RegistryClient:
         what = f"{self.endpoint.name}: blob {digest} of {repo}"
         try:
             with partial.open("wb") as f:
-                for block in chunks(resp, what=what, limit=size, exact=True, pace=self.t.retry.pace):
+                for block in body_pieces(self.t.deadline, self.t.base, resp, what=what, limit=size,
+                                         pace=self.t.retry.pace):  # fmt: skip
                     h.update(block)
                     f.write(block)
             if "sha256:" + h.hexdigest() != digest:

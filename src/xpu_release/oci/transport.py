@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit
 
 import requests
 
 from ..errors import RegistryAuthError, TLSVerifyFailed, WireError
-from ..guard import bodies, limits
-from ..guard.bodies import Pace, chunks, read_body
+from ..guard import limits
+from ..guard.bodies import Pace
 from ..guard.reading import ascii_int, parse_json
 from ..guard.shown import shown
 from ..progress import Sink
+from .answers import bare, preload_within, preview, preview_bytes, wait_began, waited_from
 from .auth import Challenge, anonymous_realm, check_login_goes, no_login, token_of
 from .connection import (
     WATCHDOG,
@@ -35,7 +35,6 @@ from .connection import (
     checked_ca_file,
     failure,
     followed,
-    read_within,
     sent_since,
     session,
 )
@@ -153,7 +152,7 @@ class Transport:
             if resp.status_code not in REDIRECTS or method not in ("GET", "HEAD") or not location:
                 return resp
             resp.close()
-            url = followed(url, location, what=f"{self.endpoint.name}: {method} {shown(url, 120)}")
+            url = followed(url, location, what=f"{self.endpoint.name}: {method} {bare(url)}")
             params = None  # the redirect's URL is whole
         msg = f"{self.endpoint.name}: {method} was redirected more than {limits.MAX_REDIRECTS} times; stopped"
         raise WireError(msg)
@@ -165,7 +164,7 @@ class Transport:
         an answer, once its body is read (``preload_within``: the response says ``waited_from``)."""
         self.stats["requests"] += 1
         what = f"{self.endpoint.name}: {method} {bare(url)}"
-        timeout = self.deadline.timeout(self.retry.timeout, what)
+        timeout = self.deadline.timeout(self.retry.timeout, what, self.base)
         began = time.monotonic()
         told = self.deadline
         sending = data is not None and not isinstance(data, bytes)  # an upload: its meter tells it
@@ -180,7 +179,7 @@ class Transport:
             raise TLSVerifyFailed(msg) from None
         except requests.RequestException as exc:
             said = failure(exc)
-            self.deadline.failed(_wait_began(began, timeout), said.why, down=said.unanswered)
+            self.deadline.failed(wait_began(began, timeout), said.why, down=said.unanswered, origin=self.base)
             raise Failed(said) from None
         except ValueError as exc:  # a URL the HTTP client cannot send to, past our checks
             why = f"the URL cannot be used ({shown(str(exc), 80)})"
@@ -189,7 +188,7 @@ class Transport:
             alarm.disarm()
         resp.waited_from = sent_since(began)  # type: ignore[attr-defined]
         if resp.status_code in RETRYABLE:
-            self.deadline.failed(waited_from(resp), f"{resp.status_code}", down=True)
+            self.deadline.failed(waited_from(resp), f"{resp.status_code}", down=True, origin=self.base)
         return resp
 
     # --- with retries and authentication ---------------------------------------------------------
@@ -219,9 +218,9 @@ class Transport:
                 resp = self.send(method, url, headers=headers or {}, data=data, scope=scope)
                 if resp.status_code in ok or resp.status_code == 404:
                     if stream:
-                        self.deadline.answered(waited_from(resp))
+                        self.deadline.answered(waited_from(resp), self.base, what)
                     else:
-                        preload_within(self.deadline, resp, what, limit, self.retry.pace)
+                        preload_within(self.deadline, self.base, resp, what, limit, self.retry.pace)
                     return resp
                 text = preview(resp, self.retry.pace)
                 if resp.status_code == 401 and not authed_once:
@@ -262,7 +261,7 @@ class Transport:
     def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
         name = self.endpoint.name
         what = why if why.startswith(f"{name}:") else f"{name}: {why}"
-        delay = self.deadline.pause(self.retry.delay(attempt, retry_after), what)
+        delay = self.deadline.pause(self.retry.delay(attempt, retry_after), what, self.base)
         self.stats["retries"] += 1
         self.on_retry(f"{self.endpoint.name}: {why}, retrying in {delay:.1f} s")
         time.sleep(delay)
@@ -281,7 +280,7 @@ class Transport:
                 raise BrokenUpload(exc.failure.why) from None
             msg = f"{what}: {exc.failure.why}"
             raise WireError(msg) from None
-        resp._content = _preview_bytes(resp, self.retry.pace)  # no caller reads an upload answer's body
+        resp._content = preview_bytes(resp, self.retry.pace)  # no caller reads an upload answer's body
         if resp.status_code == 401 and renew:
             self._tokens.pop(scope, None)
             if authenticate(self, resp, scope):
@@ -292,86 +291,8 @@ class Transport:
             raise RegistryAuthError(msg)
         if resp.status_code in RETRYABLE:
             raise BrokenUpload(str(resp.status_code))
-        self.deadline.answered(waited_from(resp))
+        self.deadline.answered(waited_from(resp), self.base)
         return resp
-
-
-# --- bodies: read here, bounded (guard.bodies) ---------------------------------------------------
-
-
-def _wait_began(began: float, timeout: float) -> float:
-    """When the wait of a request begun at ``began`` that failed began: once it was sent whole,
-    or, for one whose sending stalled, its last ``timeout``."""
-    sent = sent_since(began)
-    return sent if sent > began else max(began, time.monotonic() - timeout)
-
-
-def waited_from(resp: requests.Response) -> float:
-    """When the client began to wait for ``resp`` (``Transport._exchange``)."""
-    return float(getattr(resp, "waited_from", time.monotonic()))
-
-
-def bare(url: str) -> str:
-    """``url`` as a message may show it: no query (a presigned URL's signature), no login."""
-    parts = urlsplit(url)
-    return shown(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}", 120)
-
-
-def preload_within(
-    deadline: Deadline, resp: requests.Response, what: str, limit: int, pace: Pace | None
-) -> None:
-    """Read an answer's body now, bounded (``resp.content`` then holds it; a 404's, which no
-    caller reads, only up to a short preview), within what the command's deadline leaves of the
-    wait that began when the request was sent. A body read whole credits the answer; one too
-    slow, or that broke, is charged."""
-    waited = waited_from(resp)
-    pace = pace or bodies.DEFAULT_PACE
-    seconds = min(pace.deadline, max(deadline.left(since=waited), 0.0))
-    pace = replace(pace, deadline=seconds)
-    if resp.status_code == 404 or resp.request.method == "HEAD":
-        try:
-            body, whole = read_within(resp, seconds, lambda: _preview(resp, pace), what)
-        except WireError:
-            body, whole = b"", False
-    else:
-        try:
-            whole_body = lambda: read_body(resp, what=what, limit=limit, pace=pace)  # noqa: E731
-            body, whole = read_within(resp, seconds, whole_body, what), True
-        except WireError as exc:
-            if exc.temporary:
-                deadline.failed(waited, exc.message, down=False)
-            raise
-    resp._content = body  # what requests itself does once it has read a body
-    if whole:
-        deadline.answered(waited)
-    else:
-        deadline.failed(waited, f"{what}: the answer's body did not arrive", down=False)
-
-
-def _preview(resp: requests.Response, pace: Pace | None) -> tuple[bytes, bool]:
-    """At most ``MAX_ERROR_BODY_BYTES`` of a body no caller uses but in a message, and whether
-    it came whole (or was longer than a message needs), rather than too slowly or broken."""
-    out = bytearray()
-    try:
-        for block in chunks(
-            resp, what="", limit=limits.MAX_ERROR_BODY_BYTES, pace=pace, chunk=1 << 16, whole=True
-        ):
-            out += block
-    except WireError as exc:
-        return bytes(out), not exc.temporary  # what arrived is enough for a message
-    finally:
-        resp.close()
-    return bytes(out), True
-
-
-def _preview_bytes(resp: requests.Response, pace: Pace | None) -> bytes:
-    return _preview(resp, pace)[0]
-
-
-def preview(resp: requests.Response, pace: Pace | None) -> str:
-    """The start of an error answer's text, as it may be shown: redacted, sanitized, short."""
-    text = _preview_bytes(resp, pace).decode("utf-8", "replace")
-    return shown(text, 300)  # a secret it quotes is hidden before it is cut
 
 
 def authenticate(t: Transport, resp: requests.Response, scope: str) -> bool:
@@ -416,5 +337,5 @@ def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:
         down = resp.status_code in RETRYABLE
         msg = f"{what} answered {resp.status_code}"
         raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
-    preload_within(t.deadline, resp, what, limits.MAX_SMALL_ANSWER_BYTES, t.retry.pace)
+    preload_within(t.deadline, t.base, resp, what, limits.MAX_SMALL_ANSWER_BYTES, t.retry.pace)
     return token_of(parse_json(resp.content, what=what, error=WireError), what)

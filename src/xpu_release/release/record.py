@@ -327,6 +327,9 @@ def writable(path: Path, ref: str, root: Path) -> ReleaseRecord | None:
     except OSError as exc:
         msg = f"the release record cannot be written at {path}: {describe(exc)}; nothing was changed"
         raise OutputError(msg) from None
+    if path.is_dir() and not path.is_symlink():  # a write replaces a file or a link, never a folder
+        msg = f"the release record cannot be written at {path}: it is a folder; nothing was changed"
+        raise OutputError(msg)
     try:
         current = read_optional(path)
     except DamagedFileError:

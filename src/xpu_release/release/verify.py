@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import ReleaseError
+from ..errors import ReleaseError, is_down
 from ..evidence.attachment import (
     ALL_KINDS,
     BUNDLED,
@@ -69,6 +69,7 @@ class Finding:
     endpoint: str
     what: str  # the ref or the blob digest
     problem: str
+    down: bool = False  # the endpoint did not answer (``errors.is_down``), rather than answered wrong
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,7 +276,9 @@ def verify(
         try:
             manifest: Manifest | None = client.get_manifest(repo, spec.version)
         except ReleaseError as exc:
-            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message))
+            findings.append(
+                Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message, down=is_down(exc))
+            )
             continue
         if manifest is None:
             findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem="serves nothing"))

@@ -58,3 +58,7 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calendar: Calendar) -> 
         w.publish(KIT, "1.0", sbom(("alpha", "1.0"), ("beta", "1.0"), ("gamma", "1.0")))
         w.osv.mkdir()
         yield w
+
+
+# promote's fixtures (two channels, a release staged), for the attacks on promote
+from ..release.test_promote import channels, staged  # noqa: E402, F401

@@ -200,7 +200,7 @@ def test_wire_errors_say_whether_trying_again_may_help(registry: tuple[str, Stat
 
     assert wrong.value.temporary is False  # a definitive answer: the same again next time
     assert down.value.temporary is True  # nobody answered: a later rerun may find it up
-    assert down.value.exit_code == 7
+    assert down.value.exit_code == 10  # down: "retry later", as StackError
     assert not isinstance(down.value, PublishError)  # the caller says what it means
 
 
