@@ -57,6 +57,15 @@ class _Server(ThreadingHTTPServer):
         pass  # a client that hung up (as a deadline makes it): not the test's output
 
 
+def trickles(h: Handler) -> None:
+    """An answer: 20 bytes a second of a 100,000-byte JSON body (its headers at once)."""
+    h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+    h.wfile.flush()
+    while h.command != "HEAD" and not h.stopped.wait(0.05):
+        h.wfile.write(b"x")
+        h.wfile.flush()
+
+
 @contextmanager
 def evil_registry(answer: Answer, address: str = "127.0.0.1") -> Iterator[tuple[str, threading.Event]]:
     """``host:port`` of a server (on ``address``, a loopback one) answering every request with

@@ -29,7 +29,7 @@ from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from ..cli.hostile import REF, a_users_error, invoke
 from ..release.line import Channel, channel, manifests, publish, recorded
 from ..release.published_kit import CPU, World
-from .evil_registry import Handler, evil_registry, silent_registry
+from .evil_registry import Handler, evil_registry, silent_registry, trickles
 from .lifecycle_kit import at, two_channels
 
 SECONDS = 3.0  # the deadline the commands here are given (--deadline)
@@ -213,20 +213,11 @@ def _not_http(h: Handler) -> None:
     h.close_connection = True
 
 
-def _trickles(h: Handler) -> None:
-    """20 bytes a second of a 100,000-byte answer."""
-    h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-    h.wfile.flush()
-    while h.command != "HEAD" and not h.stopped.wait(0.05):
-        h.wfile.write(b"x")
-        h.wfile.flush()
-
-
 def _unavailable(h: Handler) -> None:
     h.send(503, b"down for maintenance")
 
 
-WRONG = {"HTML": _html, "a redirect loop": _redirect_loop, "no HTTP": _not_http, "a trickle": _trickles}
+WRONG = {"HTML": _html, "a redirect loop": _redirect_loop, "no HTTP": _not_http, "a trickle": trickles}
 WRONG_LISTS = {"a tag list that loops": _tags_that_loop, "100,001 tags": _tags_beyond_the_limit}
 DOWN = {"503 for ever": _unavailable}
 

@@ -34,7 +34,7 @@ from xpu_release.oci.registry import RegistryClient, RetryPolicy
 from ..cli.hostile import REF, a_users_error, invoke, registries_for
 from ..guard.strategies import CONFIG_TYPE, LAYER_TYPE, OCI_INDEX, OCI_MANIFEST, REF_NAME, digest_of, dumps
 from ..release.published_kit import CPU, World
-from .evil_registry import Handler, evil_registry, silent_registry
+from .evil_registry import Handler, evil_registry, silent_registry, trickles
 from .proc import a_users_error_of, run_cli
 from .test_found_command_deadline import everywhere, timed
 
@@ -83,19 +83,11 @@ def test_one_silent_endpoint_does_not_make_healthy_ones_down(
     assert "vpc/cn-beijing" not in result.stderr.split("unreachable:")[-1].splitlines()[0], result.stderr
 
 
-def _trickles(h: Handler) -> None:
-    h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-    h.wfile.flush()
-    while h.command != "HEAD" and not h.stopped.wait(0.05):
-        h.wfile.write(b"x")
-        h.wfile.flush()
-
-
 def test_one_trickling_endpoint_does_not_make_healthy_ones_wrong(published: World, tmp_path: Path) -> None:
     """public trickles its tag list; the VPC regions are healthy. On 11a0fd7 (--deadline 4) the
     error is "answered against the protocol: public, vpc/cn-beijing, vpc/cn-wulanchabu" (exit 7)
     though the VPC registry was never asked."""
-    with evil_registry(_trickles) as (bad, stopped):
+    with evil_registry(trickles) as (bad, stopped):
         registries = _mixed(tmp_path, published.host, bad)
         asked_before = len(published.state.requests)
         result, _ = _run(published.root, registries, "4", "status", f"{CPU}:25.03", "--catalog")
