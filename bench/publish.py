@@ -239,9 +239,9 @@ def publish(
     from xpu_release.manifest import Repo
     from xpu_release.manifest.registries import load_registries
     from xpu_release.oci.credentials import CredentialStore
-    from xpu_release.release.line import Line
-    from xpu_release.release.pool import EndpointPool
-    from xpu_release.release.publish import Options, Publisher, publish_with
+    from xpu_release.release.model.line import Line
+    from xpu_release.release.model.pool import EndpointPool
+    from xpu_release.release.publishing.publish import Options, Publisher, publish_with
     from xpu_release.settings import Settings
 
     regs = repo / "regs.yaml"

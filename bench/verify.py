@@ -106,9 +106,9 @@ def setting(target: Target) -> tuple[Any, Any, Any]:
 def library(target: Target) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and bytes hashed of the deep check run in this process."""
     from xpu_release.oci.channel import VERIFYING
-    from xpu_release.release import record as records
-    from xpu_release.release.pool import EndpointPool
-    from xpu_release.release.verify import verify
+    from xpu_release.release.model import record as records
+    from xpu_release.release.model.pool import EndpointPool
+    from xpu_release.release.publishing.verify import verify
 
     spec, registries, credentials = setting(target)
     record = records.read_optional(records.default_path(target.root, spec.image, spec.version))
@@ -127,7 +127,7 @@ def library(target: Target) -> tuple[float, float, int]:
 def every_copy(target: Target) -> tuple[float, float, int]:
     """``library`` with every copy of a blob read and hashed on its own, as verify did before it
     read a blob's copies in step and compared them (``copy`` in the table)."""
-    from xpu_release.release import verify as module
+    from xpu_release.release.publishing import verify as module
 
     real = module.in_step
     module.in_step = lambda blobs: [[i] for i in range(len(blobs))]
@@ -140,7 +140,7 @@ def every_copy(target: Target) -> tuple[float, float, int]:
 def raw(target: Target) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and bytes of reading the release's blobs at every endpoint."""
     from xpu_release.oci.transport import RetryPolicy
-    from xpu_release.release.pool import EndpointPool
+    from xpu_release.release.model.pool import EndpointPool
 
     spec, registries, credentials = setting(target)
     endpoints = EndpointPool(spec, registries, credentials, RetryPolicy(attempts=3))
@@ -174,7 +174,7 @@ def large_release(size: str, one_layer: bool = False) -> Iterator[Target]:
     stopped and removed after."""
     sys.path.insert(0, str(ROOT))
     from bench.publish import bench_repo, fresh_registries, make_large_image, parse_size, publish
-    from xpu_release.release import record as records
+    from xpu_release.release.model import record as records
 
     if one_layer:
         make_one_layer_image(parse_size(size))

@@ -182,7 +182,7 @@ def test_release_of_a_patch_after_a_withdrawal_moves_latest_as_publish_and_promo
 ) -> None:
     """1.0 and 1.1 released, 1.1 withdrawn (``latest`` back on 1.0): ``release`` of the patch
     1.0.1 is then the newest release not withdrawn and takes ``latest``, as ``publish`` and
-    ``promote`` of it do (the line rule, release/line.py; issue 49)."""
+    ``promote`` of it do (the line rule, release/model/line.py; issue 49)."""
     regs = registries_file(tmp_path / "line.yaml", "l" + uuid.uuid4().hex[:10])
     made = [tested.root / "manifests" / "xpu-fixture" / f"{v}.yaml" for v in ("1.1", "1.0.1")]
     try:

@@ -17,7 +17,7 @@ from xpu_release.manifest import Repo
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.registry import RetryPolicy
 from xpu_release.oci.transport import authenticate
-from xpu_release.release.record import EndpointRecord, ReleaseRecord
+from xpu_release.release.model.record import EndpointRecord, ReleaseRecord
 from xpu_release.secrets import redact
 from xpu_release.settings import Settings
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the commands import what they use when they run: `--help` s
     from ..manifest import Repo
     from ..manifest.registries import Registries
     from ..oci.codec import Codec
-    from ..release.plan import Plan
+    from ..release.model.plan import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,7 +47,7 @@ class State:
     debug: bool
     verbosity: Verbosity = field(default_factory=Verbosity)
     settings: Settings = field(default_factory=Settings)  # read once, from the environment
-    cache_hold: LockFile | None = None  # this command's shared hold on the cache (release/cache.py)
+    cache_hold: LockFile | None = None  # this command's shared hold on the cache (release/run/cache.py)
     _repo: Repo | None = field(default=None, init=False)
     _registries: Registries | None = field(default=None, init=False)
 
@@ -215,7 +215,7 @@ def cli(ctx: click.Context, root: str | None, registries: str | None, deadline: 
     ctx.obj = state
     ctx.with_resource(answers.command(answers.Deadline(deadline, say=notice)))
     if ctx.invoked_subcommand in CACHE_USERS:
-        from ..release.cache import in_use
+        from ..release.run.cache import in_use
 
         # Held for the whole command: a prune never removes what this run uses.
         waiting = lambda: click.echo("waiting: a cache prune is running", err=True)  # noqa: E731
@@ -299,7 +299,7 @@ def newer_version(repo: Repo, image: str, version: str) -> str | None:
 
 def print_plan(plan: Plan, heading: str) -> None:
     """The refs of a plan, per endpoint, then the floating tags that move last."""
-    from ..release.plan import floating_tags
+    from ..release.model.plan import floating_tags
 
     click.echo(heading)
     for t in plan.targets:

@@ -38,7 +38,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
     from ..image.evaluation import NOT_COMPARED
     from ..image.lock import load_lock
     from ..manifest import parse_ref
-    from ..release.evaluate import against_image, evaluate_image, gate_failure, references
+    from ..release.run.evaluate import against_image, evaluate_image, gate_failure, references
 
     spec = state.repo.load_ref(ref)
     if against is not None:

@@ -1,4 +1,4 @@
-"""Commands that keep a runner's disk bounded: cache du, cache prune (release/cache.py)."""
+"""Commands that keep a runner's disk bounded: cache du, cache prune (release/run/cache.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def cache_du(state: State, as_json: bool) -> None:
       xpu-release cache du
       xpu-release cache du --json
     """
-    from ..release.cache import FACTS, usage
+    from ..release.run.cache import FACTS, usage
 
     folder = state.settings.cache
     kinds, survey = usage(folder)
@@ -94,7 +94,7 @@ def cache_prune(state: State, keep_storage: str | None, older_than: str | None, 
       xpu-release cache prune --older-than 14d --engine
       xpu-release cache prune --keep-storage 0 --dry-run
     """
-    from ..release.cache import exclusive, parse_age, parse_size, prune, prune_engine
+    from ..release.run.cache import exclusive, parse_age, parse_size, prune, prune_engine
 
     limit = parse_size(keep_storage, what="--keep-storage") if keep_storage is not None else None
     age = parse_age(older_than, what="--older-than") if older_than is not None else None
@@ -138,7 +138,7 @@ def cache_limit(state: State) -> int | None:
     mistake in it stops the run before anything is sent."""
     if not state.settings.cache_max:
         return None
-    from ..release.cache import parse_size
+    from ..release.run.cache import parse_size
     from ..settings import CACHE_MAX_ENV
 
     return parse_size(state.settings.cache_max, what=CACHE_MAX_ENV)
@@ -148,7 +148,7 @@ def cap_cache(state: State, limit: int | None) -> None:
     """After a publish or a release: bring the cache under ``limit`` (``cache_limit``)."""
     if limit is None:
         return
-    from ..release.cache import cap_after_run
+    from ..release.run.cache import cap_after_run
 
     report = cap_after_run(state.settings.cache, limit, state.cache_hold)
     if report is None:

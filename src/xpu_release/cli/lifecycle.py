@@ -23,8 +23,8 @@ from .output import info
 if TYPE_CHECKING:
     from ..manifest import ImageSpec, Repo
     from ..manifest.support import Standing
-    from ..release.serving import StatusRow
-    from ..release.withdraw import Action, Report
+    from ..release.model.serving import StatusRow
+    from ..release.steering.withdraw import Action, Report
 
 record_option = click.option(
     "--record",
@@ -111,10 +111,10 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
     from ..oci.channel import VERIFYING
-    from ..release import record as records
-    from ..release.line import Line
-    from ..release.pool import EndpointPool
-    from ..release.promote import inputs_of, promote, recorded
+    from ..release.model import record as records
+    from ..release.model.line import Line
+    from ..release.model.pool import EndpointPool
+    from ..release.steering.promote import inputs_of, promote, recorded
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -163,10 +163,10 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     from dataclasses import replace
 
     from ..oci.channel import VERIFYING
-    from ..release import record as records
-    from ..release.pool import EndpointPool
-    from ..release.withdraw import check_reason, digest_of, steer
-    from ..release.withdrawn import failure
+    from ..release.model import record as records
+    from ..release.model.pool import EndpointPool
+    from ..release.model.withdrawn import failure
+    from ..release.steering.withdraw import check_reason, digest_of, steer
 
     spec = state.repo.load_ref(ref)
     text = check_reason(reason) if action == "withdraw" else ""
@@ -248,7 +248,7 @@ def withdrawn_on_record(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:
     """What the release record says of a withdrawal (None: none, or no record to say; a
     damaged record says nothing here: ``status`` reads the registries)."""
     from ..errors import ReleaseError
-    from ..release import record as records
+    from ..release.model import record as records
 
     try:
         record = records.read_optional(records.default_path(repo.root, spec.image, spec.version))

@@ -108,7 +108,7 @@ def list_(state: State, as_json: bool) -> None:
       xpu-release list
       xpu-release list --json
     """
-    from ..release.history import describe, security
+    from ..release.model.history import describe, security
     from .lifecycle import standing, withdrawn_on_record
 
     repo = state.repo
@@ -223,8 +223,8 @@ def plan(state: State, ref: str, as_json: bool) -> None:
       xpu-release plan training-xpu-pytorch:25.03
       xpu-release plan training-xpu-pytorch:25.03 --json
     """
-    from ..release.line import forward
-    from ..release.plan import make_plan
+    from ..release.model.line import forward
+    from ..release.model.plan import make_plan
 
     spec = state.repo.load_ref(ref)
     p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version),
@@ -250,8 +250,8 @@ def diff(state: State, old: str, new: str, as_json: bool) -> None:
     from dataclasses import asdict
 
     from ..manifest.diff import diff as compute
-    from ..release.evalnotes import evaluation_changes
-    from ..release.notes import security_changes
+    from ..release.run.evalnotes import evaluation_changes
+    from ..release.run.notes import security_changes
 
     repo = state.repo
     old_spec, new_spec = repo.load_ref(old), repo.load_ref(new)

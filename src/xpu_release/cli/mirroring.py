@@ -1,5 +1,5 @@
 """``mirror``: a published release, by digest, with every document that refers to it, copied to
-another registry repository or an OCI layout directory, and back (``release/mirror.py``)."""
+another registry repository or an OCI layout directory, and back (``release/publishing/mirror.py``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _mirror_side(text: str, option: str, registries: Any, creds: Any, *, create:
     from ..oci.channel import COPY, client_for
     from ..oci.endpoint import Endpoint, host_problem
     from ..oci.layout import Layout
-    from ..release.sides import LayoutSide, RegistrySide
+    from ..release.publishing.sides import LayoutSide, RegistrySide
 
     if text.startswith("oci:"):
         folder = text.removeprefix("oci:")
@@ -94,10 +94,10 @@ def mirror(
           --to registry.region.example/ai/training-cpu-pytorch
     """
     from ..errors import NotFoundError, VerifyFailed
-    from ..release.mirror import NothingAtTag
-    from ..release.mirror import mirror as run_mirror
-    from ..release.pool import EndpointPool
-    from ..release.sides import RegistrySide
+    from ..release.model.pool import EndpointPool
+    from ..release.publishing.mirror import NothingAtTag
+    from ..release.publishing.mirror import mirror as run_mirror
+    from ..release.publishing.sides import RegistrySide
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()

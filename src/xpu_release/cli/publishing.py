@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from ..image.engine import Engine
     from ..manifest import ImageSpec
     from ..progress import Sink
-    from ..release.pool import EndpointPool
-    from ..release.publish import Options
-    from ..release.record import ReleaseRecord
+    from ..release.model.pool import EndpointPool
+    from ..release.model.record import ReleaseRecord
+    from ..release.publishing.publish import Options
 
 # --- publish -----------------------------------------------------------------------------
 
@@ -87,10 +87,10 @@ def publish(
       xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
     """
     from ..errors import PublishError
-    from ..release import record as records
-    from ..release.line import forward
-    from ..release.plan import make_plan
-    from ..release.publish import Options, failure_report
+    from ..release.model import record as records
+    from ..release.model.line import forward
+    from ..release.model.plan import make_plan
+    from ..release.publishing.publish import Options, failure_report
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -105,8 +105,8 @@ def publish(
         return
 
     from ..image.engine import Engine
-    from ..release.line import Line
-    from ..release.pool import EndpointPool
+    from ..release.model.line import Line
+    from ..release.model.pool import EndpointPool
 
     creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
@@ -166,8 +166,8 @@ def _tested(
     from ..image.lock import load_lock
     from ..image.smoke import require_tested
     from ..labels import INPUTS_LABEL
-    from ..release.indexpublish import platform_builds, publish_index
-    from ..release.publish import publish as run_publish
+    from ..release.publishing.indexpublish import platform_builds, publish_index
+    from ..release.publishing.publish import publish as run_publish
 
     if spec.platformed:
         builds = platform_builds(state.repo, spec, engine, state.builder)
@@ -184,7 +184,7 @@ def _tested(
 def _dates_still_stated(pool: EndpointPool, ref: str, digest: str) -> None:
     """A support date taken out of the manifest stays stated at the registries (a lifecycle
     document is never deleted): said loudly, with what to do, never quietly (also with -q)."""
-    from ..release.documents import dates_still_stated
+    from ..release.publishing.documents import dates_still_stated
 
     stated = dates_still_stated(pool, digest)
     if stated:
@@ -235,9 +235,9 @@ def verify(
     from ..errors import VerifyFailed
     from ..evidence.signing import load_verifier
     from ..oci.channel import VERIFYING
-    from ..release import record as records
-    from ..release.pool import EndpointPool
-    from ..release.verify import verify as run_verify
+    from ..release.model import record as records
+    from ..release.model.pool import EndpointPool
+    from ..release.publishing.verify import verify as run_verify
 
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
@@ -300,10 +300,10 @@ def status(
     """
     from ..errors import PublishError
     from ..oci.channel import ASKING
-    from ..release import record as records
-    from ..release.pool import EndpointPool
-    from ..release.serving import catalog as tag_catalog
-    from ..release.serving import status as endpoint_status
+    from ..release.model import record as records
+    from ..release.model.pool import EndpointPool
+    from ..release.model.serving import catalog as tag_catalog
+    from ..release.model.serving import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
@@ -333,7 +333,7 @@ def status(
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
     rows = endpoint_status(pool, record)
-    from ..release.history import describe, security
+    from ..release.model.history import describe, security
 
     watched = security(state.root, spec.image, spec.version)
     if as_json:

@@ -52,8 +52,8 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
       xpu-release notes training-xpu-pytorch:25.03 --lang zh > notes.zh.md
       xpu-release notes training-xpu-pytorch:25.03 --lang en -o out/notes.en.md
     """
-    from ..release import record as records
-    from ..release.notes import render_notes
+    from ..release.model import record as records
+    from ..release.run.notes import render_notes
 
     spec = state.repo.load_ref(ref)
     record = records.read(Path(record_file)) if record_file else None
@@ -108,8 +108,8 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
       xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
     from ..errors import ConfigError, ReleaseError
-    from ..release.pipeline import Release, Reporter
-    from ..release.publish import Options
+    from ..release.publishing.publish import Options
+    from ..release.run.pipeline import Release, Reporter
 
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
@@ -187,7 +187,7 @@ def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | N
     from ..errors import PreflightFailed, ReleaseError
     from ..image.lock import load_lock
     from ..manifest import parse_ref
-    from ..release.preflight import (
+    from ..release.run.preflight import (
         Check,
         artifact_checks,
         base_check,

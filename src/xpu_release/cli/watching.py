@@ -42,8 +42,8 @@ def _watcher(state: State, advisories: tuple[str, ...], today: str | None, usern
     to the re-scan history (``history``) only on the day it runs: ``--today`` another day is a
     what-if, whose first-seen days are not days a scan saw anything."""
     from ..evidence.osv import Advisories
-    from ..release.published import Reader
-    from ..release.watch import Watcher
+    from ..release.watching.published import Reader
+    from ..release.watching.watch import Watcher
 
     gate = gate_policy(state, advisories, None, today)
     if not gate.advisories:
@@ -173,8 +173,8 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
       xpu-release watch training-cpu-pytorch:25.03 --json
       xpu-release watch --release --advisories osv/
     """
-    from ..release.autopatch import due
-    from ..release.watch import exit_code, watch_all
+    from ..release.watching.autopatch import due
+    from ..release.watching.watch import exit_code, watch_all
 
     targets = _targets(state, refs)
     with _watcher(state, advisories, today, username, password_stdin, jobs=jobs) as watcher:
@@ -207,7 +207,7 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
 
 def _release_all(state: State, watcher: Any, targets: list[str], advisories: tuple[str, ...],
                  today: str | None, signing_key: str | None, as_json: bool) -> int:  # fmt: skip
-    from ..release.autopatch import run
+    from ..release.watching.autopatch import run
 
     steps = _Steps(state, watcher, gate_policy(state, advisories, None, today), state.signer(signing_key))
     summary = run(watcher, targets, _order(state), steps)
@@ -251,8 +251,8 @@ class _Steps:
         return prepared.ref, (*prepared.blocked, *open_)
 
     def release(self, ref: str) -> str:
-        from ..release.pipeline import Release, Reporter
-        from ..release.publish import Options
+        from ..release.publishing.publish import Options
+        from ..release.run.pipeline import Release, Reporter
         from .app import layer_codec
 
         registries = self.state.registries()
@@ -273,7 +273,7 @@ MOVED_BACK = "its base tag moved back to the digest its lock pins before the pat
 def _prepare(state: State, watcher: Any, ref: str, watched: Any) -> Any:
     from ..image.index import offers, versions
     from ..image.lock import load_lock
-    from ..release.patch import prepare
+    from ..release.watching.patch import prepare
 
     spec = state.repo.load_ref(ref)
     lock = load_lock(state.root, spec, current=False)
@@ -283,7 +283,7 @@ def _prepare(state: State, watcher: Any, ref: str, watched: Any) -> Any:
 def _write(state: State, prepared: Any) -> tuple[Path, ...]:
     from ..image.engine import Engine
     from ..image.relock import relock
-    from ..release.patch import write
+    from ..release.watching.patch import write
 
     registries = state.registries()
 

@@ -254,8 +254,8 @@ def _comparison(c: Comparison) -> dict[str, Any]:
             "note": c.note, "accepted": c.accepted}  # fmt: skip
 
 
-# The entry's shape, as the record checks it on every read (release/record.py) and as a kept
-# evaluation must have to be taken again (release/evaluate.py): every field the notes, ``diff``
+# The entry's shape, as the record checks it on every read (release/model/record.py) and as a kept
+# evaluation must have to be taken again (release/run/evaluate.py): every field the notes, ``diff``
 # and a rerun read has its type.
 _STR, _OPT_STR, _NUMBERS = (
     {"type": "string"},

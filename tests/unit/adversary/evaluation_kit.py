@@ -13,7 +13,7 @@ from xpu_release.errors import EvaluationFailed
 from xpu_release.image.engine import Engine, ImageInfo
 from xpu_release.image.evaluation import Reference
 from xpu_release.labels import WORKLOAD_LABEL_PREFIX
-from xpu_release.release.evaluate import evaluate_image
+from xpu_release.release.run.evaluate import evaluate_image
 
 from ..image.test_experiment import FakeClient
 from ..release.test_evaluate import IDS, REF, Fake

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from xpu_release.image.evaluation import Reference
 from xpu_release.manifest import Repo
-from xpu_release.release.evaluate import Evaluated, evaluate_image, gate_failure
+from xpu_release.release.run.evaluate import Evaluated, evaluate_image, gate_failure
 
 from ..helpers import run
 from ..release.test_evaluate import IDS, REF, Fake, slower_release

@@ -1,5 +1,5 @@
 """Found by review (issue 41): docs/using/evaluation.md, "Arms": "An image that carries another
-build of the workload ... is reported as not compared, with why" (release/evaluate.py
+build of the workload ... is reported as not compared, with why" (release/run/evaluate.py
 ``_same_workload``, by the image's ``io.xpu-release.workload.<name>`` label). ``xpu-release
 evaluate REF --against REF`` skips that check: an image carrying another xpu-bench is measured
 and compared with this one as if the figures were comparable, and a verdict is given."""

@@ -18,7 +18,7 @@ from xpu_release.image.bounded import Finished, Limits
 from xpu_release.image.evaluation import Reference, compare, entry
 from xpu_release.image.experiment import Arm, measure
 from xpu_release.manifest.evaluation import EvaluationSpec
-from xpu_release.release import record as records
+from xpu_release.release.model import record as records
 
 from ..release.test_record import COMPLETE
 

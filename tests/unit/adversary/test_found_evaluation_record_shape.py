@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from xpu_release.errors import DamagedFileError
-from xpu_release.release import record as records
+from xpu_release.release.model import record as records
 
 from ..release.test_evaluate import REF, notes_of
 from ..release.test_record import COMPLETE

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xpu_release.release.record import read
+from xpu_release.release.model.record import read
 
 from ..release.line import publish, recorded
 from .lifecycle_kit import promote, two_channels

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from xpu_release.errors import WireError
-from xpu_release.release import withdraw as steering
+from xpu_release.release.steering import withdraw as steering
 
 from ..release.line import publish
 from .lifecycle_kit import at, promote, two_channels

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from xpu_release.evidence.lifecycle import in_force, notices_at
-from xpu_release.release.record import read
+from xpu_release.release.model.record import read
 
 from ..helpers import run
 from ..release.line import channel, manifests, publish, recorded

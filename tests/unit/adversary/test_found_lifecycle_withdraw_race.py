@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.release.tags import TagRules
+from xpu_release.release.publishing.tags import TagRules
 
 from ..release.line import publish
 from .lifecycle_kit import at, promote, two_channels

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.release.tags import TagRules
+from xpu_release.release.publishing.tags import TagRules
 
 from ..helpers import write_manifest
 from ..release.line import IMAGE, publish

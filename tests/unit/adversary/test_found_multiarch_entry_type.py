@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xpu_release.oci.model import OCI_MANIFEST
-from xpu_release.release.verify import verify
+from xpu_release.release.publishing.verify import verify
 
 from ..release.platformed import world
 

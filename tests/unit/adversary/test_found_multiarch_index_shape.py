@@ -29,11 +29,11 @@ from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.model import DOCKER_LIST, OCI_INDEX
 from xpu_release.oci.registry import Manifest, sha256_digest
-from xpu_release.release.line import Line
-from xpu_release.release.pool import EndpointPool
-from xpu_release.release.promote import promote
-from xpu_release.release.record import ReleaseRecord
-from xpu_release.release.verify import verify
+from xpu_release.release.model.line import Line
+from xpu_release.release.model.pool import EndpointPool
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.verify import verify
+from xpu_release.release.steering.promote import promote
 
 from ..fake_registry import State
 from ..release.fake_release import three_registries

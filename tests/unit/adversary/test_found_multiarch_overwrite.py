@@ -18,9 +18,9 @@ import pytest
 
 from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.oci.registry import Manifest, sha256_digest
-from xpu_release.release.indexpublish import image_index, publish_index
-from xpu_release.release.publish import Options
-from xpu_release.release.record import ReleaseRecord
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import image_index, publish_index
+from xpu_release.release.publishing.publish import Options
 
 from ..release.platformed import World, world
 

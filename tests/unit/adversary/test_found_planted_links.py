@@ -16,8 +16,8 @@ from xpu_release.errors import OutputError
 from xpu_release.image.lock import load_lock
 from xpu_release.image.relock import write_lock
 from xpu_release.manifest import Repo
-from xpu_release.release import history
-from xpu_release.release import record as records
+from xpu_release.release.model import history
+from xpu_release.release.model import record as records
 
 from ..release.test_record import COMPLETE
 

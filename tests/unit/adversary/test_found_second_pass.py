@@ -26,7 +26,7 @@ from xpu_release.oci.deadline import Deadline
 from xpu_release.oci.downloads import read_blob
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
-from xpu_release.release.record import default_path
+from xpu_release.release.model.record import default_path
 
 from ..cli.hostile import a_users_error, invoke
 from ..release.line import PASSWORD, Channel

@@ -23,7 +23,7 @@ import pytest
 from xpu_release.image.lock import Lock, load_lock, pin_base, pins_sha256
 from xpu_release.manifest import ImageSpec, Repo
 from xpu_release.manifest.registries import load_registries
-from xpu_release.release.patch import prepare, write
+from xpu_release.release.watching.patch import prepare, write
 
 from ..helpers import run
 from ..release.published_kit import CPU, SDK, World

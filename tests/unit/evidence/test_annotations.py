@@ -14,7 +14,7 @@ import pytest
 from xpu_release.evidence.annotations import image_annotations
 from xpu_release.image.lock import load_lock
 from xpu_release.manifest import Repo
-from xpu_release.release.manifests import Blob, image_manifest
+from xpu_release.release.publishing.manifests import Blob, image_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 REF = "training-cpu-pytorch:25.03"

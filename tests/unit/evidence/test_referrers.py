@@ -171,8 +171,8 @@ def test_status_says_what_each_listed_document_is(
     from dataclasses import replace
 
     from xpu_release.evidence.signing import ENVELOPE_TYPE
-    from xpu_release.release.record import ReleaseRecord
-    from xpu_release.release.serving import _document_states
+    from xpu_release.release.model.record import ReleaseRecord
+    from xpu_release.release.model.serving import _document_states
 
     client, state = registry
     subject = image()

@@ -16,7 +16,7 @@ from xpu_release.evidence.signing import ENVELOPE_TYPE, signed_by, statement_of
 from xpu_release.evidence.vex import Purl, read_vex
 from xpu_release.evidence.vexdoc import ReleaseVex, release_vex, vex_statement
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest
-from xpu_release.release.record import RecordedFinding
+from xpu_release.release.model.record import RecordedFinding
 
 from .test_sign_only_ours import key
 from .test_vulnerabilities import SBOM, TODAY, advisories, spec, vex_file

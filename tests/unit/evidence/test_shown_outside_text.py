@@ -13,7 +13,7 @@ import pytest
 
 from xpu_release.evidence.osv import Advisories
 from xpu_release.evidence.scan import gate_failure, scan
-from xpu_release.release.record import RecordedFinding
+from xpu_release.release.model.record import RecordedFinding
 
 from .test_vulnerabilities import TODAY, record, spec, write_records
 

@@ -18,7 +18,7 @@ from xpu_release.guard.bodies import declared_length
 from xpu_release.guard.reading import ascii_int
 from xpu_release.oci.codec import parse_codec
 from xpu_release.oci.transport import RetryPolicy
-from xpu_release.release.cache import parse_age, parse_size
+from xpu_release.release.run.cache import parse_age, parse_size
 
 # Digits of every kind (decimal digits of other scripts, superscripts, fractions, numerals),
 # mixed with ASCII ones, signs, underscores and spaces, which int() also takes.

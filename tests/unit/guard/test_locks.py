@@ -14,7 +14,7 @@ import pytest
 
 from xpu_release.errors import ConfigError
 from xpu_release.guard.locks import LockFile, folder_lock
-from xpu_release.release.cache import LOCK_NAME, exclusive, in_use
+from xpu_release.release.run.cache import LOCK_NAME, exclusive, in_use
 
 from .hostile import deadline
 

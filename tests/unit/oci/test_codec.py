@@ -28,7 +28,7 @@ from xpu_release.oci.downloads import read_blob
 from xpu_release.oci.members import MEMBER, CompressedMap, Members, compress
 from xpu_release.oci.model import Descriptor
 from xpu_release.oci.registry import RegistryClient, RetryPolicy
-from xpu_release.release.push import unpacked_digest
+from xpu_release.release.publishing.push import unpacked_digest
 
 from ...conftest import examples
 from ..fake_registry import State, digest_of, fake_registry

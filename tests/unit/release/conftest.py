@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from xpu_release.release import readahead
-from xpu_release.release.readahead import ReadAhead
+from xpu_release.release.watching import readahead
+from xpu_release.release.watching.readahead import ReadAhead
 
 from .published_kit import Calendar, World, world
 

@@ -19,7 +19,7 @@ from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
-from xpu_release.release.record import EndpointRecord, ReleaseRecord, default_path, write
+from xpu_release.release.model.record import EndpointRecord, ReleaseRecord, default_path, write
 
 from ..fake_registry import Faults, State, fake_registry
 from ..helpers import MINIMAL, write_manifest

@@ -33,10 +33,10 @@ from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.oci.members import Blob, CompressedMap, blob_file, spool_dir
 from xpu_release.oci.registry import RegistryClient
 from xpu_release.oci.store import remember_config
-from xpu_release.release.indexpublish import PlatformBuild, publish_index
-from xpu_release.release.pool import EndpointPool
-from xpu_release.release.publish import Options
-from xpu_release.release.record import ReleaseRecord
+from xpu_release.release.model.pool import EndpointPool
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import PlatformBuild, publish_index
+from xpu_release.release.publishing.publish import Options
 from xpu_release.settings import Settings, current, use
 
 from ..fake_registry import State

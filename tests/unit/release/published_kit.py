@@ -24,8 +24,8 @@ from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import Endpoint, load_registries
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.registry import Manifest, RegistryClient, RetryPolicy, sha256_digest
-from xpu_release.release.published import Reader
-from xpu_release.release.watch import Watcher
+from xpu_release.release.watching.published import Reader
+from xpu_release.release.watching.watch import Watcher
 from xpu_release.settings import Settings
 
 from ..fake_registry import State, fake_registry

@@ -15,9 +15,9 @@ from xpu_release.image.lock import Lock, load_lock, pin_base, pins_sha256
 from xpu_release.manifest import ImageSpec, Repo, parse_ref
 from xpu_release.manifest.order import build_order
 from xpu_release.manifest.registries import load_registries
-from xpu_release.release.autopatch import Summary, run
-from xpu_release.release.patch import prepare, write
-from xpu_release.release.watch import Watched, Watcher
+from xpu_release.release.watching.autopatch import Summary, run
+from xpu_release.release.watching.patch import prepare, write
+from xpu_release.release.watching.watch import Watched, Watcher
 
 from ..helpers import run as cli
 from .published_kit import CPU, NS, SDK, TRAINING, World, sbom

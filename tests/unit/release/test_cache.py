@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from xpu_release.cli import cli
 from xpu_release.errors import ConfigError
-from xpu_release.release.cache import (
+from xpu_release.release.run.cache import (
     cap_after_run,
     entries,
     exclusive,
@@ -297,7 +297,7 @@ class FakeEngine:
 
 def test_the_engine_prune_keeps_every_release_the_repository_or_a_record_names(repo: Path) -> None:
     from xpu_release.manifest import Repo
-    from xpu_release.release.cache import prune_engine
+    from xpu_release.release.run.cache import prune_engine
 
     old = "sha256:" + "1" * 64  # an earlier build of 25.03, superseded, untagged
     gone = "sha256:" + "2" * 64  # a version whose manifest was removed

@@ -12,8 +12,8 @@ import pytest
 
 from xpu_release.errors import PublishError
 from xpu_release.oci.registry import RegistryClient
-from xpu_release.release.copies import EarlyCopies
-from xpu_release.release.manifests import Blob
+from xpu_release.release.publishing.copies import EarlyCopies
+from xpu_release.release.publishing.manifests import Blob
 
 D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 

@@ -1,4 +1,4 @@
-"""The evaluation of a release against a fake engine (release/evaluate.py, release/evalnotes.py):
+"""The evaluation of a release against a fake engine (release/run/evaluate.py, release/run/evalnotes.py):
 the image against its base and the release it extends, like with like; a clearly slower image is
 stopped (exit 17) naming the variant, the ratio and its interval; the same regression accepted
 in the manifest passes and the notes say so; the record keeps every round's figures and passes
@@ -23,9 +23,9 @@ from xpu_release.labels import WORKLOAD_LABEL_PREFIX
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import CredentialStore
-from xpu_release.release import record as records
-from xpu_release.release.evaluate import _previous, evaluate_image, gate_failure
-from xpu_release.release.notes import render_notes
+from xpu_release.release.model import record as records
+from xpu_release.release.run.evaluate import _previous, evaluate_image, gate_failure
+from xpu_release.release.run.notes import render_notes
 from xpu_release.settings import Settings
 
 from ..helpers import run, write_manifest
@@ -182,7 +182,7 @@ def test_the_release_it_extends_is_found_by_the_image_its_record_says_was_tested
 
 
 def test_an_image_that_carries_another_workload_is_not_compared(repo: Path) -> None:
-    from xpu_release.release.evaluate import _same_workload
+    from xpu_release.release.run.evaluate import _same_workload
 
     spec = Repo(repo).load_ref(REF)
     other = {IDS["base"]: {f"{WORKLOAD_LABEL_PREFIX}xpu-bench": "sha256:" + "ff" * 32}}
@@ -216,7 +216,7 @@ def test_a_skipped_evaluation_is_said_in_the_notes(repo: Path, reason: str) -> N
 
 
 def test_a_rerun_takes_what_was_measured_for_the_very_same_images(repo: Path, tmp_path: Path) -> None:
-    from xpu_release.release.evaluate import measured_before, remember
+    from xpu_release.release.run.evaluate import measured_before, remember
     from xpu_release.settings import current, use
 
     before = current()
@@ -254,7 +254,7 @@ DAMAGED = {
 
 @pytest.mark.parametrize("damage", [*sorted(DAMAGED), "a FIFO"])
 def test_a_damaged_kept_evaluation_is_measured_again(repo: Path, tmp_path: Path, damage: str) -> None:
-    from xpu_release.release.evaluate import _cached, measured_before, remember
+    from xpu_release.release.run.evaluate import _cached, measured_before, remember
     from xpu_release.settings import current, use
 
     before = current()
@@ -297,7 +297,7 @@ def test_the_command_line_refuses_what_it_cannot_evaluate_before_asking_the_engi
 )
 def test_a_comparison_without_a_verdict_is_shown_without_one(verdict: str | None, cell: str) -> None:
     # `diff` printed "None" for a verdict the record's schema allows to be null (issue 53).
-    from xpu_release.release.evalnotes import LABELS, _cell
+    from xpu_release.release.run.evalnotes import LABELS, _cell
 
     shown = _cell({"ratio": 1.1, "low": 1.0, "high": 1.2, "verdict": verdict}, LABELS["en"])
 

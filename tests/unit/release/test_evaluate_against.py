@@ -12,7 +12,7 @@ import pytest
 
 from xpu_release.image.evaluation import Reference
 from xpu_release.manifest import Repo
-from xpu_release.release.evaluate import evaluate_image, gate_failure, named
+from xpu_release.release.run.evaluate import evaluate_image, gate_failure, named
 
 from .test_evaluate import IDS, Fake, slower_release
 

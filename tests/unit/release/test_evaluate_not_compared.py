@@ -12,8 +12,8 @@ from pathlib import Path
 
 from xpu_release.image.evaluation import NOT_COMPARED, Reference
 from xpu_release.manifest import Repo
-from xpu_release.release import record as records
-from xpu_release.release.evaluate import evaluate_image
+from xpu_release.release.model import record as records
+from xpu_release.release.run.evaluate import evaluate_image
 
 from .test_evaluate import IDS, REF, Fake, evaluated, notes_of
 from .test_record import COMPLETE

@@ -1,4 +1,4 @@
-"""The evaluate stage as the release pipeline runs it (release/stages.py, reading the
+"""The evaluate stage as the release pipeline runs it (release/run/stages.py, reading the
 ``ReleaseContext``): what it hands the record when the release skips it, when the manifest
 declares none, and when these very images were measured before (a rerun: nothing is run); and
 what a dry run's plan says it would do. Measuring and the gate: test_evaluate.py."""
@@ -20,10 +20,10 @@ from xpu_release.image.lockfile import load_lock
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import CredentialStore
-from xpu_release.release import stages
-from xpu_release.release.context import Status
-from xpu_release.release.evaluate import evaluate_image, references, remember
-from xpu_release.release.pipeline import Release, Reporter
+from xpu_release.release.run import stages
+from xpu_release.release.run.context import Status
+from xpu_release.release.run.evaluate import evaluate_image, references, remember
+from xpu_release.release.run.pipeline import Release, Reporter
 from xpu_release.settings import Settings, current, use
 
 from .test_evaluate import IDS, Fake, evaluated, refs, slower_release

@@ -16,8 +16,8 @@ from xpu_release.labels import BASE_DIGEST_LABEL
 from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.credentials import Credentials
 from xpu_release.oci.registry import RegistryClient, RetryPolicy, sha256_digest
-from xpu_release.release.held import BaseLayers, base_layers, mounted
-from xpu_release.release.manifests import Blob, image_manifest
+from xpu_release.release.publishing.held import BaseLayers, base_layers, mounted
+from xpu_release.release.publishing.manifests import Blob, image_manifest
 
 from ..fake_registry import State, fake_registry
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from xpu_release.errors import OutputError
 from xpu_release.guard.limits import MAX_HISTORY_ENTRY_BYTES
 from xpu_release.guard.reading import days_after
-from xpu_release.release import history
-from xpu_release.release.sla import Clock
+from xpu_release.release.model import history
+from xpu_release.release.watching.sla import Clock
 
 from ...conftest import examples
 

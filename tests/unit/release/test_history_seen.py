@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.release.history import append, folder, latest_seen
+from xpu_release.release.model.history import append, folder, latest_seen
 
 IMAGE, VERSION = "training-cpu-pytorch", "25.03"
 REF = f"{IMAGE}:{VERSION}"

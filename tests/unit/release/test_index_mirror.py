@@ -16,10 +16,10 @@ from xpu_release.evidence.referrers import list_referrers
 from xpu_release.manifest.platforms import AMD64
 from xpu_release.oci.layout import Layout
 from xpu_release.oci.registry import Manifest
-from xpu_release.release.indexpublish import image_index
-from xpu_release.release.mirror import mirror
-from xpu_release.release.record import ReleaseRecord
-from xpu_release.release.sides import LayoutSide, RegistrySide
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import image_index
+from xpu_release.release.publishing.mirror import mirror
+from xpu_release.release.publishing.sides import LayoutSide, RegistrySide
 
 from ..fake_registry import fake_registry
 from ..oci.test_registry_client import client_for

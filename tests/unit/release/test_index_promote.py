@@ -17,12 +17,12 @@ from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.referrers import attach, list_referrers
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
-from xpu_release.release.indexpublish import publish_index
-from xpu_release.release.line import Line
-from xpu_release.release.pool import EndpointPool
-from xpu_release.release.promote import promote
-from xpu_release.release.publish import Options
-from xpu_release.release.record import ReleaseRecord
+from xpu_release.release.model.line import Line
+from xpu_release.release.model.pool import EndpointPool
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import publish_index
+from xpu_release.release.publishing.publish import Options
+from xpu_release.release.steering.promote import promote
 
 from .fake_release import three_registries
 from .platformed import World, logged_in, world

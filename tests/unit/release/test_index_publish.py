@@ -20,9 +20,9 @@ from xpu_release.image.smoke import tests_sha256 as checks_sha256
 from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.oci.model import OCI_INDEX
 from xpu_release.oci.registry import Manifest
-from xpu_release.release.indexpublish import image_index, publish_index
-from xpu_release.release.publish import Options
-from xpu_release.release.record import ReleaseRecord, default_path, read, write
+from xpu_release.release.model.record import ReleaseRecord, default_path, read, write
+from xpu_release.release.publishing.indexpublish import image_index, publish_index
+from xpu_release.release.publishing.publish import Options
 
 from ..helpers import run, write_manifest
 from ..image.kit import KIT

@@ -16,10 +16,10 @@ from xpu_release.errors import StackError
 from xpu_release.image.engine import Engine
 from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
-from xpu_release.release import stages
-from xpu_release.release.pipeline import Release, Reporter
-from xpu_release.release.publish import Options
-from xpu_release.release.record import default_path
+from xpu_release.release.model.record import default_path
+from xpu_release.release.publishing.publish import Options
+from xpu_release.release.run import stages
+from xpu_release.release.run.pipeline import Release, Reporter
 
 from ..helpers import run
 from .line import LOGIN, PASSWORD

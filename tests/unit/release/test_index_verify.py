@@ -15,9 +15,9 @@ import pytest
 from xpu_release.evidence.referrers import list_referrers
 from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.oci.registry import Manifest
-from xpu_release.release.indexpublish import image_index
-from xpu_release.release.record import ReleaseRecord
-from xpu_release.release.verify import VerifyReport, verify
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import image_index
+from xpu_release.release.publishing.verify import VerifyReport, verify
 
 from .platformed import World, world
 

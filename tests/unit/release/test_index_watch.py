@@ -15,13 +15,13 @@ import pytest
 from xpu_release.evidence.osv import Advisories
 from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
-from xpu_release.release import readahead
-from xpu_release.release.indexpublish import image_index, publish_index
-from xpu_release.release.publish import Options
-from xpu_release.release.published import Reader, ServedSboms
-from xpu_release.release.readahead import ReadAhead
-from xpu_release.release.record import ReleaseRecord
-from xpu_release.release.watch import Watched, Watcher, watch_all
+from xpu_release.release.model.record import ReleaseRecord
+from xpu_release.release.publishing.indexpublish import image_index, publish_index
+from xpu_release.release.publishing.publish import Options
+from xpu_release.release.watching import readahead
+from xpu_release.release.watching.published import Reader, ServedSboms
+from xpu_release.release.watching.readahead import ReadAhead
+from xpu_release.release.watching.watch import Watched, Watcher, watch_all
 
 from .platformed import REF, World, logged_in, world
 from .published_kit import sbom

@@ -1,4 +1,4 @@
-"""The line rule (``release/line.py``): which floating tags a publish of a release moves, as a
+"""The line rule (``release/model/line.py``): which floating tags a publish of a release moves, as a
 table of line states. Every command that publishes or copies a release asks this one function
 (``release``, ``publish``, ``promote``, and the release of a patch ``watch --release`` makes), so
 after ``withdraw 1.1`` a ``release`` of the patch 1.0.1 moves ``latest`` exactly as ``publish``
@@ -15,13 +15,13 @@ from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.channel import VERIFYING
 from xpu_release.oci.credentials import Credentials, CredentialStore
-from xpu_release.release import line
-from xpu_release.release.pool import EndpointPool
+from xpu_release.release.model import line
+from xpu_release.release.model.pool import EndpointPool
 
 from ..helpers import run, write_manifest
 from .line import IMAGE, LOGIN, PASSWORD, channel, manifests, publish
 
-SRC = Path(line.__file__).resolve().parents[1]
+SRC = Path(line.__file__).resolve().parents[2]
 PATCH = "release:\n  patch:\n    fixes: []\n"
 
 # (manifests, published, withdrawn, the release asked about, the tags it moves)
@@ -109,7 +109,7 @@ def test_the_floating_tags_a_publish_moves_are_decided_in_one_place() -> None:
     # floating tags onto a release; `plan` and a dry run of `publish` (plan.py) say what the
     # manifests alone would move, before any endpoint is asked. Every command that publishes or
     # copies a release hands the rule down (Line), never a list of tags worked out on its own.
-    assert _calls("past_withdrawn") == {"release/line.py"}
-    assert _calls("moving") <= {"release/line.py", "release/plan.py"}
-    assert _calls("move_floating") == {"release/line.py"}
-    assert _calls("Line") == {"release/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
+    assert _calls("past_withdrawn") == {"release/model/line.py"}
+    assert _calls("moving") <= {"release/model/line.py", "release/model/plan.py"}
+    assert _calls("move_floating") == {"release/model/line.py"}
+    assert _calls("Line") == {"release/run/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}

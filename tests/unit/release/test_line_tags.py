@@ -13,9 +13,9 @@ from xpu_release.manifest.lines import newest_of_line
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.registry import Manifest
-from xpu_release.release.plan import floating_tags, moving
-from xpu_release.release.pool import EndpointPool
-from xpu_release.release.tags import TagRules
+from xpu_release.release.model.plan import floating_tags, moving
+from xpu_release.release.model.pool import EndpointPool
+from xpu_release.release.publishing.tags import TagRules
 from xpu_release.settings import Settings
 
 from ..helpers import run, write_manifest

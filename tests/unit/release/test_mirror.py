@@ -18,8 +18,8 @@ from xpu_release.evidence.referrers import attach, list_referrers
 from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
 from xpu_release.oci.layout import REF_NAME, Layout
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, sha256_digest
-from xpu_release.release.mirror import mirror
-from xpu_release.release.sides import LayoutSide, RegistrySide
+from xpu_release.release.publishing.mirror import mirror
+from xpu_release.release.publishing.sides import LayoutSide, RegistrySide
 
 from ..evidence.test_sign_only_ours import OURS, key
 from ..fake_registry import State, fake_registry

@@ -15,8 +15,8 @@ from xpu_release.errors import NotFoundError, WireError
 from xpu_release.evidence.referrers import findable, list_referrers
 from xpu_release.oci.layout import Layout
 from xpu_release.oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, sha256_digest
-from xpu_release.release.mirror import mirror
-from xpu_release.release.sides import LayoutSide, RegistrySide
+from xpu_release.release.publishing.mirror import mirror
+from xpu_release.release.publishing.sides import LayoutSide, RegistrySide
 
 from ..fake_registry import State, fake_registry
 from ..oci.test_registry_client import REPO, client_for

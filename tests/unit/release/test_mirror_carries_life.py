@@ -14,8 +14,8 @@ from xpu_release.evidence.attachment import END_OF_LIFE_ANNOTATION, Attachment
 from xpu_release.evidence.lifecycle import in_force, lifecycle_statement, make_notice, notices_at
 from xpu_release.evidence.referrers import attach, list_referrers
 from xpu_release.oci.layout import Layout
-from xpu_release.release.mirror import mirror
-from xpu_release.release.sides import LayoutSide
+from xpu_release.release.publishing.mirror import mirror
+from xpu_release.release.publishing.sides import LayoutSide
 
 from ..fake_registry import State, fake_registry
 from ..oci.test_registry_client import REPO, client_for

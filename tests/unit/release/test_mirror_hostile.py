@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from xpu_release.cli import cli
 from xpu_release.guard.writing import is_temporary
-from xpu_release.release.cache import LOCK_NAME
+from xpu_release.release.run.cache import LOCK_NAME
 
 from ...conftest import examples
 from ..cli.test_no_internal_error import DOCUMENTED

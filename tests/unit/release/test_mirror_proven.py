@@ -16,8 +16,8 @@ from click.testing import CliRunner, Result
 from xpu_release.cli import cli
 from xpu_release.errors import DamagedFileError, WireError
 from xpu_release.oci.layout import REF_NAME, Layout
-from xpu_release.release.mirror import mirror
-from xpu_release.release.sides import LayoutSide, RegistrySide
+from xpu_release.release.publishing.mirror import mirror
+from xpu_release.release.publishing.sides import LayoutSide, RegistrySide
 
 from ..cli.test_no_internal_error import CLOSED
 from ..fake_registry import State, fake_registry

@@ -228,7 +228,7 @@ def test_when_the_index_has_no_named_fix_the_smallest_later_version_no_advisory_
     published: World,
 ) -> None:
     from xpu_release.image.lock import load_lock
-    from xpu_release.release.patch import prepare
+    from xpu_release.release.watching.patch import prepare
 
     published.advisory("CVE-2026-0001", "accelerate", "1.5.5")  # named, not on the index
     published.advisory("CVE-2026-0002", "accelerate", "1.7.0", introduced="1.6.0")  # 1.6.x affected
@@ -253,7 +253,7 @@ def test_an_advisory_with_no_fix_that_affects_the_installed_version_does_not_blo
     published: World,
 ) -> None:
     from xpu_release.image.lock import load_lock
-    from xpu_release.release.patch import prepare
+    from xpu_release.release.watching.patch import prepare
 
     published.advisory("CVE-2026-0001", "accelerate", "1.7.0")
     published.advisory("CVE-2026-0003", "accelerate", None)  # every version, no fix: stays open

@@ -112,7 +112,7 @@ def test_diff_of_a_release_and_its_patch_names_each_advisory_fixed(patched: Path
 def test_diff_reads_the_latest_rescan_of_each_release_where_there_is_one(patched: Path) -> None:
     from datetime import UTC, datetime
 
-    from xpu_release.release.history import append
+    from xpu_release.release.model.history import append
 
     now = datetime(2026, 12, 3, tzinfo=UTC)
     ray = {"id": "CVE-2026-0009", "package": "ray", "installed": "2.43.0", "severity": "high"}

@@ -12,7 +12,7 @@ from typing import ClassVar
 import pytest
 
 from xpu_release.errors import BuildFailed
-from xpu_release.release.preflight import _reachable
+from xpu_release.release.run.preflight import _reachable
 
 TOKEN = "artifact-token-preflight"
 BODY = b"\x1f\x8b" + b"a tarball" * 1000

@@ -21,8 +21,8 @@ from xpu_release.evidence.lifecycle import lifecycle_statement
 from xpu_release.evidence.referrers import EMPTY, EMPTY_TYPE, attach, findable, list_referrers
 from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, sha256_digest
-from xpu_release.release import promote as promoting
-from xpu_release.release.record import read
+from xpu_release.release.model.record import read
+from xpu_release.release.steering import promote as promoting
 
 from ..evidence.test_sign_only_ours import key
 from ..helpers import run

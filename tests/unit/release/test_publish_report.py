@@ -4,8 +4,8 @@ endpoint it finished without the VEX, and the record without the gate's result).
 
 from __future__ import annotations
 
-from xpu_release.release.publish import failure_report
-from xpu_release.release.record import EndpointRecord, ReleaseRecord
+from xpu_release.release.model.record import EndpointRecord, ReleaseRecord
+from xpu_release.release.publishing.publish import failure_report
 
 
 def _half_published() -> ReleaseRecord:

@@ -15,10 +15,10 @@ import pytest
 from xpu_release.errors import StackError, VerifyFailed
 from xpu_release.manifest.platforms import DEFAULT, Platform
 from xpu_release.oci.endpoint import Endpoint
-from xpu_release.release import readahead
-from xpu_release.release.published import ServedSboms
-from xpu_release.release.readahead import ReadAhead, Wanted
-from xpu_release.release.watch import watch_all
+from xpu_release.release.watching import readahead
+from xpu_release.release.watching.published import ServedSboms
+from xpu_release.release.watching.readahead import ReadAhead, Wanted
+from xpu_release.release.watching.watch import watch_all
 
 from .published_kit import CPU, SDK, World
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from xpu_release.errors import DamagedFileError
-from xpu_release.release import record as records
-from xpu_release.release.record import EndpointRecord, ReleaseRecord
+from xpu_release.release.model import record as records
+from xpu_release.release.model.record import EndpointRecord, ReleaseRecord
 
 from ..helpers import run
 
@@ -200,7 +200,7 @@ def test_reading_a_record_never_compiles_the_iri_grammars_yet_iris_are_still_che
     probe = f"""
 import json, sys
 from pathlib import Path
-from xpu_release.release import record
+from xpu_release.release.model import record
 assert record.read(Path({str(path)!r})).digest == {DIGEST!r}
 compiled = "rfc3987_syntax.syntax_helpers" in sys.modules
 import jsonschema

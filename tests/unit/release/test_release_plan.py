@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from xpu_release.errors import BuildFailed
-from xpu_release.release.context import StageResult, Status
-from xpu_release.release.pipeline import Reporter
+from xpu_release.release.run.context import StageResult, Status
+from xpu_release.release.run.pipeline import Reporter
 from xpu_release.settings import Settings
 
 from ..helpers import run

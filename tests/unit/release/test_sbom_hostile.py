@@ -19,7 +19,7 @@ from xpu_release.errors import VerifyFailed
 from xpu_release.evidence.osv import Advisories
 from xpu_release.evidence.scan import scan
 from xpu_release.manifest import Repo
-from xpu_release.release.published import check_sbom
+from xpu_release.release.watching.published import check_sbom
 
 ROOT = Path(__file__).resolve().parents[3]
 JSON = st.recursive(

@@ -375,7 +375,7 @@ def test_the_local_release_record_says_when_its_findings_were_first_seen(w: Worl
 def test_a_second_watch_the_same_instant_never_replaces_the_first_entry(w: World) -> None:
     from datetime import UTC, datetime
 
-    from xpu_release.release.history import append, latest
+    from xpu_release.release.model.history import append, latest
 
     now = datetime(2026, 12, 3, 1, 2, 3, tzinfo=UTC)
     ref, at = f"{CPU}:25.03", "2026-12-03T01:02:03Z"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from xpu_release.evidence.lifecycle import in_force, notices_at
-from xpu_release.release import withdraw as steering
+from xpu_release.release.steering import withdraw as steering
 
 from ..helpers import run
 from .line import LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded
@@ -219,7 +219,7 @@ def test_a_withdraw_killed_while_it_moves_the_tags_converges_on_a_rerun(
 def test_status_verify_list_and_the_next_notes_say_it_is_withdrawn(
     line: tuple[Channel, dict[str, str]],
 ) -> None:
-    from xpu_release.release.record import read
+    from xpu_release.release.model.record import read
 
     ch, digests = line
     path = recorded(ch, "1.2", digests["1.2"])

@@ -13,8 +13,8 @@ from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.channel import VERIFYING
 from xpu_release.oci.credentials import Credentials, CredentialStore
-from xpu_release.release.pool import EndpointPool
-from xpu_release.release.withdrawn import past_withdrawn, withdrawal_in_force
+from xpu_release.release.model.pool import EndpointPool
+from xpu_release.release.model.withdrawn import past_withdrawn, withdrawal_in_force
 
 from ..helpers import run, write_manifest
 from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded

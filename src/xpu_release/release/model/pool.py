@@ -1,0 +1,120 @@
+"""The endpoints of one release, each with one registry client for the whole run: build
+avoidance, publish (its tag rules, its early copies) and verification share it, so each endpoint
+authenticates once per run and scope, and a run's report counts every retry. A command builds
+one pool and hands it down; the read-only questions of ``serving`` and ``verify`` ask through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from ...errors import RegistryAuthError, ReleaseError, StackError, WireError, is_down
+from ...manifest import ImageSpec
+from ...manifest.registries import Registries
+from ...oci.channel import STANDARD, client_for
+from ...oci.credentials import CredentialStore
+from ...oci.endpoint import Endpoint
+from ...oci.registry import Manifest, RegistryClient, RetryPolicy
+from ...progress import Meter, Sink, meter
+from .plan import Plan, make_plan
+
+
+class EndpointPool:
+    """The endpoints of one release, each with one client for the whole run."""
+
+    def __init__(
+        self,
+        spec: ImageSpec,
+        registries: Registries,
+        credentials: CredentialStore,
+        retry: RetryPolicy | None = None,
+        on_line: Sink = lambda _: None,
+    ) -> None:
+        self.plan: Plan = make_plan(spec, registries)
+        self.credentials = credentials
+        self.retry = retry or STANDARD
+        self.on_line = on_line
+        self._clients: dict[str, RegistryClient] = {}
+        self._made: list[RegistryClient] = []  # every client, fresh ones too: their bytes sent
+
+    @property
+    def spec(self) -> ImageSpec:
+        return self.plan.spec
+
+    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
+        """The endpoint's client; a ``fresh`` one for work shared across threads, which starts
+        with the tokens the endpoint's client has earned (no second authentication)."""
+        if fresh or ep.name not in self._clients:
+            made = client_for(ep, self.credentials, self.retry, self.on_line)
+            shared = self._clients.get(ep.name)
+            if shared is not None:
+                made.t.adopt(shared.t)
+            self._made.append(made)
+            if fresh:
+                return made
+            self._clients[ep.name] = made
+        return self._clients[ep.name]
+
+    def repo(self, ep: Endpoint) -> str:
+        return ep.repository(self.spec.image)
+
+    @contextlib.contextmanager
+    def metering(self, every: float = 0.25) -> Iterator[None]:
+        """While the block runs, the bytes sent to each endpoint go to the display as meters
+        (read from the clients' counters by a thread of its own, ``every`` seconds)."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            shown: dict[str, int] = {}
+            while True:
+                sent: dict[str, int] = {}
+                for c in list(self._made):
+                    sent[c.endpoint.name] = sent.get(c.endpoint.name, 0) + c.stats["sent_bytes"]
+                for name, n in sent.items():
+                    if n != shown.get(name, 0):
+                        meter(Meter(f"sending to {name}", n))
+                        shown[name] = n
+                if stop.wait(every):
+                    return
+
+        ticker = threading.Thread(target=tick, name="send-meters", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+
+
+def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
+    """What the endpoints serve at the release's version tag, asked all at once: each endpoint
+    that serves it, in the plan's order. One that refuses our credentials is exit 8; when not one
+    answers, exit 10 (7 if one answered against the protocol); one that does not answer while
+    another does is left out (it says nothing)."""
+    targets = pool.plan.targets
+
+    def ask(ep: Endpoint) -> Manifest | ReleaseError | None:
+        try:
+            return pool.client(ep).get_manifest(pool.repo(ep), pool.spec.version)
+        except RegistryAuthError:
+            raise
+        except ReleaseError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(32, len(targets))) as ex:
+        answers = list(ex.map(ask, [t.endpoint for t in targets]))
+    errors = [
+        (t.endpoint.name, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, ReleaseError)
+    ]
+    if errors and len(errors) == len(targets):
+        names = ", ".join(name for name, _ in errors)
+        if all(is_down(e) for _, e in errors):
+            msg = f"unreachable: {names}: {errors[0][1].message}"
+            raise StackError(msg)
+        wrong = next(e for _, e in errors if not is_down(e))
+        msg = f"no endpoint gave the release's manifest ({names}): {wrong.message}"
+        raise WireError(msg)
+    return [(t.endpoint, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, Manifest)]
