@@ -162,10 +162,10 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
            username: str | None, password_stdin: bool) -> None:  # fmt: skip
     from dataclasses import replace
 
+    from ..errors import endpoints_failed
     from ..oci.channel import VERIFYING
     from ..release.model import record as records
     from ..release.model.pool import EndpointPool
-    from ..release.model.withdrawn import failure
     from ..release.steering.withdraw import check_reason, digest_of, steer
 
     spec = state.repo.load_ref(ref)
@@ -193,7 +193,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
             f"{spec.ref}: not every endpoint is done; rerun `xpu-release {action} {spec.ref}` to finish:"
         ]
         lines += [f"  {endpoint:<22} {why}" for endpoint, why in report.failed]
-        raise failure("\n".join(lines), report.errors, len(pool.plan.targets))
+        raise endpoints_failed("\n".join(lines), report.errors, len(pool.plan.targets))
 
 
 def _report_json(report: Report) -> dict[str, Any]:

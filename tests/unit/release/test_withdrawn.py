@@ -76,3 +76,27 @@ def test_a_release_no_endpoint_holds_is_said_in_words(
 
     assert done.exit_code == 11, done.output
     assert f"nothing was {past} anywhere" in done.stderr
+
+
+@pytest.mark.parametrize(("down", "error"), [(1, PublishError), (3, StackError)])
+def test_a_newer_release_whose_endpoints_cannot_say_keeps_the_tags_where_they_are_saying_so(
+    repo: Path, tmp_path: Path, down: int, error: type[Exception]
+) -> None:
+    # Every endpoint that answers says 1.1 is withdrawn; one that cannot say is not "withdrawn
+    # there" (which would move latest back onto 1.0.1) nor silently "not withdrawn": the rule
+    # stops, naming the release and what was not done.
+    manifests(repo, ["1.0", "1.1"])
+    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
+                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, ["1.0", "1.1"], tmp_path / "spool")
+        withdrawn = run(ch.root, "--registries", str(ch.file), "withdraw", "demo:1.1", "--reason", "bad",
+                        *LOGIN, input=PASSWORD)  # fmt: skip
+        for state in list(ch.states.values())[-down:]:
+            state.faults.unavailable = 10**6
+        manifests_, pool = pool_of(ch, "1.0.1")
+        registries = load_registries(ch.root, str(ch.file))
+        with pytest.raises(error, match=r"whether demo:1\.1 is withdrawn cannot be told; no floating tag"):
+            past_withdrawn(manifests_, pool, registries)
+
+    assert withdrawn.exit_code == 0, withdrawn.stderr

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from ...errors import RegistryAuthError, ReleaseError, StackError, WireError, is_down
+from ...errors import RegistryAuthError, ReleaseError, endpoints_failed, is_down
 from ...manifest import ImageSpec
 from ...manifest.registries import Registries
 from ...oci.channel import STANDARD, client_for
@@ -111,10 +111,7 @@ def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
     ]
     if errors and len(errors) == len(targets):
         names = ", ".join(name for name, _ in errors)
-        if all(is_down(e) for _, e in errors):
-            msg = f"unreachable: {names}: {errors[0][1].message}"
-            raise StackError(msg)
-        wrong = next(e for _, e in errors if not is_down(e))
-        msg = f"no endpoint gave the release's manifest ({names}): {wrong.message}"
-        raise WireError(msg)
+        said = next((e for _, e in errors if not is_down(e)), errors[0][1]).message
+        msg = f"no endpoint gave the release's manifest ({names}): {said}"
+        raise endpoints_failed(msg, [e for _, e in errors], len(targets))
     return [(t.endpoint, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, Manifest)]

@@ -4,31 +4,33 @@ does not answer, or a notice it lists but does not serve, is not "not withdrawn"
 has no answer, and a command that would move a floating tag onto the release stops saying so
 (exit 7; 10 when no endpoint answers; 8 when every endpoint refuses our credentials).
 
+``withdrawals`` is the one question at one endpoint; every command that asks whether a release
+is withdrawn (``status``, ``verify``, ``watch``, ``withdraw``, ``promote``, ``publish``) asks it
+or reads the same notices (``evidence.lifecycle.in_force``), and none takes "could not tell" as
+"not withdrawn".
+
 And which floating tags a release takes because every newer release carrying them is withdrawn
 (``past_withdrawn``): after ``withdraw``, ``latest`` serves the newest release not withdrawn; a
-patch of that release, released later, is then the newest one not withdrawn and takes it.
+patch of that release, released later, is then the newest one not withdrawn and takes it. A newer
+release whose endpoints cannot say stops the tags where they are, saying so (exit 7, or 10).
 """
 
 from __future__ import annotations
 
-from ...errors import PublishError, RegistryAuthError, ReleaseError, StackError, is_down
+from ...errors import ReleaseError, endpoints_failed
 from ...evidence.lifecycle import Notice, in_force, notices_at
 from ...manifest import ImageSpec, Repo
 from ...manifest.registries import Registries
 from ...manifest.versions import version_key
+from ...oci.registry import RegistryClient
 from .plan import floating_tags, make_plan
 from .pool import EndpointPool
 
 
-def failure(text: str, errors: list[ReleaseError], endpoints: int) -> ReleaseError:
-    """The error of a run that failed at endpoints with ``errors``: 8 when every endpoint refused
-    our credentials (a rerun cannot help), 10 when every endpoint is down (``is_down``: retry
-    later), else 7 (rerun to finish)."""
-    if len(errors) >= endpoints and all(isinstance(e, RegistryAuthError) for e in errors):
-        return RegistryAuthError(text)
-    if len(errors) >= endpoints and all(is_down(e) for e in errors):
-        return StackError(text)
-    return PublishError(text)
+def withdrawals(client: RegistryClient, repo: str, digest: str) -> tuple[Notice, ...]:
+    """The withdrawals of ``digest`` in force at one endpoint; raises when its notices cannot be
+    read (never "none")."""
+    return in_force(notices_at(client, repo, digest))
 
 
 def could_not_tell(
@@ -36,8 +38,8 @@ def could_not_tell(
 ) -> ReleaseError:
     """A withdrawal question that endpoints did not answer; ``then`` says what was (not) done."""
     lines = [f"  {name:<22} {exc.message}" for name, exc in problems]
-    return failure("\n".join([f"whether {ref} is withdrawn cannot be told; {then}:", *lines]),
-                   [e for _, e in problems], endpoints)  # fmt: skip
+    return endpoints_failed("\n".join([f"whether {ref} is withdrawn cannot be told; {then}:", *lines]),
+                            [e for _, e in problems], endpoints)  # fmt: skip
 
 
 def withdrawal_in_force(pool: EndpointPool, digest: str, *, then: str) -> Notice | None:
@@ -46,7 +48,7 @@ def withdrawal_in_force(pool: EndpointPool, digest: str, *, then: str) -> Notice
     problems: list[tuple[str, ReleaseError]] = []
     for t in pool.plan.targets:
         try:
-            found = in_force(notices_at(pool.client(t.endpoint), pool.repo(t.endpoint), digest))
+            found = withdrawals(pool.client(t.endpoint), pool.repo(t.endpoint), digest)
         except ReleaseError as exc:
             problems.append((t.endpoint.name, exc))
             continue
@@ -89,12 +91,19 @@ def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tu
 
 
 def _withdrawn_everywhere(pool: EndpointPool, other: ImageSpec, registries: Registries) -> bool:
-    for t in make_plan(other, registries).targets:
+    """Whether ``other`` is served and withdrawn at every endpoint of its plan: one that serves it
+    not withdrawn (or not at all) is a "no"; one that cannot say, with no "no" elsewhere, stops
+    the question (``could_not_tell``)."""
+    targets = make_plan(other, registries).targets
+    problems: list[tuple[str, ReleaseError]] = []
+    for t in targets:
         client, name = pool.client(t.endpoint), t.endpoint.repository(other.image)
         try:
             served = client.head_manifest(name, other.version)
-            if served is None or not in_force(notices_at(client, name, served)):
+            if served is None or not withdrawals(client, name, served):
                 return False
-        except ReleaseError:
-            return False
+        except ReleaseError as exc:
+            problems.append((t.endpoint.name, exc))
+    if problems:
+        raise could_not_tell(other.ref, problems, len(targets), "no floating tag was moved")
     return True

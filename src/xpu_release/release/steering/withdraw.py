@@ -40,6 +40,7 @@ from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink
 from ..model.plan import Target, make_plan
 from ..model.pool import EndpointPool, version_served
+from ..model.withdrawn import withdrawals
 
 Action = Literal["withdraw", "reinstate"]
 PAST: dict[Action, str] = {"withdraw": "withdrawn", "reinstate": "reinstated"}
@@ -233,7 +234,7 @@ class Steering:
         if key not in self._served:
             client, repo = self.pool.client(t.endpoint), self.pool.repo(t.endpoint)
             served = client.head_manifest(repo, version)
-            withdrawn = bool(served and in_force(notices_at(client, repo, served)))
+            withdrawn = bool(served and withdrawals(client, repo, served))
             self._served[key] = (served, withdrawn)
         return self._served[key]
 

@@ -23,7 +23,6 @@ from ...errors import (
     WireError,
     is_down,
 )
-from ...evidence.lifecycle import in_force, notices_at
 from ...evidence.matching import pypi_name
 from ...evidence.referrers import fetch_attachment, list_referrers
 from ...evidence.scan import Package, components_of, packages_in
@@ -38,6 +37,7 @@ from ...oci.credentials import CredentialStore
 from ...oci.endpoint import Endpoint
 from ...oci.model import ImageIndex
 from ...oci.registry import RegistryClient, RetryPolicy
+from ..model.withdrawn import withdrawals
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class Reader:
         cannot be read is an error, not "no")."""
         repo = ep.repository(image)
         return bool(self._ask(ep, f"the notices of {image}@{digest[:19]}",
-                              lambda c: in_force(notices_at(c, repo, digest))))  # fmt: skip
+                              lambda c: withdrawals(c, repo, digest)))  # fmt: skip
 
     def base_digest(self, alias: str, repository: str, tag: str) -> str | None:
         """The digest a base image's tag serves now at the registry ``alias`` names."""
