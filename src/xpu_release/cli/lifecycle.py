@@ -165,8 +165,8 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     from ..errors import endpoints_failed
     from ..oci.channel import VERIFYING
     from ..release.model import record as records
-    from ..release.model.pool import EndpointPool
-    from ..release.steering.withdraw import check_reason, digest_of, steer
+    from ..release.model.pool import EndpointPool, served_release
+    from ..release.steering.withdraw import check_reason, steer
 
     spec = state.repo.load_ref(ref)
     text = check_reason(reason) if action == "withdraw" else ""
@@ -176,7 +176,9 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     record = records.writable(path, spec.ref, state.root)  # before any endpoint is changed
     # A question and idempotent notices: a rerun is cheap, so fewer retries than a publish.
     pool = EndpointPool(spec, registries, creds, VERIFYING, on_line=(live := line_sink()))
-    digest = digest_of(pool, record.digest if record is not None and record.ref == spec.ref else None)
+    recorded = record.digest if record is not None and record.ref == spec.ref else None
+    nothing = f"no endpoint serves {spec.ref} and there is no release record: nothing to {action}"
+    digest = served_release(pool, recorded, nothing=nothing).digest
     report = steer(state.repo, pool, registries, action, digest, by=state.builder, reason=text, on_line=live)
     live.close()
     if report.ok and record is not None and record.digest == digest:

@@ -246,3 +246,22 @@ def test_status_verify_list_and_the_next_notes_say_it_is_withdrawn(
     assert "1.2 was withdrawn on " in notes.stdout
     assert ": it crashes on start. Use this release instead." in notes.stdout
     assert "1.2已于" in zh.stdout
+
+
+def test_without_a_record_endpoints_that_serve_different_images_withdraw_nothing(
+    line: tuple[Channel, dict[str, str]],
+) -> None:
+    # Which image is the release is one answer (model/pool.served_release): with no record, the
+    # one digest every endpoint serves. A region whose 1.2 tag holds another image is a release
+    # half done, never "the first endpoint's digest" withdrawn while the others serve another.
+    ch, digests = line
+    region = list(ch.states.values())[-1]
+    repo = ch.repo(ch.endpoints()[-1])
+    region.manifests[(repo, "1.2")] = region.manifests[(repo, digests["1.1"])]
+
+    code, _, err = cli(ch, "withdraw", "demo:1.2", "--reason", "it crashes on start")
+
+    assert code == 7, err
+    assert "serve different images at demo:1.2" in err and "finish its release first" in err
+    assert not any(withdrawn_everywhere(ch, d) for d in digests.values())
+    assert all(notices(ch, d) == {ep.name: [] for ep in ch.endpoints()} for d in digests.values())

@@ -10,8 +10,9 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from ...errors import RegistryAuthError, ReleaseError, endpoints_failed, is_down
+from ...errors import NotFoundError, RegistryAuthError, ReleaseError, VerifyFailed, endpoints_failed, is_down
 from ...manifest import ImageSpec
 from ...manifest.registries import Registries
 from ...oci.channel import STANDARD, client_for
@@ -115,3 +116,29 @@ def version_served(pool: EndpointPool) -> list[tuple[Endpoint, Manifest]]:
         msg = f"no endpoint gave the release's manifest ({names}): {said}"
         raise endpoints_failed(msg, [e for _, e in errors], len(targets))
     return [(t.endpoint, a) for t, a in zip(targets, answers, strict=True) if isinstance(a, Manifest)]
+
+
+@dataclass(frozen=True)
+class ServedRelease:
+    """Which image is a release: its ``digest``, and where it was read (the first endpoint that
+    serves it, with its manifest; None when the record named it)."""
+
+    digest: str
+    source: tuple[Endpoint, Manifest] | None = None
+
+
+def served_release(pool: EndpointPool, recorded: str | None = None, *, nothing: str) -> ServedRelease:
+    """Which image is the release: the digest its record names (``recorded``), else the one digest
+    every endpoint that answers serves at the version tag, with the manifest of the first that
+    serves it. Endpoints that disagree are exit 7 (a release half done: finish it first); none
+    serving it is exit 11 saying ``nothing``."""
+    if recorded:
+        return ServedRelease(recorded)
+    served = version_served(pool)
+    if not served:
+        raise NotFoundError(nothing)
+    if len({image.digest for _, image in served}) > 1:
+        said = ", ".join(f"{ep.name} {image.digest}" for ep, image in served)
+        msg = f"the endpoints serve different images at {pool.spec.ref} ({said}); finish its release first"
+        raise VerifyFailed(msg)
+    return ServedRelease(served[0][1].digest, served[0])

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
-from ...errors import NotFoundError, PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
+from ...errors import PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
 from ...errors import VulnerabilityGateFailed as GateFailed
 from ...evidence.attachment import ALL_KINDS, KINDS, statement
 from ...evidence.referrers import Referrers, fetch_attachment, list_referrers
@@ -40,7 +40,7 @@ from ...progress import Sink
 from ..model.line import Line
 from ..model.plan import Target
 from ..model.platformindex import platform_images, shape_problem
-from ..model.pool import EndpointPool, version_served
+from ..model.pool import EndpointPool, served_release
 from ..model.record import EndpointRecord, Promotion, ReleaseRecord
 from ..model.withdrawn import withdrawal_in_force
 from ..publishing.mirror import MirrorReport, mirror
@@ -64,18 +64,11 @@ class Promoted:
 
 
 def source_of(staging: EndpointPool) -> tuple[RegistrySide, Manifest]:
-    """The first staging endpoint that serves the release, and its image manifest; every
-    staging endpoint that answers must serve the same digest."""
-    spec = staging.spec
-    served = version_served(staging)
-    if not served:
-        msg = f"no endpoint of the staging registries serves {spec.ref}: release it there first"
-        raise NotFoundError(msg)
-    if len({image.digest for _, image in served}) > 1:
-        said = ", ".join(f"{ep.name} {image.digest}" for ep, image in served)
-        msg = f"the staging endpoints serve different images at {spec.ref} ({said}); finish its release first"
-        raise VerifyFailed(msg)
-    ep, image = served[0]
+    """The release as staging serves it (``served_release``), and where to copy it from."""
+    nothing = f"no endpoint of the staging registries serves {staging.spec.ref}: release it there first"
+    found = served_release(staging, nothing=nothing).source
+    assert found is not None  # asked of the endpoints, not of a record
+    ep, image = found
     return RegistrySide(staging.client(ep), staging.repo(ep)), image
 
 

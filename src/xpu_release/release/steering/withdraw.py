@@ -39,7 +39,7 @@ from ...oci.members import spool_dir
 from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink
 from ..model.plan import Target, make_plan
-from ..model.pool import EndpointPool, version_served
+from ..model.pool import EndpointPool
 from ..model.withdrawn import withdrawals
 
 Action = Literal["withdraw", "reinstate"]
@@ -88,18 +88,6 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.failed
-
-
-def digest_of(pool: EndpointPool, recorded: str | None) -> str:
-    """The release's manifest digest: the record's, else what the first endpoint that answers
-    serves at the version tag."""
-    if recorded:
-        return recorded
-    served = version_served(pool)
-    if not served:
-        msg = f"no endpoint serves {pool.spec.ref} and there is no release record: nothing to steer"
-        raise NotFoundError(msg)
-    return served[0][1].digest
 
 
 class Steering:
