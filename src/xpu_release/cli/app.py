@@ -18,11 +18,12 @@ import click
 from .. import __version__
 from ..errors import INTERNAL_ERROR, INTERRUPTED, OutputError, ReleaseError
 from ..guard.locks import LockFile
+from ..guard.shown import shown_lines
 from ..oci import deadline as answers
 from ..oci.credentials import CredentialStore
 from ..settings import DEADLINE_ENV, REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
 from .live import LiveLine
-from .output import Verbosity, _bounded, _say_error, as_user_error, notice
+from .output import LINE_LIMIT, Verbosity, _say_error, as_user_error, notice
 
 if TYPE_CHECKING:  # the commands import what they use when they run: `--help` stays quick
     from click.shell_completion import CompletionItem
@@ -128,7 +129,7 @@ class ReleaseGroup(click.Group):
             click.echo(f"interrupted by {signal.Signals(signum).name}", err=True)
             raise click.exceptions.Exit(128 + signum) from None
         except click.ClickException as exc:
-            exc.message = _bounded(exc.message)  # type: ignore[misc]  # Click echoes the value it refused
+            exc.message = shown_lines(exc.message, LINE_LIMIT)  # type: ignore[misc]  # Click echoes the value it refused
             raise
         except (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
             raise  # Click's own exits, and a reader that closed the pipe (quiet)
@@ -366,7 +367,7 @@ def main() -> None:
             sys.stdout.flush()  # a full device fails here, not in the interpreter's last flush
         sys.exit(code if isinstance(code, int) else 0)
     except click.ClickException as exc:
-        exc.message = _bounded(exc.message)  # type: ignore[misc]
+        exc.message = shown_lines(exc.message, LINE_LIMIT)  # type: ignore[misc]
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

@@ -16,7 +16,7 @@ from typing import IO, Any
 import click
 
 from ..errors import OutputError, ReleaseError
-from ..guard.shown import shown_lines
+from ..guard.shown import shown, shown_lines
 from ..settings import COLOUR_ENV
 
 
@@ -102,22 +102,6 @@ def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
 LINE_LIMIT = 400  # characters of one error line: echoed input is cut, never a 100 KB line
 
 
-def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
-
-
-def _middle(line: str, limit: int) -> str:
-    """``line`` cut in its middle: what failed (its start) and what to do (its end) both stay."""
-    if len(line) <= limit:
-        return line
-    head, tail = (limit * 2) // 3, limit // 3 - 20
-    return f"{line[:head]} … ({len(line) - head - tail} characters) … {line[-tail:]}"
-
-
-def _bounded(message: str) -> str:
-    return "\n".join(_middle(line, LINE_LIMIT) for line in message.splitlines())
-
-
 _CONNECTION_ERRNOS = {errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED, errno.ETIMEDOUT}
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS}
 
@@ -129,7 +113,6 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
     found, 13 output). Anything else escaping a command is a bug of ours (exit 70)."""
     from ..errors import ConfigError, NotFoundError, StackError
     from ..files import describe
-    from ..secrets import redact
 
     # Docker's APIError and requests' errors are OSErrors with no file name: told apart first, or
     # an engine that refused a request (outside a container's start) was exit 70.
@@ -137,7 +120,7 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
     if docker is not None and isinstance(exc, docker.DockerException):
         # A malformed DOCKER_HOST, an engine that speaks something else or refuses: the engine.
         said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return StackError(f"the Docker engine cannot be used ({_cut(said)}); check DOCKER_HOST")
+        return StackError(f"the Docker engine cannot be used ({shown(said, 200)}); check DOCKER_HOST")
     # An engine or registry that went away mid-answer: requests', urllib3's (docker-py reads its
     # streams from urllib3 directly) and http.client's errors, and a connection reset, refused,
     # broken or timed out with no file named.
@@ -153,14 +136,14 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
         or (urllib3 is not None and isinstance(exc, urllib3.HTTPError))
     ):
         said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return StackError(f"a service did not answer as HTTP should ({_cut(redact(said))}); retry later")
+        return StackError(f"a service did not answer as HTTP should ({shown(said, 200)}); retry later")
     if isinstance(exc, OSError):
         why = describe(exc)
         if exc.filename is None:
             if exc.errno in _OUTPUT_ERRNOS:
                 return OutputError(f"cannot write the output ({why})")
             return None
-        where = _cut(str(exc.filename))
+        where = shown(exc.filename, 200)
         if exc.errno in _OUTPUT_ERRNOS:
             return OutputError(f"{where}: cannot write ({why})")
         if isinstance(exc, FileNotFoundError) and "/" not in str(exc.filename):
@@ -174,6 +157,6 @@ def as_user_error(exc: BaseException) -> ReleaseError | None:
 def _say_error(exc: ReleaseError) -> None:
     # stderr itself may not be writable: the exit code is then all that is left.
     with contextlib.suppress(OSError):
-        click.echo(f"{error_prefix()} {_bounded(shown_lines(exc.render()))}", err=True)
+        click.echo(f"{error_prefix()} {shown_lines(exc.render(), LINE_LIMIT)}", err=True)
         if verbosity().verbose and exc.details:
             click.echo(exc.details, err=True)

@@ -107,17 +107,9 @@ def make_notice(
     return Notice(kind=kind, release=ref, at=at, by=by, reason=reason, undoes=undoes, payload=payload)
 
 
-def said(text: str, limit: int) -> str:
-    """Words of a notice read back from a registry (anyone who can push there can write one), as
-    they are shown and recorded: one line, every control or format character a visible escape
-    (``guard/shown.py``), at most ``limit`` characters and a few more saying it was cut."""
-    out = shown(text, limit)
-    return out if len(out) <= limit + 40 else f"{out[:limit]}... ({len(text)} characters)"
-
-
 def read_notice(att: Attachment) -> Notice | None:
     """The notice an attachment of a notice kind holds (None: not one of ours, or damaged). Its
-    words are outside text: each is ``said`` (one clean, bounded line); its bytes are kept."""
+    words are outside text: each is ``shown`` (one clean, bounded line); its bytes are kept."""
     doc = statement(att.payload)
     if doc is None or att.kind not in NOTICE_KINDS or doc.get("predicateType") != NOTICE_PREDICATES[att.kind]:
         return None
@@ -127,9 +119,9 @@ def read_notice(att: Attachment) -> Notice | None:
     undoes = p.get("undoes") or []
     if not isinstance(undoes, list) or not all(isinstance(d, str) for d in undoes):
         return None
-    return Notice(kind=cast(NoticeKind, att.kind), release=said(p["release"], MAX_SAID),
-                  at=said(p["at"], MAX_SAID), by=said(p["by"], MAX_SAID),
-                  reason=said(str(p.get("reason") or ""), MAX_REASON), undoes=tuple(undoes),
+    return Notice(kind=cast(NoticeKind, att.kind), release=shown(p["release"], MAX_SAID),
+                  at=shown(p["at"], MAX_SAID), by=shown(p["by"], MAX_SAID),
+                  reason=shown(str(p.get("reason") or ""), MAX_REASON), undoes=tuple(undoes),
                   payload=att.payload)  # fmt: skip
 
 

@@ -38,8 +38,16 @@ def _escaped(ch: str) -> str:
 def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
     """``text`` with every registered secret hidden (``secrets.redact``), and every character
     that could hide, move or forge output written as a visible escape, cut to ``limit``
-    characters (saying how long it was)."""
-    return _cut(redact(text if isinstance(text, str) else str(text)), limit)
+    characters (saying how long it was). The escapes count too: text made of control characters
+    shows at most ``limit`` characters and the few more that say it was cut."""
+    raw = redact(text if isinstance(text, str) else str(text))
+    out = _cut(raw, limit)
+    return out if len(out) <= limit + 40 else f"{out[:limit]}... ({len(raw)} characters)"
+
+
+def quoted(text: str, limit: int = 80) -> str:
+    """A name the user typed, as an error quotes it: ``shown``, between quotes."""
+    return f"'{shown(text, limit)}'"
 
 
 def _cut(raw: str, limit: int) -> str:
@@ -57,13 +65,21 @@ def says_nothing(text: str) -> bool:
     return all(ch.isspace() or ch in _DRAWN_BLANK or unicodedata.category(ch) in _UNSEEN for ch in text)
 
 
-def shown_lines(text: str) -> str:
+def shown_lines(text: str, limit: int | None = None) -> str:
     """A message of ours, several lines, with whatever outside text it quotes escaped as ``shown``
     does: its own line breaks stay, every other hidden character (an escape sequence, a carriage
     return that would overwrite the line) is made visible, and a long secret is hidden (short
-    ones only in the outside text it quotes: ``secrets``). Nothing is cut."""
+    ones only in the outside text it quotes: ``secrets``). A line longer than ``limit`` is cut in
+    its middle: what failed (its start) and what to do (its end) both stay."""
     lines = [redact(line, outside=False) for line in text.split("\n")]
-    return "\n".join(_cut(line, len(line)) for line in lines)
+    return "\n".join(_middle(_cut(line, len(line)), limit) for line in lines)
+
+
+def _middle(line: str, limit: int | None) -> str:
+    if limit is None or len(line) <= limit:
+        return line
+    head, tail = (limit * 2) // 3, limit // 3 - 20
+    return f"{line[:head]} … ({len(line) - head - tail} characters) … {line[-tail:]}"
 
 
 def path_text(path: object) -> str:

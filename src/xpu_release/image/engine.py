@@ -203,7 +203,7 @@ class Engine:
         try:
             stream = self.api.pull(repo, tag=tag, stream=True, decode=True, auth_config=auth)
         except APIError as exc:  # refused before any stream starts: unknown manifest, auth
-            said = redact(str(exc.explanation or exc))[:200]
+            said = shown(exc.explanation or exc, 200)
             if exc.status_code in (401, 403):
                 msg = f"pull of {ref} was refused: {said}"
                 raise RegistryAuthError(msg) from None

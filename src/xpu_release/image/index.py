@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import LockError
+from ..guard.shown import shown
 from ..manifest import ImageSpec
 from .lockfile import TARGET_PYTHON
 
@@ -33,8 +34,9 @@ def _unanswered(spec: ImageSpec, proc: subprocess.CompletedProcess[str], what: s
     """The error of an index that did not answer (None: it answered that it has no such thing)."""
     if any(sign in proc.stderr for sign in _UNREACHABLE) or "No matching distribution" not in proc.stderr:
         said = next((line for line in proc.stderr.splitlines() if line.startswith("ERROR")), "")
+        said = shown(said, 200) if said else "no answer"
         msg = (
-            f"cannot ask the package index {what} (pip: {said[:200] or 'no answer'}); run where "
+            f"cannot ask the package index {what} (pip: {said}); run where "
             f"{spec.pip_index_url or 'the index'} answers"
         )
         return LockError(msg)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ManifestError, NotFoundError, Problem, ReleaseError
+from ..guard.shown import quoted, shown
 from . import inherit, rules, schema
 from .model import ImageSpec
 from .patchformat import LINE_TAG_SUFFIX, line_of_version, numbering_problem
@@ -22,16 +23,11 @@ REF_RX = re.compile(rf"(?P<image>{IMAGE_PATTERN}):(?P<version>{VERSION_PATTERN})
 VERSION_RX = re.compile(VERSION_PATTERN)
 
 
-def shown(text: str, limit: int = 80) -> str:
-    """User text as echoed in a message: quoted, and cut when long."""
-    return repr(text) if len(text) <= limit else repr(text[: limit - 3]) + f"... ({len(text)} characters)"
-
-
 def parse_ref(ref: str) -> tuple[str, str]:
     """``NAME:VERSION`` → (name, version), with a clear message for anything else."""
     m = REF_RX.fullmatch(ref.strip())
     if not m or len(m["image"]) > 128:
-        msg = f"{shown(ref)} is not NAME:VERSION (e.g. training-xpu-pytorch:25.03)"
+        msg = f"{quoted(ref)} is not NAME:VERSION (e.g. training-xpu-pytorch:25.03)"
         raise ConfigError(msg)
     return m["image"], m["version"]
 
@@ -40,7 +36,7 @@ def check_version(version: str, what: str) -> str:
     """``version`` as a version (``25.03``): never a path (``../x``), an option, or empty."""
     if not VERSION_RX.fullmatch(version):
         msg = (
-            f"{what} {shown(version)} is not a version: letters, digits, '.', '_' and '-', "
+            f"{what} {quoted(version)} is not a version: letters, digits, '.', '_' and '-', "
             "at most 128 characters, starting with a letter or digit (e.g. 25.03)"
         )
         raise ConfigError(msg)
@@ -119,7 +115,7 @@ class Repo:
         folder = self.manifests_dir / image
         if not folder.is_dir():
             known = ", ".join(self.images()) or "none"
-            msg = f"no image {shown(image)} under {self.rel(self.manifests_dir)} (known: {known})"
+            msg = f"no image {quoted(image)} under {self.rel(self.manifests_dir)} (known: {known})"
             raise NotFoundError(msg)
         names = (p.name for p in self._entries(folder))
         found = (n[: -len(".yaml")] for n in names if n.endswith(".yaml") and n != ".yaml")
@@ -141,11 +137,14 @@ class Repo:
         path = self.manifest_path(image, version)
         if kind_of(path) == "missing":
             known = ", ".join(self.versions(image)) or "none"
-            msg = f"no manifest {self.rel(path)[:200]} for {image}:{version[:80]} (versions: {known})"
+            ref = shown(f"{image}:{version}", 120)
+            msg = f"no manifest {shown(self.rel(path), 200)} for {ref} (versions: {known})"
             raise NotFoundError(msg)
         if not VERSION_RX.fullmatch(version):
             why = "its file name is not a version (letters, digits, '.', '_', '-'; at most 128); rename it"
-            raise ManifestError([Problem(file=self.rel(path)[:200], line=0, column=0, path="", message=why)])
+            raise ManifestError(
+                [Problem(file=shown(self.rel(path), 200), line=0, column=0, path="", message=why)]
+            )
         try:
             return load(path, self.rel(path))
         except YamlProblems as exc:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, NotFoundError
 from ..files import kind_of
+from ..guard.shown import quoted
 from . import Repo
-from .loader import shown
 from .order import build_order, descendants
 
 TAG_RX = re.compile(
@@ -21,7 +21,7 @@ def ref_from_tag(repo: Repo, tag: str) -> str:
     """``training-xpu-pytorch/25.03`` or ``training-xpu-pytorch-25.03`` → ``training-xpu-pytorch:25.03``."""
     m = TAG_RX.fullmatch(tag.strip()) if len(tag) <= 300 else None
     if not m:
-        msg = f"tag {shown(tag)} is not NAME/VERSION or NAME-VERSION (e.g. training-xpu-pytorch/25.03)"
+        msg = f"tag {quoted(tag)} is not NAME/VERSION or NAME-VERSION (e.g. training-xpu-pytorch/25.03)"
         raise ConfigError(msg)
     image, version = m["image"], m["version"]
     if image not in repo.images():

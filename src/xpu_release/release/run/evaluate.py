@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from ...errors import NotFoundError, ReleaseError
 from ...guard.limits import MAX_RECORD_BYTES
 from ...guard.reading import Refused, read_json
+from ...guard.shown import shown
 from ...guard.writing import write_bytes
 from ...image.baseimage import pinned_ref, pull_auth
 from ...image.bounded import Containers, Limits
@@ -65,7 +66,7 @@ def _pulled(engine: EvalEngine, ref: str, auth: dict[str, str] | None) -> ImageI
     try:
         engine.pull(ref, auth)
     except ReleaseError as exc:
-        return f"not in the engine, and pulling {ref} failed: {exc.message.splitlines()[0][:200]}"
+        return f"not in the engine, and pulling {ref} failed: {shown(exc.message.splitlines()[0], 200)}"
     return engine.image(ref) or f"pulling {ref} gave no image"
 
 
@@ -84,7 +85,7 @@ def _previous(repo: Repo, spec: ImageSpec, engine: EvalEngine, credentials: Cred
     try:
         rec = records.read_optional(records.default_path(repo.root, spec.image, spec.extends))
     except ReleaseError as exc:
-        return Reference(role="previous", ref=name, missing=exc.message.splitlines()[0][:200])
+        return Reference(role="previous", ref=name, missing=shown(exc.message.splitlines()[0], 200))
     if rec is not None and (info := engine.image(rec.tested_image_id)) is not None:
         return Reference(role="previous", ref=name, image_id=info.id)
     if (info := engine.image(name)) is not None:

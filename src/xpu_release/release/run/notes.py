@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, ReleaseError
-from ...evidence.lifecycle import MAX_REASON, MAX_SAID, said
+from ...evidence.lifecycle import MAX_REASON, MAX_SAID
+from ...guard.shown import shown
 from ...image.templating import render_template
 from ...manifest import ImageSpec, Repo
 from ...manifest.diff import Change, declared_upgrades, diff
@@ -309,7 +310,7 @@ def withdrawn_before(repo: Repo, spec: ImageSpec) -> list[tuple[str, dict[str, A
             continue
         if rec is not None and rec.withdrawn:  # a record written before notices were read guarded
             reason, at = (
-                said(str(rec.withdrawn.get(k) or ""), n)
+                shown(str(rec.withdrawn.get(k) or ""), n)
                 for k, n in (("reason", MAX_REASON), ("at", MAX_SAID))
             )
             out.append((version, {**rec.withdrawn, "reason": reason, "at": at}))
