@@ -251,11 +251,19 @@ def read_vex(
 ) -> tuple[tuple[Statement, ...], list[Problem]]:
     """The statements of one OpenVEX document, and every problem of its shape (file:line); with
     ``today``, an exception to be reviewed later than ``horizon_days`` from it is one."""
-    latest = days_after(today, horizon_days) if today is not None else None
     try:
         src = load(path, display)
     except YamlProblems as exc:
         return (), exc.problems
+    return vex_statements(src, today=today, horizon_days=horizon_days)
+
+
+def vex_statements(
+    src: Source, *, today: date | None = None, horizon_days: int = REVIEW_HORIZON_DAYS
+) -> tuple[tuple[Statement, ...], list[Problem]]:
+    """The statements of an OpenVEX document already read (a file, or the predicate of a VEX a
+    registry serves), and every problem of its shape."""
+    latest = days_after(today, horizon_days) if today is not None else None
     problems: list[Problem] = []
     data = src.data
     if not isinstance(data, dict) or not str(data.get("@context", "")).startswith("https://openvex.dev/ns"):

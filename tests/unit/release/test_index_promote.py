@@ -15,6 +15,7 @@ import pytest
 from xpu_release.errors import VulnerabilityGateFailed
 from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.referrers import attach, list_referrers
+from xpu_release.evidence.vex import CONTEXT
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
 from xpu_release.release.model.line import Line
@@ -63,8 +64,10 @@ def test_an_arm64_exception_due_for_review_refuses_the_promotion(
     client, repo = w.client("public")
     arm64 = client.get_manifest(repo, record.platforms[1].digest or "")
     assert arm64 is not None
-    due = {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected", "review_by": "2026-11-01"}
-    vex = json.dumps({"predicateType": "https://openvex.dev/ns", "predicate": {"statements": [due]}})
+    due = {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected",
+           "justification": "vulnerable_code_not_present", "review_by": "2026-11-01"}  # fmt: skip
+    document = {"@context": CONTEXT, "statements": [due]}
+    vex = json.dumps({"predicateType": "https://openvex.dev/ns", "predicate": document})
     attach(client, repo, arm64, [Attachment(kind="vex", payload=vex.encode())],
            created="2026-01-01T00:00:00Z", spool=tmp_path)  # fmt: skip
 

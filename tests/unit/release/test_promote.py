@@ -9,6 +9,7 @@ when each set of endpoints got the release."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -20,6 +21,7 @@ from xpu_release.evidence.cosign import att_tag, bundles_for
 from xpu_release.evidence.lifecycle import lifecycle_statement
 from xpu_release.evidence.referrers import EMPTY, EMPTY_TYPE, attach, findable, list_referrers
 from xpu_release.evidence.signing import ENVELOPE_TYPE, envelope
+from xpu_release.evidence.vex import CONTEXT
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, sha256_digest
 from xpu_release.release.model.record import read
 from xpu_release.release.steering import promote as promoting
@@ -35,11 +37,11 @@ SIGNER = key()
 
 def vex(review_by: str) -> bytes:
     statements = [
-        {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected", "review_by": review_by}
-    ]
-    return json.dumps(
-        {"predicateType": "https://openvex.dev/ns", "predicate": {"statements": statements}}
-    ).encode()
+        {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected",
+         "justification": "vulnerable_code_not_present", "review_by": review_by}
+    ]  # fmt: skip
+    document = {"@context": CONTEXT, "statements": statements}
+    return json.dumps({"predicateType": "https://openvex.dev/ns", "predicate": document}).encode()
 
 
 def evidence(ch: Channel, version: str, spool: Path, review_by: str = "2099-01-01") -> None:
@@ -247,6 +249,28 @@ def test_a_release_whose_vex_exception_is_past_its_review_is_refused(
     assert code == 14, err
     assert "CVE-2026-0001" in err
     assert "2026-01-31" in err
+    assert nothing_at_production(prod, digests["1.1"])
+
+
+def test_a_vex_that_is_not_one_is_refused_as_the_vex_file_would_be(
+    channels: tuple[Channel, Channel, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The VEX staging serves is read by the same typed reader as the repository's VEX file
+    # (evidence/vex.vex_statements): an exception with no review date, which a reader of raw JSON
+    # passed over as "nothing to review", means the gate's conclusion cannot be checked.
+    staging, prod, digests = channels
+    undated = {"vulnerability": {"name": "CVE-2026-0001"}, "status": "not_affected",
+               "justification": "vulnerable_code_not_present"}  # fmt: skip
+    document = {"@context": CONTEXT, "statements": [undated]}
+    payload = json.dumps({"predicateType": "https://openvex.dev/ns", "predicate": document}).encode()
+    monkeypatch.setattr(sys.modules[__name__], "vex", lambda _: payload)
+    evidence(staging, "1.1", tmp_path / "spool")  # replaces the VEX
+
+    code, _, err = promote(staging, prod)
+
+    assert code == 14, err
+    assert "the VEX staging serves is not one" in err
+    assert "review_by" in err
     assert nothing_at_production(prod, digests["1.1"])
 
 

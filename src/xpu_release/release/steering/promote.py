@@ -34,7 +34,9 @@ from ...errors import PublishError, ReleaseError, ReleaseWithdrawn, TagConflict,
 from ...errors import VulnerabilityGateFailed as GateFailed
 from ...evidence.attachment import ALL_KINDS, KINDS, statement
 from ...evidence.referrers import Referrers, fetch_attachment, list_referrers
+from ...evidence.vex import vex_statements
 from ...labels import INPUTS_LABEL
+from ...manifest.yamlsrc import Source
 from ...oci.registry import Manifest
 from ...progress import Sink
 from ..model.line import Line
@@ -112,35 +114,28 @@ def refusals(
     reviews = [r for d in (image.digest, *(m.digest for m in image.manifests))
                for r in _reviews(source, list_referrers(source.client, source.repo, d))]  # fmt: skip
     for due, vulnerability in reviews:
-        if date.fromisoformat(due) < today:
+        if due < today:
             msg = (f"{ref}: the exception for {vulnerability} in its VEX was due for review on {due}; "
                    "the gate's conclusion no longer holds: review it and release again. Nothing was "
                    "promoted")  # fmt: skip
             raise GateFailed(msg)
 
 
-def _reviews(source: RegistrySide, found: Referrers) -> list[tuple[str, str]]:
-    """(review_by, vulnerability) of each exception in the release's VEX (none: no VEX)."""
+def _reviews(source: RegistrySide, found: Referrers) -> list[tuple[date, str]]:
+    """(review_by, vulnerability) of each exception in the release's VEX (none: no VEX), read as
+    the VEX file is (``evidence/vex``); a VEX that is not one is refused (exit 14)."""
     out = []
     for desc in found.ours("vex")[:1]:
         doc = statement(fetch_attachment(source.client, source.repo, desc, "vex").payload) or {}
-        predicate = doc.get("predicate")
-        statements = predicate.get("statements") if isinstance(predicate, dict) else None
-        for s in statements if isinstance(statements, list) else []:
-            due = s.get("review_by") if isinstance(s, dict) else None
-            vulnerability = s.get("vulnerability") if isinstance(s, dict) else None
-            name = vulnerability.get("name") if isinstance(vulnerability, dict) else None
-            if isinstance(due, str) and _is_day(due[:10]):
-                out.append((due[:10], str(name or "?")))
+        src = Source(file=f"{source.name}: the VEX {desc.digest[:19]}", data=doc.get("predicate"))
+        statements, problems = vex_statements(src)
+        if problems:
+            said = "\n".join(f"  {p}" for p in problems[:10])
+            msg = (f"the VEX staging serves is not one, so the gate's conclusion cannot be checked; "
+                   f"nothing was promoted:\n{said}")  # fmt: skip
+            raise GateFailed(msg)
+        out += [(s.review_by, s.vulnerability) for s in statements if s.review_by is not None]
     return out
-
-
-def _is_day(text: str) -> bool:
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
 
 
 def conflicts(target: EndpointPool, digest: str, targets: tuple[Target, ...] | None = None) -> None:
