@@ -45,7 +45,7 @@ from ..model.withdrawn import withdrawal_in_force
 from .copies import BlobSpool, EarlyCopies
 from .documents import documents_for
 from .held import base_layers, mount_source
-from .push import push_image
+from .push import PushOptions, push_image
 from .staging import Staged, source_failed, unpublished
 from .tags import TagRules
 
@@ -157,13 +157,13 @@ class Publisher:
             manifest = client.get_manifest(repo, self.spec.version)
         else:
             earlier = [t for t in (self.spec.extends, *self.spec.floating_tags) if t]
-            report = push_image(
-                self.engine, image_id, client, repo, None,
-                spool=self.spool.folder, earlier_tags=earlier, chunk_size=self.options.chunk_size,
+            how = PushOptions(
+                spool=self.spool.folder, earlier_tags=tuple(earlier), chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
                 annotations=self.options.annotations, codec=self.options.codec, base=base,
                 platform=self.platform,
             )  # fmt: skip
+            report = push_image(self.engine, image_id, client, repo, None, how)
             manifest = client.get_manifest(repo, report.manifest.digest)
         if manifest is None or manifest.config_digest != image_id:
             got = manifest.config_digest if manifest else "nothing"

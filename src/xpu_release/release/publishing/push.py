@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,101 +133,125 @@ def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
 # --- the push ----------------------------------------------------------------------------------
 
 
-def push_image(
-    engine: Engine,
-    image_id: str,
-    client: RegistryClient,
-    repo: str,
-    tag: str | None,
-    *,
-    spool: Path,
-    earlier_tags: Iterable[str],
-    chunk_size: int | None,
-    on_line: Sink,
-    on_spooled: Callable[[Blob], None] | None = None,
-    annotations: dict[str, str] | None = None,
-    codec: Codec = DEFAULT,
-    base: BaseLayers | None = None,
-    platform: Platform | None = None,
-) -> PushReport:
-    """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given).
-    ``on_spooled`` hears of each blob in the spool just before it goes to ``repo``, so other
-    endpoints can be sent it while the next layer is still being compressed. ``base``: the
-    layers of the release it builds on, mounted from there. ``platform``: the image is that
-    platform's (an earlier release's index gives its layers through that platform's image)."""
-    diff_ids: list[str] = list((engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ())
-    local = CompressedMap(codec)
-    at_endpoint = published_layers(client, repo, earlier_tags, platform)
-    blobs: dict[str, Blob] = {}
-    need: set[str] = set()
-    held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
-    for d in diff_ids:
+@dataclass(frozen=True, kw_only=True)
+class PushOptions:
+    """How the first push goes. ``on_spooled`` hears of each blob in the spool just before it goes
+    to the endpoint, so other endpoints can be sent it while the next layer is still being
+    compressed. ``base``: the layers of the release it builds on, mounted from there.
+    ``platform``: the image is that platform's (an earlier release's index gives its layers
+    through that platform's image). ``earlier_tags``: the releases whose layers are reused."""
+
+    spool: Path
+    on_line: Sink
+    earlier_tags: tuple[str, ...] = ()
+    chunk_size: int | None = None
+    on_spooled: Callable[[Blob], None] | None = None
+    annotations: dict[str, str] | None = None
+    codec: Codec = DEFAULT
+    base: BaseLayers | None = None
+    platform: Platform | None = None
+
+
+def push_image(engine: Engine, image_id: str, client: RegistryClient, repo: str, tag: str | None,
+               how: PushOptions) -> PushReport:  # fmt: skip
+    """Push ``image_id`` to ``repo`` (blobs, then the manifest by digest, then ``tag`` if given)."""
+    return _Push(engine, image_id, client, repo, how).run(tag)
+
+
+class _Push:
+    """One first push: which layers the endpoint holds or can mount, the others compressed (a
+    pipeline with the engine's export) and sent, then the config and the manifest."""
+
+    def __init__(
+        self, engine: Engine, image_id: str, client: RegistryClient, repo: str, how: PushOptions
+    ) -> None:
+        self.engine, self.image_id, self.client, self.repo, self.how = engine, image_id, client, repo, how
+        self.diff_ids: list[str] = list(
+            (engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
+        )
+        self.local = CompressedMap(how.codec)
+        self.blobs: dict[str, Blob] = {}
+        self.held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
+
+    def run(self, tag: str | None) -> PushReport:
+        before = self.client.stats["uploaded_bytes"]
+        how = self.how
+        at_endpoint = published_layers(self.client, self.repo, how.earlier_tags, how.platform)
+        need = [d for d in self.diff_ids if not self._found(d, at_endpoint)]
+        config = known_config(self.image_id)
+        if need or config is None:
+            config = self._compress(set(need))
+            remember_config(config)
+        manifest = image_manifest(config, [self.blobs[d] for d in self.diff_ids], self.how.annotations)
+        for d in self.diff_ids:
+            if d not in need and d not in self.held:
+                self._upload(self.blobs[d])
+        config_digest = sha256_digest(config)
+        if not self.client.blob_exists(self.repo, config_digest):
+            with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
+                path = Path(tmp) / "config.json"
+                path.write_bytes(config)
+                self.client.upload_blob(self.repo, config_digest, path)
+        self.client.put_manifest(self.repo, manifest.digest, manifest)
+        if tag is not None:
+            self.client.put_manifest(self.repo, tag, manifest)
+        uploaded = self.client.stats["uploaded_bytes"] - before
+        return PushReport(manifest=manifest, compressed=len(need), reused=len(self.diff_ids) - len(need),
+                          uploaded_bytes=uploaded)  # fmt: skip
+
+    def _found(self, d: str, at_endpoint: dict[str, Blob]) -> bool:
+        """Whether layer ``d`` needs no compressing: the endpoint holds it for an earlier release,
+        it mounts from the base, or the local map knows its blob and the endpoint or spool has it."""
+        client, repo, base = self.client, self.repo, self.how.base
         blob = at_endpoint.get(d)
         if blob is not None and client.blob_exists(repo, blob.digest):
-            blobs[d] = blob
-            continue
+            self.blobs[d] = blob
+            return True
         blob = base.blobs.get(d) if base is not None else None
         if blob is not None and mounted(client, repo, blob.digest, base):
-            blobs[d] = blob
-            held.add(d)
-            continue
-        blob = local.get(d)
+            self.blobs[d] = blob
+            self.held.add(d)
+            return True
+        blob = self.local.get(d)
         if blob is not None and (
-            client.blob_exists(repo, blob.digest) or _spooled(spool, blob.digest, on_line)
+            client.blob_exists(repo, blob.digest) or _spooled(self.how.spool, blob.digest, self.how.on_line)
         ):
-            blobs[d] = blob
-            continue
-        need.add(d)
-    reused = len(diff_ids) - len(need)
-    config = known_config(image_id)
-    before = client.stats["uploaded_bytes"]
+            self.blobs[d] = blob
+            return True
+        return False
 
-    def upload(blob: Blob) -> None:
-        path = blob_file(spool, blob.digest)
-        if on_spooled is not None and path.is_file():
-            on_spooled(blob)
-        client.ensure_blob(repo, blob.digest, lambda: path, chunk_size=chunk_size)
+    def _upload(self, blob: Blob) -> None:
+        path = blob_file(self.how.spool, blob.digest)
+        if self.how.on_spooled is not None and path.is_file():
+            self.how.on_spooled(blob)
+        self.client.ensure_blob(self.repo, blob.digest, lambda: path, chunk_size=self.how.chunk_size)
 
-    if need or config is None:
+    def _compress(self, need: set[str]) -> bytes:
+        """The layers of ``need`` compressed while docker save streams them (its 32 MiB members on
+        both cores), each uploaded while the next one streams; the image's config."""
+        how = self.how
         if need:
-            on_line(f"compressing {len(need)} of {len(diff_ids)} layers ({codec.format}, {codec})")
-        # A pipeline: each layer is compressed while docker save streams it (its 32 MiB members
-        # on both cores), and uploaded while the next one streams.
+            how.on_line(
+                f"compressing {len(need)} of {len(self.diff_ids)} layers ({how.codec.format}, {how.codec})"
+            )
         with ThreadPoolExecutor(max_workers=2) as members, ThreadPoolExecutor(max_workers=1) as line:
             jobs: list[Future[None]] = []
 
             def kept(diff: str, blob: Blob) -> None:
-                local.put(diff, blob)  # and what the blob unpacks to
-                blobs[diff] = blob
-                jobs.append(line.submit(upload, blob))
+                self.local.put(diff, blob)  # and what the blob unpacks to
+                self.blobs[diff] = blob
+                jobs.append(line.submit(self._upload, blob))
 
             opened = iter(range(1, len(need) + 1))
 
             def open_layer(size: int) -> _Compressing:
                 n = next(opened, None)
                 task = f"compressing layer {n} of {len(need)}" if n else "compressing a layer that may be new"
-                return _Compressing(Members(spool, members, codec, Tally(f"{task} ({codec})", size)), kept)
+                return _Compressing(
+                    Members(how.spool, members, how.codec, Tally(f"{task} ({how.codec})", size)), kept
+                )
 
-            config = stream_layers(engine, image_id, need, open_layer, diff_ids)
+            config = stream_layers(self.engine, self.image_id, need, open_layer, self.diff_ids)
             for j in jobs:
                 j.result()
-        remember_config(config)
-    manifest = image_manifest(config, [blobs[d] for d in diff_ids], annotations)
-    for d in diff_ids:
-        if d not in need and d not in held:
-            upload(blobs[d])
-    config_digest = sha256_digest(config)
-    if not client.blob_exists(repo, config_digest):
-        with tempfile.TemporaryDirectory(prefix="xpu-config-") as tmp:
-            path = Path(tmp) / "config.json"
-            path.write_bytes(config)
-            client.upload_blob(repo, config_digest, path)
-    client.put_manifest(repo, manifest.digest, manifest)
-    if tag is not None:
-        client.put_manifest(repo, tag, manifest)
-    return PushReport(
-        manifest=manifest,
-        compressed=len(need),
-        reused=reused,
-        uploaded_bytes=client.stats["uploaded_bytes"] - before,
-    )
+        return config

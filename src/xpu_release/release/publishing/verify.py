@@ -48,6 +48,7 @@ from ...oci.blobcheck import Source, check_copies
 from ...oci.endpoint import Endpoint
 from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink, Tally
+from ..model.plan import Target
 from ..model.platformindex import platform_images, shape_problem
 from ..model.pool import EndpointPool
 
@@ -247,6 +248,9 @@ def _platform_images(
     return findings, jobs
 
 
+PARALLEL = 8  # blobs checked at once
+
+
 def verify(
     endpoints: EndpointPool,
     digest: str | None,
@@ -254,7 +258,6 @@ def verify(
     deep: bool,
     attachments: dict[str, str] | None = None,
     key: Verifier | None = None,
-    parallel: int = 8,
     on_line: Sink = lambda _: None,
     platforms: dict[str, dict[str, str]] | None = None,
 ) -> VerifyReport:
@@ -263,54 +266,94 @@ def verify(
     of the first endpoint). Of a platformed release, the index and each declared platform's
     image it names, with that image's own attachments (``platforms``: the record's, platform →
     kind → artifact manifest digest; a platform not in it: those of the first endpoint)."""
-    plan, spec = endpoints.plan, endpoints.spec
-    findings: list[Finding] = []
-    jobs: list[Job] = []
-    expected = digest
-    attached = dict(attachments) if attachments is not None else None
-    by_platform = {k: dict(v) for k, v in (platforms or {}).items()}
-    withdrawn: dict[str, None] = {}
-    for t in plan.targets:
-        ep = t.endpoint
-        client, repo = endpoints.client(ep), endpoints.repo(ep)
-        try:
-            manifest: Manifest | None = client.get_manifest(repo, spec.version)
-        except ReleaseError as exc:
-            findings.append(
-                Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message, down=is_down(exc))
-            )
-            continue
+    survey = _Survey(endpoints, digest, attachments, key, platforms)
+    for t in endpoints.plan.targets:
+        survey.endpoint(t)
+    jobs = survey.jobs
+    on_line(
+        f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(endpoints.plan.targets)} endpoints"
+    )
+    found, hashed_total = _check_blobs(jobs, deep)
+    return VerifyReport(
+        ref=endpoints.spec.ref,
+        digest=survey.expected,
+        deep=deep,
+        endpoints=len(endpoints.plan.targets),
+        blobs_checked=len(jobs),
+        bytes_hashed=hashed_total,
+        findings=(*survey.findings, *found),
+        withdrawn=tuple(survey.withdrawn),
+    )
+
+
+class _Survey:
+    """What each endpoint serves at the version tag, its attachments and notices, and the blobs
+    to check there (``jobs``)."""
+
+    def __init__(self, endpoints: EndpointPool, digest: str | None, attachments: dict[str, str] | None,
+                 key: Verifier | None, platforms: dict[str, dict[str, str]] | None) -> None:  # fmt: skip
+        self.pool, self.expected, self.key = endpoints, digest, key
+        self.attached = dict(attachments) if attachments is not None else None
+        self.by_platform = {k: dict(v) for k, v in (platforms or {}).items()}
+        self.findings: list[Finding] = []
+        self.jobs: list[Job] = []
+        self.withdrawn: dict[str, None] = {}
+
+    def endpoint(self, t: Target) -> None:
+        ep, spec = t.endpoint, self.pool.spec
+        client, repo = self.pool.client(ep), self.pool.repo(ep)
+        manifest = self._served(t, client, repo)
         if manifest is None:
-            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem="serves nothing"))
-            continue
-        expected = expected or manifest.digest
-        if manifest.digest != expected:
-            findings.append(Finding(endpoint=ep.name, what=t.version_ref,
-                                    problem=f"serves {manifest.digest}, not {expected}"))  # fmt: skip
-            continue
-        problem = shape_problem(manifest, spec)
-        if problem is not None:
-            findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=problem))
-            continue
-        jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]
+            return
+        self.jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]
         try:
             found = list_referrers(client, repo, manifest.digest)
-            if attached is None:
-                attached = _ours(found)
+            if self.attached is None:
+                self.attached = _ours(found)
             required: tuple[Kind, ...] = ("provenance",) if manifest.is_index else KINDS
-            problems, blobs = _attachments(client, repo, found, attached, key, required)
-            withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))
+            problems, blobs = _attachments(client, repo, found, self.attached, self.key, required)
+            self.withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))
         except ReleaseError as exc:
-            findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
-            continue
-        findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
-        jobs += [Job(ep, client, repo, d, size) for d, size in blobs]
+            self.findings.append(Finding(endpoint=ep.name, what="attachments", problem=exc.message))
+            return
+        self.findings += [Finding(endpoint=ep.name, what=what, problem=p) for what, p in problems]
+        self.jobs += [Job(ep, client, repo, d, size) for d, size in blobs]
         if manifest.is_index:
-            found_images, image_jobs = _platform_images(Job(ep, client, repo, manifest.digest, 0), manifest,
-                                                        spec.platforms, by_platform, key)  # fmt: skip
-            findings += found_images
-            jobs += image_jobs
-    on_line(f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(plan.targets)} endpoints")
+            top = Job(ep, client, repo, manifest.digest, 0)
+            found_images, image_jobs = _platform_images(
+                top, manifest, spec.platforms, self.by_platform, self.key
+            )
+            self.findings += found_images
+            self.jobs += image_jobs
+
+    def _served(self, t: Target, client: RegistryClient, repo: str) -> Manifest | None:
+        """The release as ``t``'s endpoint serves it at the version tag (None: a finding says why not)."""
+        ep = t.endpoint
+        try:
+            manifest: Manifest | None = client.get_manifest(repo, self.pool.spec.version)
+        except ReleaseError as exc:
+            self.findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=exc.message,
+                                         down=is_down(exc)))  # fmt: skip
+            return None
+        if manifest is None:
+            problem: str | None = "serves nothing"
+        else:
+            self.expected = self.expected or manifest.digest
+            wrong = manifest.digest != self.expected
+            problem = (
+                f"serves {manifest.digest}, not {self.expected}"
+                if wrong
+                else shape_problem(manifest, self.pool.spec)
+            )
+        if problem is not None:
+            self.findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=problem))
+            return None
+        return manifest
+
+
+def _check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
+    """Each blob of ``jobs`` present at its endpoint at its size (``deep``: hashed, each blob once
+    at every endpoint that lists it, the copies compared); the findings and the bytes hashed."""
     tallies: dict[str, Tally] = {}
     for ep, *_, size in jobs:
         tally = tallies.setdefault(ep.name, Tally(f"hashing at {ep.name}", 0))
@@ -335,20 +378,9 @@ def verify(
 
     groups = in_step([(job.digest, job.size) for job in jobs]) if deep else [[i] for i in range(len(jobs))]
     results: list[tuple[Finding | None, int]] = [(None, 0)] * len(jobs)
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
         checks = pool.map(everywhere if deep else shallow, [[jobs[i] for i in g] for g in groups])
         for group, checked in zip(groups, checks, strict=True):
             for i, result in zip(group, checked, strict=True):
                 results[i] = result  # in the endpoints' order, as the jobs were listed
-    findings += [f for f, _ in results if f is not None]
-    hashed_total = sum(got for _, got in results)
-    return VerifyReport(
-        ref=spec.ref,
-        digest=expected,
-        deep=deep,
-        endpoints=len(plan.targets),
-        blobs_checked=len(jobs),
-        bytes_hashed=hashed_total,
-        findings=tuple(findings),
-        withdrawn=tuple(withdrawn),
-    )
+    return [f for f, _ in results if f is not None], sum(got for _, got in results)
