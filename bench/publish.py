@@ -565,7 +565,7 @@ def svg(sweep: dict[str, list[float]], path: Path) -> None:
     path.write_text("\n".join(parts) + "\n</svg>\n")
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901  # a benchmark script's options, each a branch
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--payload-mb", type=int, default=200)

@@ -179,7 +179,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     recorded = record.digest if record is not None and record.ref == spec.ref else None
     nothing = f"no endpoint serves {spec.ref} and there is no release record: nothing to {action}"
     digest = served_release(pool, recorded, nothing=nothing).digest
-    report = steer(state.repo, pool, registries, action, digest, by=state.builder, reason=text, on_line=live)
+    report = steer(state.repo, pool, action, digest, by=state.builder, reason=text, on_line=live)
     live.close()
     if report.ok and record is not None and record.digest == digest:
         standing = report.withdrawn[-1].to_json() if report.withdrawn else None

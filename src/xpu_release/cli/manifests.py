@@ -8,7 +8,7 @@ from datetime import date
 import click
 
 from ..errors import ReleaseError, StaleError
-from ..manifest import Repo
+from ..manifest import ImageSpec, Repo
 from .app import (
     State,
     _emit_json,
@@ -160,22 +160,11 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
       xpu-release render training-xpu-pytorch:25.04
       xpu-release render --all --check
     """
-    from ..errors import ConfigError, ManifestError
-    from ..guard.generated import is_current, write_generated
     from ..image import render as rendering
     from ..manifest.registries import load_registries
-    from ..manifest.schema import json_schema
 
     repo = state.repo
-    if all_ == bool(refs):
-        msg = "name NAME:VERSION or pass --all"
-        raise ConfigError(msg)
-    if all_:
-        specs, problems = repo.load_all()
-        if problems:
-            raise ManifestError(problems)
-    else:
-        specs = [repo.load_ref(r) for r in refs]
+    specs = _chosen(repo, refs, all_)
     stale = []
     registries = load_registries(repo.root)  # the repository's own: what committed Dockerfiles name
     for spec in specs:
@@ -185,23 +174,13 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
             click.echo(out.text, nl=False)
         elif check:
             d = rendering.stale_diff(out, repo.root)
-            if d:
-                stale.append(rel)
-                if not as_json:
-                    click.echo(d, nl=False)
-        elif rendering.write(out, repo.root):
-            info(f"wrote {rel}")
+            stale += [rel] if d else []
+            if d and not as_json:
+                click.echo(d, nl=False)
         else:
-            info(f"{rel} is current")
-    if all_:
-        schema_path = repo.root / "schema" / "manifest.schema.json"
-        data = (json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n").encode()
-        if not is_current(schema_path, data, what=repo.rel(schema_path)):
-            if check:
-                stale.append(repo.rel(schema_path))
-            elif not stdout:
-                write_generated(schema_path, data, root=repo.root, what="schema")
-                info(f"wrote {repo.rel(schema_path)}")
+            info(f"wrote {rel}" if rendering.write(out, repo.root) else f"{rel} is current")
+    if all_ and (schema := _schema(repo, write=not (check or stdout))) is not None and check:
+        stale.append(schema)
     if as_json and check:
         _emit_json({"stale": stale, "checked": len(specs) + (1 if all_ else 0), "current": not stale})
     if stale:
@@ -209,6 +188,37 @@ def render(state: State, refs: tuple[str, ...], all_: bool, check: bool, stdout:
         raise StaleError(msg)
     if check:
         info(f"{len(specs)} Dockerfile{'s' if len(specs) != 1 else ''} current")
+
+
+def _chosen(repo: Repo, refs: tuple[str, ...], all_: bool) -> list[ImageSpec]:
+    """The manifests a command names: each of ``refs``, or every one (``--all``; any invalid
+    manifest stops it)."""
+    from ..errors import ConfigError, ManifestError
+
+    if all_ == bool(refs):
+        msg = "name NAME:VERSION or pass --all"
+        raise ConfigError(msg)
+    if not all_:
+        return [repo.load_ref(r) for r in refs]
+    specs, problems = repo.load_all()
+    if problems:
+        raise ManifestError(problems)
+    return list(specs)
+
+
+def _schema(repo: Repo, *, write: bool) -> str | None:
+    """The committed manifest schema, written when stale and ``write``; its path when it was stale."""
+    from ..guard.generated import is_current, write_generated
+    from ..manifest.schema import json_schema
+
+    schema_path = repo.root / "schema" / "manifest.schema.json"
+    data = (json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n").encode()
+    if is_current(schema_path, data, what=repo.rel(schema_path)):
+        return None
+    if write:
+        write_generated(schema_path, data, root=repo.root, what="schema")
+        info(f"wrote {repo.rel(schema_path)}")
+    return str(repo.rel(schema_path))
 
 
 @cli.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -108,8 +109,9 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
       xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
     from ..errors import ConfigError, ReleaseError
+    from ..manifest.loader import release_chain
     from ..release.publishing.publish import Options
-    from ..release.run.pipeline import Release, Reporter
+    from ..release.run.pipeline import Choices, Release, Reporter
 
     # A dry run reads the login and the key too: it fails as the real run would.
     creds = _credentials(username, password_stdin, state.registries())
@@ -120,17 +122,12 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
     if no_evaluate is not None and not no_evaluate.strip():
         msg = "--no-evaluate needs a reason (it is written into the release record)"
         raise ConfigError(msg)
-    chain = [ref]
-    if with_bases:
-        state.repo.load_ref(ref)  # an unknown or invalid ref: its own clear error, before any base
-        while (parent := state.repo.base_release(chain[0])) is not None and parent not in chain:
-            chain.insert(0, parent)
     summaries = []
-    for current in chain:
+    for current in release_chain(state.repo, ref) if with_bases else [ref]:
         options = Options(allow_overwrite=allow_overwrite, signer=signer, codec=codec)
         reporter = Reporter(live := line_sink(), ci=state.settings.ci)
-        run = Release(state.repo, current, state.registries(), creds, options, reporter,
-                      dry_run=dry_run, builder=state.builder, gate=gate, no_evaluate=no_evaluate)  # fmt: skip
+        chosen = Choices(builder=state.builder, dry_run=dry_run, gate=gate, no_evaluate=no_evaluate)
+        run = Release(state.repo, current, state.registries(), creds, options, reporter, chosen)
         try:
             summary = run.run()
         except ReleaseError:
@@ -146,14 +143,17 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
         _emit_json(summaries[-1].to_json() if len(summaries) == 1 else [s.to_json() for s in summaries])
         return
     for summary in summaries:
-        click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
-        for s in summary.stages:
-            click.echo(f"  {s.name:<9} {status_word(s.status)} {s.seconds:7.1f} s  {s.detail}")
-        if summary.record:
-            for e in summary.record["endpoints"]:
-                click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
-        for path in summary.notes:
-            click.echo(f"  notes: {path}")
+        _print_summary(summary)
+
+
+def _print_summary(summary: Any) -> None:
+    click.echo(f"{summary.ref}{' (dry run: nothing changed)' if summary.dry_run else ''}")
+    for s in summary.stages:
+        click.echo(f"  {s.name:<9} {status_word(s.status)} {s.seconds:7.1f} s  {s.detail}")
+    for e in summary.record["endpoints"] if summary.record else ():
+        click.echo(f"  {e['endpoint']:<22} {e['version_ref']}  {e['digest']}")
+    for path in summary.notes:
+        click.echo(f"  notes: {path}")
 
 
 def _alias(command: click.Command, of: str) -> click.Command:

@@ -252,7 +252,7 @@ class _Steps:
 
     def release(self, ref: str) -> str:
         from ..release.publishing.publish import Options
-        from ..release.run.pipeline import Release, Reporter
+        from ..release.run.pipeline import Choices, Release, Reporter
         from .app import layer_codec
 
         registries = self.state.registries()
@@ -260,8 +260,8 @@ class _Steps:
         options = Options(signer=self.signer, codec=layer_codec(self.state, None, accept_zstd=False))
         reporter = Reporter(live := line_sink(), ci=self.state.settings.ci)
         try:
-            summary = Release(self.state.repo, ref, registries, creds, options, reporter, dry_run=False,
-                              builder=self.state.builder, gate=self.gate).run()  # fmt: skip
+            chosen = Choices(builder=self.state.builder, gate=self.gate)
+            summary = Release(self.state.repo, ref, registries, creds, options, reporter, chosen).run()
         finally:
             live.close()
         return str((summary.record or {}).get("digest") or "")

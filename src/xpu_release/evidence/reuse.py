@@ -87,7 +87,9 @@ def _as_cosign_reads(found: Attachment, statement: bytes, signer: Signer | None)
     return Attachment(kind=found.kind, payload=envelope(statement, signer), media_type=ENVELOPE_TYPE)
 
 
-def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool) -> Choice:
+def choose(  # noqa: C901  # each rule of the docstring a branch; split next
+    ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool
+) -> Choice:
     """What to attach, given ``ours`` (what this run makes from its own inputs: the SBOM, or the
     provenance's unsigned statement) and ``found`` (what an endpoint already holds, outside
     data). The release key signs only ``ours``; a found document is reused only when it is

@@ -218,9 +218,23 @@ def _statement(
             why = (f"review_by {review_by} is further ahead than {latest}, the review horizon "
                    "(security.review_horizon_days): review exceptions within it")  # fmt: skip
             problems.append(src.problem((*path, "review_by"), why))
+    images, packages = _products(src, path, s.get("products") or [], problems)
+    raw_aliases = vuln.get("aliases") if isinstance(vuln, dict) else None
+    aliases = tuple(_str(a) for a in (raw_aliases if isinstance(raw_aliases, list) else ()))
+    if problems:
+        return None
+    return Statement(vulnerability=name, aliases=tuple(a for a in aliases if a), status=status,
+                     justification=justification, impact=impact, action=action, images=tuple(images),
+                     packages=tuple(packages), review_by=review_by, where=where)  # fmt: skip
+
+
+def _products(
+    src: Source, path: tuple[str | int, ...], products: Any, problems: list[Problem]
+) -> tuple[list[Purl], list[Purl]]:
+    """The images (``pkg:oci``) and the packages a statement's products name, with their
+    subcomponents; each that is not a package URL is a problem."""
     images: list[Purl] = []
     packages: list[Purl] = []
-    products = s.get("products") or []
     if not isinstance(products, list):
         problems.append(src.problem((*path, "products"), "products must be a list of package URLs"))
         products = []
@@ -237,13 +251,7 @@ def _statement(
                 problems.append(src.problem((*path, "products", j), f"{purl!r} is not a package URL"))
                 continue
             (images.append(parsed) if parsed.type == "oci" else packages.append(parsed))
-    raw_aliases = vuln.get("aliases") if isinstance(vuln, dict) else None
-    aliases = tuple(_str(a) for a in (raw_aliases if isinstance(raw_aliases, list) else ()))
-    if problems:
-        return None
-    return Statement(vulnerability=name, aliases=tuple(a for a in aliases if a), status=status,
-                     justification=justification, impact=impact, action=action, images=tuple(images),
-                     packages=tuple(packages), review_by=review_by, where=where)  # fmt: skip
+    return images, packages
 
 
 def read_vex(

@@ -108,7 +108,7 @@ class Lock:
         return cls.from_lines(list(enumerate(text.splitlines(), 1)), where)
 
     @classmethod
-    def from_lines(
+    def from_lines(  # noqa: C901  # one pass over the lock file, each line kind a branch; split next
         cls, lines: list[tuple[int, str]], where: str, *, pins_sha: str = "", base: str = ""
     ) -> Lock:
         """The lock ``lines`` (numbered as in the file) say; ``pins_sha`` and ``base``: what the

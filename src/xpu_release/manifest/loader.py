@@ -334,3 +334,13 @@ def _base_serves_every_platform(
         where = ("platforms",) if "platforms" in data else ("base", "image")
         c.fail(where, f"{', '.join(missing)}: the base release {ref} is built for {', '.join(theirs)} only; "
                "add the platform to its manifest and release it first")  # fmt: skip
+
+
+def release_chain(repo: Repo, ref: str) -> list[str]:
+    """``ref`` after the releases of ours it builds on, the deepest base first (``release
+    --with-bases``); an unknown or invalid ``ref`` is its own clear error, before any base."""
+    repo.load_ref(ref)
+    chain = [ref]
+    while (parent := repo.base_release(chain[0])) is not None and parent not in chain:
+        chain.insert(0, parent)
+    return chain

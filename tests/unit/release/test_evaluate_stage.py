@@ -23,7 +23,7 @@ from xpu_release.oci.credentials import CredentialStore
 from xpu_release.release.run import stages
 from xpu_release.release.run.context import Status
 from xpu_release.release.run.evaluate import evaluate_image, references, remember
-from xpu_release.release.run.pipeline import Release, Reporter
+from xpu_release.release.run.pipeline import Choices, Release, Reporter
 from xpu_release.settings import Settings, current, use
 
 from .test_evaluate import IDS, Fake, evaluated, refs, slower_release
@@ -120,7 +120,7 @@ def test_a_release_the_gate_stops_keeps_what_it_measured_in_its_failure_summary(
         monkeypatch.setattr(stages, "references", lambda *_, **__: refs("previous"))
         monkeypatch.setattr(stages, "evaluate_image", partial(evaluate_image, runner=fake))
         pipeline = Release(Repo(repo), ref, ctx.registries, CredentialStore(), None,  # type: ignore[arg-type]
-                            Reporter(lambda _: None), dry_run=False, builder="docker")  # fmt: skip
+                            Reporter(lambda _: None), Choices(builder="docker"))  # fmt: skip
         with pytest.raises(PerformanceRegression):
             pipeline.stage("evaluate", lambda: stages.evaluate(ctx, fake, IDS["this"]))  # type: ignore[arg-type]
         summary = pipeline.failure_summary()

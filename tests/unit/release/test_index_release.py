@@ -19,7 +19,7 @@ from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.release.model.record import default_path
 from xpu_release.release.publishing.publish import Options
 from xpu_release.release.run import stages
-from xpu_release.release.run.pipeline import Release, Reporter
+from xpu_release.release.run.pipeline import Choices, Release, Reporter
 
 from ..helpers import run
 from .line import LOGIN, PASSWORD
@@ -132,7 +132,7 @@ def test_the_notes_list_each_platform_with_its_digest_size_and_documents(kit: Wo
 def test_the_dry_run_plans_each_platform_build_and_one_index(kit: World) -> None:
     pool = kit.pool()
     run_ = Release(Repo(kit.root), REF, kit.loaded(), pool.credentials, Options(), Reporter(lambda _: None),
-                   dry_run=True, builder="test")  # fmt: skip
+                   Choices(builder="test", dry_run=True))  # fmt: skip
 
     plans = dict(stages.planned(run_.context(), kit.engine))  # type: ignore[arg-type]
 

@@ -35,6 +35,7 @@ class EndpointPool:
         on_line: Sink = lambda _: None,
     ) -> None:
         self.plan: Plan = make_plan(spec, registries)
+        self.registries = registries
         self.credentials = credentials
         self.retry = retry or STANDARD
         self.on_line = on_line

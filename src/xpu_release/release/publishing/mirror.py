@@ -241,15 +241,7 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
     on_line(f"copying {image.digest[:19]} from {source.name} to {target.name}")
     copier = _Copier(source, target, spool, report, on_line)
     for subject in subjects:
-        copier.plan(subject.manifest)
-        referrers = subject.referrers
-        step = max(1, len(referrers) // 20)
-        for i, m in enumerate(referrers, 1):
-            copier.plan(m)
-            if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
-                on_line(f"referrers: {i:,} of {len(referrers):,} checked")
-        for m in (*subject.parts, *([subject.att] if subject.att else [])):
-            copier.plan(m)
+        _plan_subject(copier, subject, on_line)
     copier.copy_missing()
     every = [m for subject in subjects for m in subject.referrers]
     report.referrers = [m.digest for m in every]
@@ -268,6 +260,20 @@ def _mirror(source: Side, target: Side, tag: str, spool: Path, on_line: Sink, ta
         at = tag if tag_it and subject.manifest is image else None
         report.problems += check(target, at, subject.manifest, subject.referrers, subject.att)
     return report
+
+
+def _plan_subject(copier: _Copier, subject: _Subject, on_line: Sink) -> None:
+    """Every manifest of ``subject`` looked up at the target: the image, its referrers (a long
+    list says how far it got), its parts and its ``.att`` tag."""
+    copier.plan(subject.manifest)
+    referrers = subject.referrers
+    step = max(1, len(referrers) // 20)
+    for i, m in enumerate(referrers, 1):
+        copier.plan(m)
+        if len(referrers) >= 100 and (i % step == 0 or i == len(referrers)):
+            on_line(f"referrers: {i:,} of {len(referrers):,} checked")
+    for m in (*subject.parts, *([subject.att] if subject.att else [])):
+        copier.plan(m)
 
 
 def check(

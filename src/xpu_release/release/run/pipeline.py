@@ -86,23 +86,34 @@ class Reporter:
         self.write(f"    {name}: FAILED")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Choices:
+    """What the person (or job) running a release chose: who builds it (``builder``, for the
+    provenance), whether anything changes (``dry_run``), the vulnerability gate's policy, and a
+    skipped evaluation's reason (``no_evaluate``)."""
+
+    builder: str
+    dry_run: bool = False
+    gate: GatePolicy | None = None
+    no_evaluate: str | None = None
+
+
 class Release:
     """One release, stage by stage: the first three work out the ``ReleaseContext``
     (``context.py``), the others (``stages.py``) are handed it."""
 
     def __init__(self, repo: Repo, ref: str, registries: Registries, credentials: CredentialStore,
-                 options: Options, reporter: Reporter, *, dry_run: bool, builder: str,
-                 gate: GatePolicy | None = None, no_evaluate: str | None = None) -> None:  # fmt: skip
+                 options: Options, reporter: Reporter, chosen: Choices) -> None:  # fmt: skip
         self.repo = repo
-        self.gate = gate or GatePolicy()
-        self.no_evaluate = no_evaluate
-        self.builder = builder
+        self.gate = chosen.gate or GatePolicy()
+        self.no_evaluate = chosen.no_evaluate
+        self.builder = chosen.builder
         self.ref = ref
         self.registries = registries
         self.credentials = credentials
         self.options = options
         self.reporter = reporter
-        self.dry_run = dry_run
+        self.dry_run = chosen.dry_run
         self.results: list[StageResult] = []
         self.failed: tuple[str, ReleaseError] | None = None
         self._engine: Engine | None = None

@@ -32,7 +32,6 @@ from ...errors import ConfigError, NotFoundError, PublishError, ReleaseError
 from ...evidence.lifecycle import MAX_REASON, Notice, in_force, make_notice, notices_at, now
 from ...evidence.referrers import attach
 from ...manifest import ImageSpec, Repo
-from ...manifest.registries import Registries
 from ...manifest.types import first_unsafe_char
 from ...manifest.versions import version_key
 from ...oci.members import spool_dir
@@ -93,13 +92,11 @@ class Report:
 class Steering:
     """One withdraw or reinstate of ``pool.spec``'s release, through its endpoint pool."""
 
-    def __init__(
-        self, repo: Repo, pool: EndpointPool, registries: Registries, *, by: str, on_line: Sink
-    ) -> None:
+    def __init__(self, repo: Repo, pool: EndpointPool, *, by: str, on_line: Sink) -> None:
         self.repo = repo
         self.pool = pool
         self.spec: ImageSpec = pool.spec
-        self.registries = registries
+        self.registries = pool.registries
         self.by = by
         self.on_line = on_line
         self._line: dict[str, list[tuple[str, Target]]] | None = None
@@ -272,9 +269,9 @@ def _point(client: RegistryClient, repo: str, tag: str, digest: str, ref: str) -
 
 
 def steer(
-    repo: Repo, pool: EndpointPool, registries: Registries, action: Action, digest: str, *, by: str,
+    repo: Repo, pool: EndpointPool, action: Action, digest: str, *, by: str,
     reason: str = "", on_line: Sink = lambda _: None,
 ) -> Report:  # fmt: skip
     """Withdraw or reinstate ``pool.spec``'s release ``digest`` at every endpoint of the pool."""
     with pool.metering():
-        return Steering(repo, pool, registries, by=by, on_line=on_line).run(action, digest, reason)
+        return Steering(repo, pool, by=by, on_line=on_line).run(action, digest, reason)
