@@ -9,6 +9,7 @@ import errno
 import http.client
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -97,6 +98,21 @@ def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
 
     write_named(Path(output), data.encode() if isinstance(data, str) else data, what=what)
     return True
+
+
+def aligned(rows: Sequence[tuple[str, ...]], width: int = 100) -> list[str]:
+    """Rows as a table: each column but the last as wide as its widest cell, so no cell pushes
+    the next out of its column. The last cell is kept whole when it is a digest; another (an
+    error, said whole on stderr) is cut so the row fits ``width``."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)] if rows else []
+    out = []
+    for r in rows:
+        head = "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  "
+        last = r[-1]
+        if len(head) + len(last) > width and not last.startswith("sha256:"):
+            last = last[: max(10, width - len(head) - 1)] + "…"
+        out.append((head + last).rstrip())
+    return out
 
 
 LINE_LIMIT = 400  # characters of one error line: echoed input is cut, never a 100 KB line

@@ -26,7 +26,7 @@ from .app import (
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
-from .output import info, paint
+from .output import aligned, info, paint
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -340,19 +340,19 @@ def status(
         _emit_json({"record": str(path) if record else None, "support": standing(spec).to_json(),
                     "endpoints": [r.to_json() for r in rows], "security": watched})  # fmt: skip
     else:
-        click.echo(f"{'endpoint':<18} {'state':<8} {'tag':<14} {'attached':<10} serves")
+        table = [("endpoint", "state", "tag", "attached", "serves")]
         for r in rows:
             mark = "ok" if r.matches else ("-" if record is None else "DIFFERS")
             if r.error:
                 mark = _MARKS[r.error_kind or "unreachable"]
             docs = _documents_words(r.documents) if r.tag == spec.version and r.serves else ""
-            line = f"{r.endpoint:<18} {mark:<8} {r.tag:<14} {docs:<10} {r.serves or r.error or 'absent'}"
-            click.echo(line[:100])  # a table row; each error is said whole on stderr
+            table.append((r.endpoint, mark, r.tag, docs, r.serves or r.error or "absent"))
             for pl in r.platforms:  # a platformed release: each image its index names
                 there = "ok" if pl.served else ("ABSENT" if pl.digest else "MISSING")
                 own = _documents_words(pl.documents)
-                line = f"{'':<18} {there:<8} {pl.platform:<14} {own:<10} {pl.digest or 'not in the index'}"
-                click.echo(line[:100])
+                table.append(("", there, pl.platform, own, pl.digest or "not in the index"))
+        for line in aligned(table):  # each error is said whole on stderr
+            click.echo(line)
         click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
         click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
     _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from xpu_release.cli import cli
+from xpu_release.cli.output import aligned
 
 from ..helpers import run, write_manifest
 
@@ -399,3 +400,20 @@ def test_a_damaged_release_record_is_a_clear_error_with_its_own_exit_code(
     assert result.exit_code == 12
     assert f"{record}: the release record {why}" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_a_status_table_keeps_its_columns_whatever_a_cell_holds() -> None:
+    # `sbom+prov(unsigned)` was wider than its column and pushed the digest out of place; a row
+    # was cut at 100 characters, halving the digest it exists to show.
+    digest = "sha256:" + "ab" * 32
+    rows = [("endpoint", "state", "tag", "attached", "serves"),
+            ("public", "ok", "25.03", "sbom+prov(unsigned)", digest),
+            ("vpc/cn-wulanchabu", "DOWN", "25.03-latest", "", "no answer in 50 s " + "x" * 200)]  # fmt: skip
+
+    lines = aligned(rows)
+
+    starts = {line.index(digest) for line in lines if digest in line}
+    assert lines[1].endswith(digest)
+    assert starts == {lines[0].index("serves")}
+    assert [line.index("attached") for line in lines[:1]] == [lines[1].index("sbom+prov(unsigned)")]
+    assert len(lines[2]) <= 100
