@@ -160,12 +160,10 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
 
 def _steer(state: State, ref: str, action: Action, reason: str, record_file: str | None, as_json: bool,
            username: str | None, password_stdin: bool) -> None:  # fmt: skip
-    from dataclasses import replace
-
     from ..errors import endpoints_failed
     from ..oci.channel import VERIFYING
     from ..release.model import record as records
-    from ..release.model.pool import EndpointPool, served_release
+    from ..release.model.pool import EndpointPool
     from ..release.steering.withdraw import check_reason, steer
 
     spec = state.repo.load_ref(ref)
@@ -173,19 +171,12 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     registries = state.registries()
     creds = _credentials(username, password_stdin, registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.writable(path, spec.ref, state.root)  # before any endpoint is changed
     # A question and idempotent notices: a rerun is cheap, so fewer retries than a publish.
     pool = EndpointPool(spec, registries, creds, VERIFYING, on_line=(live := line_sink()))
-    recorded = record.digest if record is not None and record.ref == spec.ref else None
-    nothing = f"no endpoint serves {spec.ref} and there is no release record: nothing to {action}"
-    digest = served_release(pool, recorded, nothing=nothing).digest
-    report = steer(state.repo, pool, action, digest, by=state.builder, reason=text, on_line=live)
+    report = steer(state.repo, pool, action, path, by=state.builder, reason=text, on_line=live)
     live.close()
-    if report.ok and record is not None and record.digest == digest:
-        standing = report.withdrawn[-1].to_json() if report.withdrawn else None
-        if record.withdrawn != standing:
-            records.write(replace(record, withdrawn=standing), path, state.root)
-            info(f"record: {path}")
+    if report.record_written:
+        info(f"record: {path}")
     if as_json:
         _emit_json(_report_json(report))
     else:

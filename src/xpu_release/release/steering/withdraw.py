@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 from ...errors import ConfigError, NotFoundError, PublishError, ReleaseError
@@ -37,8 +38,9 @@ from ...manifest.versions import version_key
 from ...oci.members import spool_dir
 from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink
+from ..model import record as records
 from ..model.plan import Target, make_plan
-from ..model.pool import EndpointPool
+from ..model.pool import EndpointPool, served_release
 from ..model.withdrawn import withdrawals
 
 Action = Literal["withdraw", "reinstate"]
@@ -83,6 +85,7 @@ class Report:
     failed: list[tuple[str, str]] = field(default_factory=list)  # endpoint, why
     errors: list[ReleaseError] = field(default_factory=list)  # of the endpoints that failed, as raised
     tags: list[TagMove] = field(default_factory=list)
+    record_written: bool = False  # the release record now says what is in force
 
     @property
     def ok(self) -> bool:
@@ -269,9 +272,22 @@ def _point(client: RegistryClient, repo: str, tag: str, digest: str, ref: str) -
 
 
 def steer(
-    repo: Repo, pool: EndpointPool, action: Action, digest: str, *, by: str,
+    repo: Repo, pool: EndpointPool, action: Action, record_path: Path, *, by: str,
     reason: str = "", on_line: Sink = lambda _: None,
 ) -> Report:  # fmt: skip
-    """Withdraw or reinstate ``pool.spec``'s release ``digest`` at every endpoint of the pool."""
+    """Withdraw or reinstate ``pool.spec``'s release at every endpoint of the pool: the image its
+    record at ``record_path`` names, else the one its endpoints serve (``served_release``). The
+    record, checked writable before any endpoint changes, then says what is in force."""
+    spec = pool.spec
+    record = records.writable(record_path, spec.ref, repo.root)  # before any endpoint is changed
+    recorded = record.digest if record is not None and record.ref == spec.ref else None
+    nothing = f"no endpoint serves {spec.ref} and there is no release record: nothing to {action}"
+    digest = served_release(pool, recorded, nothing=nothing).digest
     with pool.metering():
-        return Steering(repo, pool, by=by, on_line=on_line).run(action, digest, reason)
+        report = Steering(repo, pool, by=by, on_line=on_line).run(action, digest, reason)
+    if report.ok and record is not None and record.digest == digest:
+        standing = report.withdrawn[-1].to_json() if report.withdrawn else None
+        if record.withdrawn != standing:
+            records.write(replace(record, withdrawn=standing), record_path, repo.root)
+            report.record_written = True
+    return report
