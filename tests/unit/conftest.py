@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from xpu_release.oci.transport import RetryPolicy
-from xpu_release.release.run.iri import defer_iri_grammars
+from xpu_release.release.model.iri import defer_iri_grammars
 from xpu_release.secrets import forget_all
 from xpu_release.settings import CACHE_ENV, Settings, use
 

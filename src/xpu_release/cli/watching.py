@@ -174,7 +174,8 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
       xpu-release watch --release --advisories osv/
     """
     from ..release.watching.autopatch import due
-    from ..release.watching.watch import exit_code, watch_all
+    from ..release.watching.watch import watch_all
+    from ..release.watching.watched import exit_code
 
     targets = _targets(state, refs)
     with _watcher(state, advisories, today, username, password_stdin, jobs=jobs) as watcher:

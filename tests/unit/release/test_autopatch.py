@@ -17,7 +17,8 @@ from xpu_release.manifest.order import build_order
 from xpu_release.manifest.registries import load_registries
 from xpu_release.release.watching.autopatch import Summary, run
 from xpu_release.release.watching.patch import prepare, write
-from xpu_release.release.watching.watch import Watched, Watcher
+from xpu_release.release.watching.watch import Watcher
+from xpu_release.release.watching.watched import Watched
 
 from ..helpers import run as cli
 from .published_kit import CPU, NS, SDK, TRAINING, World, sbom

@@ -21,7 +21,8 @@ from xpu_release.release.publishing.publish import Options
 from xpu_release.release.watching import readahead
 from xpu_release.release.watching.published import Reader, ServedSboms
 from xpu_release.release.watching.readahead import ReadAhead
-from xpu_release.release.watching.watch import Watched, Watcher, watch_all
+from xpu_release.release.watching.watch import Watcher, watch_all
+from xpu_release.release.watching.watched import Watched
 
 from .platformed import REF, World, logged_in, world
 from .published_kit import sbom

@@ -15,6 +15,7 @@ import pytest
 
 from xpu_release.errors import DamagedFileError
 from xpu_release.release.model import record as records
+from xpu_release.release.model import recordschema
 from xpu_release.release.model.record import EndpointRecord, ReleaseRecord
 
 from ..helpers import run
@@ -187,7 +188,7 @@ def test_the_record_written_by_this_version_passes_its_own_schema(
     path = tmp_path / "r.json"
     records.write(record, path)
 
-    assert records._shape_problem(json.loads(path.read_text())) is None
+    assert recordschema.shape_problem(json.loads(path.read_text())) is None
     assert records.read(path) == record
 
 

@@ -2,8 +2,8 @@
 
 Written by every publish (also a failed one: it says which endpoints are done), read by
 ``status`` and by the release notes, archived by CI. Read through the guarded layer (bounded
-in size and nesting, a FIFO refused unopened), checked against ``SCHEMA`` (every field this
-tool reads has its type there), and the gate's part read into typed values (``RecordedScan``).
+in size and nesting, a FIFO refused unopened), checked against its schema (``recordschema.py``: every
+field this tool reads has its type there), and the gate's part read into typed values (``RecordedScan``).
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...errors import ConfigError, DamagedFileError, NotFoundError, OutputError
-from ...evidence.attachment import ALL_KINDS
 from ...files import describe
 from ...guard.generated import open_repository_folder, write_generated
 from ...guard.limits import MAX_RECORD_BYTES
 from ...guard.reading import Refused, parse_json, read_file
 from ...guard.shown import shown
-from ...image.evaluation import EVALUATION_SCHEMA
 from ...jsontext import readable
-from ..run.iri import defer_iri_grammars
+from .recordschema import shape_problem
 
 # staged: the endpoint holds the release by digest, but its version tag is not written yet
 # (another endpoint failed, so no tag was written anywhere).
@@ -105,7 +103,7 @@ class ReleaseRecord:
 
     def gate(self) -> RecordedScan | None:
         """The gate's result as typed values (None: no release ran it). The record was checked
-        against ``SCHEMA`` when it was read, so every field has its type."""
+        against its schema (``recordschema``) when it was read, so every field has its type."""
         if self.scan is None:
             return None
         findings = tuple(map(RecordedFinding.from_json, self.scan["findings"]))
@@ -203,102 +201,6 @@ def attempt_path(path: Path) -> Path:
     return path.with_name(path.stem + ".attempt.json")
 
 
-# What a record must look like to be read at all: the shape this module writes, nothing
-# guessed. Checked on every read (exit 12 naming the file and the first thing wrong).
-_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
-_OPT_DIGEST = {"anyOf": [_DIGEST, {"type": "null"}]}
-_OPT_STR = {"type": ["string", "null"]}
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_STR = {"type": "string"}
-_ENDPOINT = {
-    "type": "object",
-    "required": ["endpoint", "host", "version_ref", "floating_refs", "status", "digest"],
-    "additionalProperties": False,
-    "properties": {
-        "endpoint": {"type": "string", "minLength": 1},
-        "host": {"type": "string", "minLength": 1},
-        "version_ref": {"type": "string", "minLength": 1},
-        "floating_refs": {"type": "array", "items": {"type": "string"}},
-        "status": {"enum": ["verified", "unchanged", "staged", "failed", "planned"]},
-        "digest": _OPT_DIGEST,
-        "error": _OPT_STR,
-        "seconds": {"type": "number", "minimum": 0},
-        "uploaded_bytes": {"type": "integer", "minimum": 0},
-        "mounted_blobs": {"type": "integer", "minimum": 0},
-        "skipped_blobs": {"type": "integer", "minimum": 0},
-        "retries": {"type": "integer", "minimum": 0},
-        "verified_at": _OPT_STR,
-    },
-}
-SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "xpu-release release record",
-    "type": "object",
-    "required": [
-        "ref", "manifest", "manifest_sha256", "inputs_sha256", "tested_image_id", "digest",
-        "published_at", "complete", "floating_moved", "endpoints",
-    ],
-    "additionalProperties": False,
-    "properties": {
-        "ref": {"type": "string", "pattern": "^[^:\\s]+:[^:\\s]+$"},
-        "manifest": {"type": "string"},
-        "manifest_sha256": {"type": "string"},
-        "inputs_sha256": {"type": "string"},
-        "tested_image_id": _DIGEST,
-        "digest": _OPT_DIGEST,
-        "published_at": {"type": "string"},
-        "complete": {"type": "boolean"},
-        "floating_moved": {"type": "array", "items": {"type": "string"}},
-        "endpoints": {"type": "array", "items": _ENDPOINT},
-        "attachments": {
-            "type": "object",
-            "propertyNames": {"enum": list(ALL_KINDS)},
-            "additionalProperties": _DIGEST,
-        },
-        "withdrawn": {"anyOf": [{"type": "null"}, {
-            "type": "object",
-            "required": ["at", "by", "reason", "notice"],
-            "properties": {"at": _STR, "by": _STR, "reason": _STR, "notice": _DIGEST},
-        }]},
-        "promotions": {"type": "array", "items": {
-            "type": "object",
-            "required": ["source", "channel", "endpoints", "at"],
-            "additionalProperties": False,
-            "properties": {"source": _STR, "channel": _STR, "at": _STR,
-                           "endpoints": {"type": "array", "items": _STR}},
-        }},
-        "scan": {"anyOf": [{"type": "null"}, {
-            "type": "object",
-            "required": ["status", "reason", "findings"],
-            "additionalProperties": False,
-            "properties": {
-                "status": {"enum": ["passed", "failed", "skipped"]},
-                "reason": {"type": "string"},
-                "findings": {"type": "array", "items": {
-                    "type": "object",
-                    "required": ["id", "package", "installed", "severity"],
-                    # every field the notes and `diff` read has its type (an integer `aliases`
-                    # crashed them); fields an earlier version wrote and none reads may stay
-                    "properties": {"id": {"type": "string"}, "package": {"type": "string"},
-                                   "installed": {"type": "string"}, "severity": {"type": "string"},
-                                   "aliases": _STRINGS, "purls": _STRINGS, "fixed": _STRINGS,
-                                   "vex": _OPT_STR, "justification": {"type": "string"}},
-                }},
-            },
-        }]},
-        "evaluation": {"anyOf": [{"type": "null"}, EVALUATION_SCHEMA]},
-        "platforms": {"type": "array", "items": {
-            "type": "object", "additionalProperties": False,
-            "required": ["platform", "digest", "tested_image_id", "inputs_sha256"],
-            "properties": {"platform": _STR, "digest": _OPT_DIGEST, "tested_image_id": _DIGEST,
-                           "inputs_sha256": _STR, "size": {"type": "integer", "minimum": 0},
-                           "attachments": {"type": "object", "propertyNames": {"enum": list(ALL_KINDS)},
-                                           "additionalProperties": _DIGEST}},
-        }},
-    },
-}  # fmt: skip
-
-
 def completeness(record: ReleaseRecord) -> tuple[int, int, int, int]:
     """How much of the release a record says is done, comparable: complete first, then
     endpoints serving it, then endpoints holding it by digest, then a digest at all."""
@@ -375,7 +277,7 @@ def read(path: Path) -> ReleaseRecord:
     try:
         raw = read_file(path, what=what, limit=MAX_RECORD_BYTES, error=Refused, missing=missing)
         data = parse_json(raw, what=what, error=Refused)
-        problem = _shape_problem(data)
+        problem = shape_problem(data)
         if problem is None:
             return ReleaseRecord.from_json(data)
         said = problem if problem.startswith("has no") else f"is not a release record ({problem})"
@@ -384,31 +286,3 @@ def read(path: Path) -> ReleaseRecord:
         why = str(exc)
     msg = f"{path}: {why}; publish again to rewrite it, or pass --record with an intact copy"
     raise DamagedFileError(msg)
-
-
-def is_evaluation(data: Any) -> bool:
-    """``data`` has the shape of the record's ``evaluation`` (a kept one is taken again only
-    then)."""
-    defer_iri_grammars()
-    from jsonschema import Draft202012Validator
-
-    return bool(Draft202012Validator(EVALUATION_SCHEMA).is_valid(data))
-
-
-def _shape_problem(data: Any) -> str | None:
-    """The first way ``data`` differs from ``SCHEMA`` (None: it is a record)."""
-    defer_iri_grammars()
-    from jsonschema import Draft202012Validator
-
-    errors = sorted(Draft202012Validator(SCHEMA).iter_errors(data), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    first = errors[0]
-    if first.context:  # one of several shapes (``scan``: none, or the gate's): the deepest field
-        first = max(first.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
-    where = ".".join(str(p) for p in first.absolute_path)
-    if first.validator == "required" and isinstance(first.instance, dict):
-        missing = [repr(k) for k in first.validator_value if k not in first.instance]
-        return f"{where + ': ' if where else ''}has no {', '.join(missing)}"
-    said = first.message if len(first.message) <= 160 else first.message[:157] + "..."
-    return f"{where or 'the document'}: {said}"

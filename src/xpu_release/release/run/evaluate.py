@@ -38,6 +38,7 @@ from ...oci.credentials import CredentialStore
 from ...progress import Sink
 from ...settings import cache_dir
 from ..model import record as records
+from ..model import recordschema
 
 
 class EvalEngine(Protocol):
@@ -275,14 +276,14 @@ def _key(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> str:
 def measured_before(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...]) -> dict[str, Any] | None:
     """The entry of a passed evaluation of these very images and evaluation (None: none kept).
     The cache is a file on a runner's disk: read bounded, and taken only with the shape the
-    record checks (``records.is_evaluation``); anything else is measured again."""
+    record checks (``recordschema.is_evaluation``); anything else is measured again."""
     path = _cached(spec, image_id, refs)
     try:
         data = read_json(path, what="a kept evaluation", limit=MAX_RECORD_BYTES, error=Refused)
     except Refused:
         return None  # none, or damaged: measured again
     ok = (
-        records.is_evaluation(data)
+        recordschema.is_evaluation(data)
         and data.get("status") == "passed"
         and (data.get("images") or {}).get(THIS, {}).get("id") == image_id
     )

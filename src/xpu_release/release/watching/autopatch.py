@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ...errors import NeedsPatch, OutputError, ReleaseError
-from .watch import Watched, Watcher, exit_code, watch_all
+from .watch import Watcher, watch_all
+from .watched import Watched, exit_code
 
 Outcome = Literal["released", "resumed", "nothing to fix", "waits for its base", "up to date now", "failed"]
 

@@ -37,7 +37,7 @@ from ...manifest.model import canonical_name
 from ...manifest.patchformat import BaseMove, Fixed, Patch, Unfixed
 from ...manifest.registries import Registries
 from .basewatch import Reason
-from .watch import Open, Watched
+from .watched import Open, Watched
 
 Offers = Callable[[ImageSpec, str, str], bool]  # (spec, distribution, version) → on the index
 Versions = Callable[[ImageSpec, str], tuple[str, ...]]  # (spec, distribution) → what the index has

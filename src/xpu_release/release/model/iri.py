@@ -33,7 +33,7 @@ def defer_iri_grammars() -> None:
     def rest(attr: str) -> Any:
         return getattr(real(), attr)
 
-    stand_in = types.ModuleType(name, "rfc3987_syntax, imported when first used (see release/run/iri.py)")
+    stand_in = types.ModuleType(name, "rfc3987_syntax, imported when first used (see release/model/iri.py)")
     # its submodules load from the real package; any other name is looked up there (PEP 562),
     # but not __file__, which tools read of every module (Hypothesis's scan for constants did)
     vars(stand_in).update(
