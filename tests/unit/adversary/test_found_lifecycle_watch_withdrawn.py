@@ -15,7 +15,7 @@ from xpu_release.evidence.referrers import attach
 from xpu_release.oci.registry import Manifest
 
 from ..helpers import run
-from ..release.published_kit import CPU, NS, TRAINING, World, sbom
+from ..release.published_kit import CPU, NS, SDK, TRAINING, World, sbom
 
 TODAY = "2026-12-03"
 
@@ -44,3 +44,26 @@ def test_a_withdrawn_patch_does_not_supersede_the_release_it_patches(published: 
     assert found["state"] != "superseded", f"superseded by the withdrawn {found['superseded_by']}"
     assert found["state"] == "needs a patch"
     assert result.exit_code == 15
+
+
+def test_a_withdrawn_patch_of_the_base_is_no_base_to_move_a_child_onto(published: World) -> None:
+    # A new maintainer's reading (session 8): basewatch took any published patch of the base
+    # release as "base-patched", withdrawn or not, so `patch` would move the child onto the
+    # release its users were told to stop pulling.
+    w = published
+    w.patch_manifest(SDK, "2.13.0.1", "2.13.0")
+    digest = w.publish(SDK, "2.13.0.1", sbom(("torch", "2.13.0+cpu")), salt="2.13.0.1")
+    repo = f"{NS}/{SDK}"
+    image = w.client.get_manifest(repo, digest)
+    assert isinstance(image, Manifest)
+    notice = make_notice("withdrawal", image=SDK, ref=f"{SDK}:2.13.0.1", subject=digest,
+                         at="2026-12-01T00:00:00Z", by="ci", reason="it crashes on start")  # fmt: skip
+    attach(w.client, repo, image, [notice.attachment], created="", spool=w.spool)
+
+    result = run(w.root, "--registries", str(w.registries), "watch", "--advisories", str(w.osv),
+                 "--today", TODAY, "--json")  # fmt: skip
+
+    found = {r["ref"]: r for r in json.loads(result.stdout)["releases"]}
+    training = found[f"{CPU}:25.03"]
+    assert not any(r["kind"] == "base-patched" for r in training["reasons"]), training["reasons"]
+    assert training["state"] == "up to date"

@@ -129,7 +129,7 @@ def _release_moved(repo: Repo, spec: ImageSpec, reader: Reader, pinned: str,
     target, digest = base_ref, None
     for later in reversed(newer_in_line(repo, repo.load(image, version))):
         found = reader.served(ep, image, later)
-        if found is not None:
+        if found is not None and not reader.withdrawn(ep, image, found):  # a withdrawn patch is no base
             target, digest = f"{image}:{later}", found
             break
     if digest is not None:
