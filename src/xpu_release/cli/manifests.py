@@ -226,7 +226,8 @@ def _schema(repo: Repo, *, write: bool) -> str | None:
 @json_option()
 @pass_state
 def plan(state: State, ref: str, as_json: bool) -> None:
-    """Every ref a publish of NAME:VERSION would push, per registry and region.
+    """Every ref a publish of NAME:VERSION would push, per registry and region (offline: the
+    floating tags by the manifests; `publish --dry-run` asks the registries about withdrawals).
 
     \b
     Examples:
@@ -243,6 +244,8 @@ def plan(state: State, ref: str, as_json: bool) -> None:
         _emit_json(p.to_json())
         return
     print_plan(p, f"{spec.ref}  ({spec.manifest_path})")
+    info("(the floating tags by the manifests alone: a tag every newer release left by withdrawal "
+         "also comes to it; `publish --dry-run` asks the registries)")  # fmt: skip
 
 
 @cli.command()

@@ -26,7 +26,7 @@ from .app import (
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
-from .output import aligned, info, paint
+from .output import aligned, info, notice, paint
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,29 +86,38 @@ def publish(
       xpu-release publish training-cpu-pytorch:25.03 --dry-run
       xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
     """
-    from ..errors import PublishError
+    from ..errors import PublishError, ReleaseError
+    from ..oci.channel import ASKING
     from ..release.model import record as records
-    from ..release.model.line import forward
+    from ..release.model.line import Line, forward
     from ..release.model.plan import make_plan
+    from ..release.model.pool import EndpointPool
     from ..release.publishing.publish import Options, failure_report
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
     codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
-    if dry_run:
+    creds = _credentials(username, password_stdin, registries)
+    if dry_run:  # the tags the publish would move: the line rule, withdrawals asked as the publish will
+        try:
+            moves, unasked = (
+                Line(state.repo, registries).moves(EndpointPool(spec, registries, creds, ASKING)),
+                None,
+            )
+        except ReleaseError as exc:  # a plan, not a move: said, and the manifests' answer shown
+            moves, unasked = forward(state.repo, spec), exc.message.splitlines()[0]
         plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version),
-                         moves=forward(state.repo, spec))  # fmt: skip
+                         moves=moves)  # fmt: skip
         if as_json:
-            _emit_json({**plan.to_json(), "dry_run": True})
+            _emit_json({**plan.to_json(), "dry_run": True, "withdrawals_unasked": unasked})
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
+        if unasked:
+            notice(f"the floating tags by the manifests alone; the withdrawals could not be asked: {unasked}")
         return
 
     from ..image.engine import Engine
-    from ..release.model.line import Line
-    from ..release.model.pool import EndpointPool
 
-    creds = _credentials(username, password_stdin, registries)
     limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,

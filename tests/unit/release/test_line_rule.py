@@ -7,6 +7,7 @@ and ``promote`` do (issue 49)."""
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,29 @@ def test_the_floating_tags_a_publish_moves_are_decided_in_one_place() -> None:
     assert _calls("moving") <= {"release/model/line.py", "release/model/plan.py"}
     assert _calls("move_floating") == {"release/model/line.py"}
     assert _calls("Line") == {"release/run/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
+
+
+def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tmp_path: Path) -> None:
+    # A new maintainer's reading (session 8): after `withdraw 1.1`, `publish 1.0.1 --dry-run`
+    # said latest stays (the manifests' half of the rule) while the publish moved it.
+    manifests(repo, ["1.0", "1.1"])
+    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n{PATCH}')
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, ["1.0", "1.1"], tmp_path / "spool")
+        withdrawn = run(ch.root, "--registries", str(ch.file), "withdraw", f"{IMAGE}:1.1", "--reason", "bad",
+                        *LOGIN, input=PASSWORD)  # fmt: skip
+        dry = run(ch.root, "--registries", str(ch.file), "publish", f"{IMAGE}:1.0.1", "--dry-run", "--json",
+                  *LOGIN, input=PASSWORD)  # fmt: skip
+        registries = load_registries(ch.root, str(ch.file))
+        hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+        creds = CredentialStore(
+            explicit=Credentials(username="u", password="the-password"), release_hosts=hosts
+        )
+        pool = EndpointPool(Repo(ch.root).load(IMAGE, "1.0.1"), registries, creds, VERIFYING)
+        rule = line.Line(Repo(ch.root), registries).moves(pool)
+
+    assert withdrawn.exit_code == 0, withdrawn.stderr
+    assert dry.exit_code == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert set(planned["moves"]) == set(rule) == {"latest", "1.0-latest"}
+    assert planned["withdrawals_unasked"] is None
