@@ -2,8 +2,8 @@
 ``makeFetcher``). It hands the client the credentials of the endpoint's own host alone, so a
 secret goes only to the host it belongs to, and one of the named policies:
 
-- ``STANDARD``: a release's own work (publish, verify, watch, promote, the base's manifest for a
-  lock): retried with capped backoff, ``Retry-After`` honoured, 401/403/404 never retried;
+- ``STANDARD``: a release's own work (publish, the release's own verify, the base's manifest
+  for a lock): retried with capped backoff, ``Retry-After`` honoured, 401/403/404 never retried;
 - ``QUICK``: a read-only check that must answer at once (``release --dry-run``'s preflight,
   ``doctor``): one attempt, 10 s;
 - ``COPY``: a registry the user names on the command line (``mirror``): three attempts;

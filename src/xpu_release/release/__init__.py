@@ -1,15 +1,14 @@
-"""The release wing: the stages that put a tested image everywhere and prove it.
+"""The release wing: what a release is, and the operations that make, publish, steer and watch it.
 
-Owns: the pipeline (``pipeline``: the stages in order; ``context``: what a release works out
-once and hands down; ``stages``: each stage on that context), what a publish would do
-(``plan``), the first push (``push``), the image manifest it writes (``manifests``), what an
-endpoint already holds of an image (``held``: earlier releases' layers, the base release's
-layers to mount), publishing
-(``publish``, with the tag rules in ``tags`` and the blob spool and early copies in
-``copies``), the endpoint pool and read-only questions (``pool``, ``serving``), verification
-(``verify``), the dry run's checks (``preflight``), the record (``record``), the release notes
-(``notes``), a runner's disk (``cache``: du, prune, the lock a run holds), and copies of a
-release with its referrers elsewhere (``mirror``).
+- ``model/``: what a release is, the one answer every command asks: its plan, the line rule
+  (which floating tags it takes), the endpoint pool and what the endpoints serve, which image is
+  the release, whether it is withdrawn, its typed record and re-scan history.
+- ``run/``: running a release: the pipeline and its stages, preflight, the evaluation, the notes,
+  a runner's disk.
+- ``publishing/``: the first push, the copies to the regions, the tag rules, the documents,
+  ``verify`` and ``mirror``.
+- ``steering/``: ``promote``, ``withdraw`` and ``reinstate``.
+- ``watching/``: ``watch``, ``patch`` and ``watch --release``.
 
 May import: ``evidence``, ``image``, ``manifest``, ``oci`` and the leaf modules; never ``cli``.
 """

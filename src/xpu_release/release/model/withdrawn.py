@@ -4,10 +4,11 @@ does not answer, or a notice it lists but does not serve, is not "not withdrawn"
 has no answer, and a command that would move a floating tag onto the release stops saying so
 (exit 7; 10 when no endpoint answers; 8 when every endpoint refuses our credentials).
 
-``withdrawals`` is the one question at one endpoint; every command that asks whether a release
-is withdrawn (``status``, ``verify``, ``watch``, ``withdraw``, ``promote``, ``publish``) asks it
-or reads the same notices (``evidence.lifecycle.in_force``), and none takes "could not tell" as
-"not withdrawn".
+``withdrawals`` is the one question at one endpoint; every command that asks a registry whether a
+release is withdrawn (``status``, ``verify``, ``watch``, ``withdraw``, ``promote``, ``publish``)
+asks it or reads the same notices (``evidence.lifecycle.in_force``), and none takes "could not
+tell" as "not withdrawn". (``list`` and the release notes say what the local release record
+says, offline; the registries are the truth, ``status`` reads them.)
 
 And which floating tags a release takes because every newer release carrying them is withdrawn
 (``past_withdrawn``): after ``withdraw``, ``latest`` serves the newest release not withdrawn; a

@@ -66,7 +66,7 @@ class TagRules:
 
     def current(self, target: Target, image_id: str, platform: Platform | None = None) -> Manifest | None:
         """What ``target``'s version tag holds right now. Asked again at the moment of writing:
-        an endpoint that was unreachable during ``check_tags`` is held to the same rule. With
+        an endpoint that was unreachable during ``check`` is held to the same rule. With
         ``platform`` (one platform's image of a platformed release being staged), the image the
         index at the tag names for that platform."""
         current = self.pool.client(target.endpoint).get_manifest(
