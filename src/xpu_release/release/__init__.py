@@ -1,5 +1,7 @@
 """The release wing: what a release is, and the operations that make, publish, steer and watch it.
 
+Owns, by folder:
+
 - ``model/``: what a release is, the one answer every command asks: its plan, the line rule
   (which floating tags it takes), the endpoint pool and what the endpoints serve, which image is
   the release, whether it is withdrawn, its typed record and re-scan history.
