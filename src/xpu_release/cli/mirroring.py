@@ -94,7 +94,7 @@ def mirror(
           --to registry.region.example/ai/training-cpu-pytorch
     """
     from ..errors import NotFoundError, VerifyFailed
-    from ..release.model.pool import EndpointPool
+    from ..release.model.pool import EndpointPool, served_release
     from ..release.publishing.mirror import NothingAtTag
     from ..release.publishing.mirror import mirror as run_mirror
     from ..release.publishing.sides import RegistrySide
@@ -102,10 +102,12 @@ def mirror(
     spec = state.repo.load_ref(ref)
     registries = state.registries()
     creds = _credentials(username, password_stdin, registries)
-    if source is None:
+    if source is None:  # the release as its endpoints serve it: one digest, read where it answers
         pool = EndpointPool(spec, registries, creds)
-        first = pool.plan.targets[0].endpoint
-        src = RegistrySide(pool.client(first), pool.repo(first))
+        nothing = f"no endpoint serves {spec.ref}: publish it first, or name the source with --from"
+        found = served_release(pool, nothing=nothing).source
+        assert found is not None  # asked of the endpoints, not of a record
+        src = RegistrySide(pool.client(found[0]), pool.repo(found[0]))
     else:
         src = _mirror_side(source, "--from", registries, creds, create=False)
     dst = _mirror_side(target, "--to", registries, creds, create=True)
