@@ -103,14 +103,16 @@ def write_output(output: str | None, data: str | bytes, *, what: str) -> bool:
 def aligned(rows: Sequence[tuple[str, ...]], width: int = 100) -> list[str]:
     """Rows as a table: each column but the last as wide as its widest cell, so no cell pushes
     the next out of its column. The last cell is kept whole when it is a digest; another (an
-    error, said whole on stderr) is cut so the row fits ``width``."""
+    error, said whole on stderr) is cut so the row fits ``width``. Every cell is outside text
+    as ``shown`` writes it: no control character reaches the terminal."""
+    rows = [tuple(shown(c, max(len(c), 1)) for c in r) for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)] if rows else []
     out = []
     for r in rows:
         head = "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  "
         last = r[-1]
         if len(head) + len(last) > width and not last.startswith("sha256:"):
-            last = last[: max(10, width - len(head) - 1)] + "…"
+            last = last[: max(10, width - len(head) - 1)] + "…"  # an escape may be cut: it is shown
         out.append((head + last).rstrip())
     return out
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..guard.shown import shown
 from .app import (
     State,
     _credentials,
@@ -333,7 +334,7 @@ def status(
                 click.echo(
                     e.endpoint
                     if e.error is None
-                    else f"{e.endpoint}: {_MARKS[e.error_kind or 'unreachable']} {e.error}"[:100]
+                    else shown(f"{e.endpoint}: {_MARKS[e.error_kind or 'unreachable']} {e.error}", 100)
                 )
                 for tag, digest in e.tags:
                     click.echo(f"  {tag:<16} {digest}")

@@ -78,8 +78,8 @@ def shown_lines(text: str, limit: int | None = None) -> str:
 def _middle(line: str, limit: int | None) -> str:
     if limit is None or len(line) <= limit:
         return line
-    head, tail = (limit * 2) // 3, limit // 3 - 20
-    return f"{line[:head]} … ({len(line) - head - tail} characters) … {line[-tail:]}"
+    head, tail = (limit * 2) // 3, max(limit // 3 - 20, 0)
+    return f"{line[:head]} … ({len(line) - head - tail} characters) … {line[len(line) - tail :]}"
 
 
 def path_text(path: object) -> str:

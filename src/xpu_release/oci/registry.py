@@ -160,7 +160,8 @@ class RegistryClient:
         digest = sha256_digest(body)
         claimed = resp.headers.get("Docker-Content-Digest")
         if claimed and claimed != digest:
-            msg = f"{self.endpoint.name}: manifest {repo}:{reference} claims {claimed} but hashes to {digest}"
+            said = shown(claimed, 80)
+            msg = f"{self.endpoint.name}: manifest {repo}:{reference} claims {said} but hashes to {digest}"
             raise WireError(msg)
         if reference.startswith("sha256:") and reference != digest:
             msg = f"{self.endpoint.name}: manifest {reference} hashes to {digest}"

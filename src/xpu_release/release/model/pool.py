@@ -129,17 +129,25 @@ class ServedRelease:
 
 
 def served_release(pool: EndpointPool, recorded: str | None = None, *, nothing: str) -> ServedRelease:
-    """Which image is the release: the digest its record names (``recorded``), else the one digest
-    every endpoint that answers serves at the version tag, with the manifest of the first that
-    serves it. Endpoints that disagree are exit 7 (a release half done: finish it first); none
-    serving it is exit 11 saying ``nothing``."""
-    if recorded:
-        return ServedRelease(recorded)
+    """Which image is the release: the one digest every endpoint that answers serves at the
+    version tag, with the first endpoint that serves it and its manifest. Endpoints that disagree
+    are exit 7 (a release half done: finish it first), and so is a record (``recorded``) naming
+    another image than the endpoints serve. With a record, a release whose version tag is served
+    nowhere is the record's digest (what the endpoints hold by digest, if anything); without one,
+    it is exit 11 saying ``nothing``."""
     served = version_served(pool)
-    if not served:
-        raise NotFoundError(nothing)
-    if len({image.digest for _, image in served}) > 1:
+    digests = {image.digest for _, image in served}
+    if len(digests) > 1:
         said = ", ".join(f"{ep.name} {image.digest}" for ep, image in served)
         msg = f"the endpoints serve different images at {pool.spec.ref} ({said}); finish its release first"
         raise VerifyFailed(msg)
-    return ServedRelease(served[0][1].digest, served[0])
+    if recorded and digests and recorded not in digests:
+        msg = (f"{pool.spec.ref}: its release record names {recorded}, but the endpoints serve "
+               f"{served[0][1].digest} at its version tag: nothing was changed (pass --record naming the "
+               "record of the release they serve)")  # fmt: skip
+        raise VerifyFailed(msg)
+    if served:
+        return ServedRelease(served[0][1].digest, served[0])
+    if recorded:
+        return ServedRelease(recorded)
+    raise NotFoundError(nothing)

@@ -35,6 +35,7 @@ from ...errors import VulnerabilityGateFailed as GateFailed
 from ...evidence.attachment import ALL_KINDS, KINDS, statement
 from ...evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ...evidence.vex import vex_statements
+from ...guard.shown import shown
 from ...labels import INPUTS_LABEL
 from ...manifest.yamlsrc import Source
 from ...oci.registry import Manifest
@@ -111,24 +112,30 @@ def refusals(
         msg = f"{ref} failed its vulnerability gate (its release record says so); nothing was promoted"
         raise GateFailed(msg)
     # the VEX of the image; of an index, each platform image's own
-    reviews = [r for d in (image.digest, *(m.digest for m in image.manifests))
-               for r in _reviews(source, list_referrers(source.client, source.repo, d))]  # fmt: skip
+    horizon = target.spec.review_horizon_days
+    listed = [
+        list_referrers(source.client, source.repo, d)
+        for d in (image.digest, *(m.digest for m in image.manifests))
+    ]
+    reviews = [r for found in listed for r in _reviews(source, found, today, horizon)]
     for due, vulnerability in reviews:
         if due < today:
-            msg = (f"{ref}: the exception for {vulnerability} in its VEX was due for review on {due}; "
+            named = shown(vulnerability, 80)
+            msg = (f"{ref}: the exception for {named} in its VEX was due for review on {due}; "
                    "the gate's conclusion no longer holds: review it and release again. Nothing was "
                    "promoted")  # fmt: skip
             raise GateFailed(msg)
 
 
-def _reviews(source: RegistrySide, found: Referrers) -> list[tuple[date, str]]:
-    """(review_by, vulnerability) of each exception in the release's VEX (none: no VEX), read as
-    the VEX file is (``evidence/vex``); a VEX that is not one is refused (exit 14)."""
+def _reviews(source: RegistrySide, found: Referrers, today: date, horizon: int) -> list[tuple[date, str]]:
+    """(review_by, vulnerability) of each exception in every VEX staging lists for the image (none:
+    no VEX), read as the VEX file is (``evidence/vex``, the review horizon included); a VEX that is
+    not one is refused (exit 14)."""
     out = []
-    for desc in found.ours("vex")[:1]:
+    for desc in found.ours("vex"):
         doc = statement(fetch_attachment(source.client, source.repo, desc, "vex").payload) or {}
         src = Source(file=f"{source.name}: the VEX {desc.digest[:19]}", data=doc.get("predicate"))
-        statements, problems = vex_statements(src)
+        statements, problems = vex_statements(src, today=today, horizon_days=horizon)
         if problems:
             said = "\n".join(f"  {p}" for p in problems[:10])
             msg = (f"the VEX staging serves is not one, so the gate's conclusion cannot be checked; "

@@ -103,6 +103,7 @@ class Steering:
         self.by = by
         self.on_line = on_line
         self._line: dict[str, list[tuple[str, Target]]] | None = None
+        self._unreadable: list[str] = []  # versions whose manifests cannot be read
         self._served: dict[tuple[str, str], tuple[str | None, bool]] = {}
 
     def run(self, action: Action, digest: str, reason: str = "") -> Report:
@@ -209,7 +210,8 @@ class Steering:
                 try:
                     spec = self.repo.load(self.spec.image, version)
                 except ReleaseError:
-                    continue  # a release whose manifest is broken is no candidate
+                    self._unreadable.append(version)  # no candidate; and it may carry any tag
+                    continue
                 for target in make_plan(spec, self.registries).targets:
                     for ref in target.floating_refs:
                         line.setdefault(ref, []).append((version, target))
@@ -237,12 +239,21 @@ class Steering:
             newest = self._newest(t, ref, action)
             if action == "reinstate" and (newest is None or newest[1] != digest or was == digest):
                 continue  # another release is the newest of the line (or it serves this one already)
+            if action == "reinstate" and (unread := self._newer_unreadable()):
+                self.on_line(f"{ref} stays: the manifest of {', '.join(unread)} (newer) cannot be read")
+                continue
             version, now_digest = newest if newest is not None else (None, was)
             if now_digest is not None and now_digest != was:
                 _point(client, repo, tag, now_digest, ref)
             moves.append(TagMove(endpoint=t.endpoint.name, ref=ref, was=was, now=now_digest, version=version))
             self.on_line(f"{ref} → {version or 'stays: no other release of the line is served here'}")
         return moves
+
+    def _newer_unreadable(self) -> list[str]:
+        """The versions newer than this release whose manifests cannot be read: what they carry
+        is unknown, so a reinstatement moves no tag back over them (as ``past_withdrawn``)."""
+        mine = version_key(self.spec.version)
+        return [v for v in self._unreadable if version_key(v) > mine]
 
     def _newest(self, t: Target, ref: str, action: Action) -> tuple[str, str] | None:
         """The newest release of the line that carries ``ref`` which ``t`` serves and has not
