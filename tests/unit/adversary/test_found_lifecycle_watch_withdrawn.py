@@ -20,14 +20,14 @@ from ..release.published_kit import CPU, NS, SDK, TRAINING, World, sbom
 TODAY = "2026-12-03"
 
 
-def withdrawn(w: World, version: str, digest: str) -> None:
-    """A withdrawal notice of ``CPU:version`` attached by digest, as ``withdraw`` leaves it."""
-    repo = f"{NS}/{CPU}"
-    image = w.client.get_manifest(repo, digest)
-    assert isinstance(image, Manifest)
-    notice = make_notice("withdrawal", image=CPU, ref=f"{CPU}:{version}", subject=digest,
+def withdrawn(w: World, version: str, digest: str, image: str = CPU) -> None:
+    """A withdrawal notice of ``image:version`` attached by digest, as ``withdraw`` leaves it."""
+    repo = f"{NS}/{image}"
+    served = w.client.get_manifest(repo, digest)
+    assert isinstance(served, Manifest)
+    notice = make_notice("withdrawal", image=image, ref=f"{image}:{version}", subject=digest,
                          at="2026-12-01T00:00:00Z", by="ci", reason="it crashes on start")  # fmt: skip
-    attach(w.client, repo, image, [notice.attachment], created="", spool=w.spool)
+    attach(w.client, repo, served, [notice.attachment], created="", spool=w.spool)
 
 
 def test_a_withdrawn_patch_does_not_supersede_the_release_it_patches(published: World) -> None:
@@ -52,13 +52,7 @@ def test_a_withdrawn_patch_of_the_base_is_no_base_to_move_a_child_onto(published
     # release its users were told to stop pulling.
     w = published
     w.patch_manifest(SDK, "2.13.0.1", "2.13.0")
-    digest = w.publish(SDK, "2.13.0.1", sbom(("torch", "2.13.0+cpu")), salt="2.13.0.1")
-    repo = f"{NS}/{SDK}"
-    image = w.client.get_manifest(repo, digest)
-    assert isinstance(image, Manifest)
-    notice = make_notice("withdrawal", image=SDK, ref=f"{SDK}:2.13.0.1", subject=digest,
-                         at="2026-12-01T00:00:00Z", by="ci", reason="it crashes on start")  # fmt: skip
-    attach(w.client, repo, image, [notice.attachment], created="", spool=w.spool)
+    withdrawn(w, "2.13.0.1", w.publish(SDK, "2.13.0.1", sbom(("torch", "2.13.0+cpu")), salt="2.13.0.1"), SDK)
 
     result = run(w.root, "--registries", str(w.registries), "watch", "--advisories", str(w.osv),
                  "--today", TODAY, "--json")  # fmt: skip

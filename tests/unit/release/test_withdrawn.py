@@ -20,6 +20,13 @@ from ..helpers import run, write_manifest
 from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish, recorded
 
 
+def line_with_a_patch(repo: Path) -> None:
+    """demo 1.0 and 1.1, and the patch 1.0.1 of 1.0 (its manifest only)."""
+    manifests(repo, ["1.0", "1.1"])
+    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
+                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
+
+
 def pool_of(ch: Channel, version: str) -> tuple[Repo, EndpointPool]:
     repo = Repo(ch.root)
     registries = load_registries(ch.root, str(ch.file))
@@ -31,9 +38,7 @@ def pool_of(ch: Channel, version: str) -> tuple[Repo, EndpointPool]:
 def test_a_patch_takes_latest_only_once_every_newer_release_is_withdrawn_everywhere(
     repo: Path, tmp_path: Path
 ) -> None:
-    manifests(repo, ["1.0", "1.1"])
-    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
-                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
+    line_with_a_patch(repo)
     with channel(repo, tmp_path, "production") as ch:
         publish(ch, ["1.0", "1.1"], tmp_path / "spool")
         manifests_, pool = pool_of(ch, "1.0.1")
@@ -85,9 +90,7 @@ def test_a_newer_release_whose_endpoints_cannot_say_keeps_the_tags_where_they_ar
     # Every endpoint that answers says 1.1 is withdrawn; one that cannot say is not "withdrawn
     # there" (which would move latest back onto 1.0.1) nor silently "not withdrawn": the rule
     # stops, naming the release and what was not done.
-    manifests(repo, ["1.0", "1.1"])
-    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n'
-                   "release:\n  patch:\n    fixes: []\n")  # fmt: skip
+    line_with_a_patch(repo)
     with channel(repo, tmp_path, "production") as ch:
         publish(ch, ["1.0", "1.1"], tmp_path / "spool")
         withdrawn = run(ch.root, "--registries", str(ch.file), "withdraw", "demo:1.1", "--reason", "bad",
