@@ -34,7 +34,7 @@ from ..oci.model import Descriptor, ImageIndex, parse_index
 from ..oci.model import descriptor as parse_descriptor
 from ..oci.registry import OCI_INDEX, OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
 from ..oci.store import canonical_json, holds
-from .attachment import ARTIFACT_TYPES, BUNDLED, Attachment, Kind
+from .attachment import ALL_KINDS, ARTIFACT_TYPES, BUNDLED, Attachment, Kind
 from .cosign import att_manifest, att_tag, signed_statements
 
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
@@ -116,6 +116,10 @@ class Referrers:
             d for d in self.descriptors
             if d.artifact_type == ARTIFACT_TYPES[kind] and d.annotation(KIND_ANNOTATION) == kind
         ]  # fmt: skip
+
+    def firsts(self) -> dict[str, str]:
+        """kind → the artifact manifest of ours listed first of each kind (what a release attached)."""
+        return {k: d[0].digest for k in ALL_KINDS if (d := self.ours(k))}
 
 
 def _listed(index: ImageIndex, what: str) -> tuple[Descriptor, ...]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..oci.model import Descriptor
 from ..oci.model import Platform as OciPlatform
 from .tokens import VERSION
 from .types import Checker, Enum, List, Map, Str
@@ -49,6 +50,10 @@ class Platform:
             and (entry.os, entry.architecture) == (self.os, self.architecture)
             and entry.variant in ("", self.variant)
         )
+
+    def entry(self, entries: Iterable[Descriptor]) -> Descriptor | None:
+        """The first of an image index's ``entries`` for this platform (None: it names none)."""
+        return next((d for d in entries if self.matches(d.platform)), None)
 
     def oci(self) -> dict[str, str]:
         """The platform object of an image index entry (image-spec ``image-index.md``)."""

@@ -19,7 +19,7 @@ from xpu_release.errors import VerifyFailed
 from xpu_release.evidence.osv import Advisories
 from xpu_release.evidence.scan import scan
 from xpu_release.manifest import Repo
-from xpu_release.release.watching.published import check_sbom
+from xpu_release.release.watching.published import read_sboms
 
 ROOT = Path(__file__).resolve().parents[3]
 JSON = st.recursive(
@@ -88,7 +88,7 @@ def outcome(payload: bytes, advisories: Advisories) -> str:
     """ "scanned", or why the SBOM cannot be (anything else raised fails the test)."""
     spec = Repo(ROOT).load_ref("training-cpu-pytorch:25.03")
     try:
-        check_sbom(payload, "public: training-cpu-pytorch:25.03")
+        read_sboms((payload,), "public: training-cpu-pytorch:25.03")
     except VerifyFailed as exc:
         return exc.message
     scan(spec, payload, advisories, (), today=date(2026, 12, 3))

@@ -167,7 +167,7 @@ def _platform_states(client: RegistryClient, repo: str, served: str, pool: Endpo
     recorded = {p.platform: p.attachments for p in record.platforms} if record else {}
     out = []
     for platform in pool.spec.platforms:
-        entry = next((d for d in index.manifests if platform.matches(d.platform)), None) if index else None
+        entry = platform.entry(index.manifests) if index else None
         there = entry is not None and client.head_manifest(repo, entry.digest) == entry.digest
         documents: tuple[tuple[str, DocState], ...] = ()
         if entry is not None and there:

@@ -33,9 +33,7 @@ def published_layers(
         try:
             manifest = client.get_manifest(repo, tag)
             if manifest is not None and manifest.is_index:
-                entry = next(
-                    (d for d in manifest.manifests if platform and platform.matches(d.platform)), None
-                )
+                entry = platform.entry(manifest.manifests) if platform else None
                 manifest = client.get_manifest(repo, entry.digest) if entry is not None else None
         except WireError:
             continue

@@ -12,7 +12,7 @@ from ...errors import PublishError, RegistryAuthError, ReleaseError, TagConflict
 from ...image.engine import Engine
 from ...manifest import ImageSpec
 from ...manifest.platforms import Platform
-from ...oci.registry import Manifest
+from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink
 from ..model.plan import Target, floating_tags
 from ..model.pool import EndpointPool
@@ -132,7 +132,7 @@ class TagRules:
     def platform_image(self, target: Target, index: Manifest, platform: Platform) -> Manifest | None:
         """The image manifest ``index`` names for ``platform`` at ``target`` (None: it names
         none, or the endpoint does not hold it)."""
-        entry = next((d for d in index.manifests if platform.matches(d.platform)), None)
+        entry = platform.entry(index.manifests)
         if entry is None:
             return None
         found = self.pool.client(target.endpoint, fresh=True).get_manifest(
@@ -148,10 +148,16 @@ class TagRules:
             for tag, ref in zip(floating_tags(self.spec), t.floating_refs, strict=True):
                 if tag not in tags:
                     continue
-                if client.head_manifest(self.pool.repo(t.endpoint), tag) != source.digest:
-                    client.put_manifest(self.pool.repo(t.endpoint), tag, source)
-                if client.head_manifest(self.pool.repo(t.endpoint), tag) != source.digest:
-                    msg = f"{ref} does not serve {source.digest} after moving it"
-                    raise PublishError(msg)
+                point(client, self.pool.repo(t.endpoint), tag, source, ref)
                 moved.append(ref)
         return tuple(moved)
+
+
+def point(client: RegistryClient, repo: str, tag: str, manifest: Manifest, ref: str) -> None:
+    """``repo:tag`` names ``manifest``, checked after the write (a registry that took it and
+    serves another is exit 7)."""
+    if client.head_manifest(repo, tag) != manifest.digest:
+        client.put_manifest(repo, tag, manifest)
+    if client.head_manifest(repo, tag) != manifest.digest:
+        msg = f"{ref} does not serve {manifest.digest} after moving it"
+        raise PublishError(msg)

@@ -218,11 +218,6 @@ def _att(client: RegistryClient, repo: str, subject: str, envelopes: dict[Kind, 
     return problems, manifest.blobs()
 
 
-def _ours(found: Referrers) -> dict[str, str]:
-    """kind → the artifact manifest of ours an endpoint lists of each kind (its first)."""
-    return {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
-
-
 def _platform_images(
     at: Job, index: Manifest, platforms: tuple[Platform, ...], attached: dict[str, dict[str, str]],
     key: Verifier | None,
@@ -238,7 +233,7 @@ def _platform_images(
     for platform, image in images:
         try:
             found = list_referrers(client, repo, image.digest)
-            want = attached.setdefault(platform.name, _ours(found))
+            want = attached.setdefault(platform.name, found.firsts())
             problems, blobs = _attachments(client, repo, found, want, key)
         except ReleaseError as exc:
             findings.append(Finding(endpoint=ep.name, what=f"{platform} image", problem=exc.message))
@@ -309,7 +304,7 @@ class _Survey:
         try:
             found = list_referrers(client, repo, manifest.digest)
             if self.attached is None:
-                self.attached = _ours(found)
+                self.attached = found.firsts()
             required: tuple[Kind, ...] = ("provenance",) if manifest.is_index else KINDS
             problems, blobs = _attachments(client, repo, found, self.attached, self.key, required)
             self.withdrawn.update(dict.fromkeys(n.words() for n in in_force(notices_in(client, repo, found))))

@@ -24,20 +24,20 @@ A rerun copies only what is missing (blobs present and proven are skipped): prom
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
-from ...errors import PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed
+from ...errors import PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed, WireError
 from ...errors import VulnerabilityGateFailed as GateFailed
-from ...evidence.attachment import ALL_KINDS, KINDS, statement
+from ...evidence.attachment import KINDS, statement
 from ...evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ...evidence.vex import vex_statements
 from ...guard.shown import shown
 from ...labels import INPUTS_LABEL
 from ...manifest.yamlsrc import Source
+from ...oci.model import parse_config
 from ...oci.registry import Manifest
 from ...progress import Sink
 from ..model.line import Line
@@ -48,7 +48,7 @@ from ..model.record import EndpointRecord, Promotion, ReleaseRecord
 from ..model.withdrawn import withdrawal_in_force
 from ..publishing.mirror import MirrorReport, mirror
 from ..publishing.sides import RegistrySide
-from ..publishing.tags import TagRules
+from ..publishing.tags import TagRules, point
 from ..publishing.verify import verify
 
 
@@ -171,7 +171,7 @@ def promote(
     refusals(source, image, record, today, target)
     conflicts(target, image.digest)
     found = list_referrers(source.client, source.repo, image.digest)
-    attachments: dict[str, str] = {k: d[0].digest for k in ALL_KINDS if (d := found.ours(k))}
+    attachments = found.firsts()
     # What verify will require at the targets, required of staging before anything is copied: a
     # release that cannot verify there is refused here, with nothing changed (exit 7).
     missing = [k for k in (("provenance",) if image.is_index else KINDS) if k not in attachments]
@@ -195,11 +195,7 @@ def promote(
                                       "rerun to finish:", *(f"  {p}" for p in problems)]))  # fmt: skip
     for t in target.plan.targets:  # tags last, each held to immutability at the moment of writing
         conflicts(target, image.digest, (t,))
-        client, repo = target.client(t.endpoint), target.repo(t.endpoint)
-        client.put_manifest(repo, spec.version, image)
-        if client.head_manifest(repo, spec.version) != image.digest:
-            msg = f"{t.version_ref} does not serve {image.digest} after writing it"
-            raise PublishError(msg)
+        point(target.client(t.endpoint), target.repo(t.endpoint), spec.version, image, t.version_ref)
         out.tagged.append(t.version_ref)
     report = verify(target, image.digest, deep=False, attachments=out.attachments, on_line=on_line)
     if not report.ok:
@@ -250,10 +246,10 @@ def recorded(
 def inputs_of(pool: EndpointPool, config: str) -> str:
     """The inputs digest the image's config carries (its label), for a record made here."""
     for t in pool.plan.targets:
+        what = f"{t.endpoint.name}: the config {config[:19]}"
         try:
             raw = pool.client(t.endpoint).blob_bytes(pool.repo(t.endpoint), config, limit=1 << 20)
-            labels = (json.loads(raw).get("config") or {}).get("Labels") or {}
-        except (ReleaseError, ValueError, AttributeError):
+            return parse_config(raw, what=what, error=WireError).labels.get(INPUTS_LABEL, "")
+        except ReleaseError:
             continue
-        return str(labels.get(INPUTS_LABEL) or "") if isinstance(labels, dict) else ""
     return ""

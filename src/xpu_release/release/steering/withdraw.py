@@ -42,6 +42,7 @@ from ..model import record as records
 from ..model.plan import Target, make_plan
 from ..model.pool import EndpointPool, served_release
 from ..model.withdrawn import withdrawals
+from ..publishing.tags import point
 
 Action = Literal["withdraw", "reinstate"]
 PAST: dict[Action, str] = {"withdraw": "withdrawn", "reinstate": "reinstated"}
@@ -276,10 +277,7 @@ def _point(client: RegistryClient, repo: str, tag: str, digest: str, ref: str) -
     if manifest is None:
         msg = f"{ref}: {digest} is no longer served; nothing was moved there"
         raise PublishError(msg)
-    client.put_manifest(repo, tag, manifest)
-    if client.head_manifest(repo, tag) != digest:
-        msg = f"{ref} does not serve {digest} after moving it"
-        raise PublishError(msg)
+    point(client, repo, tag, manifest, ref)
 
 
 def steer(

@@ -146,7 +146,8 @@ class Reader:
                            lambda c: c.get_manifest(ep.repository(repository), tag))  # fmt: skip
         if served is None or not isinstance(served.view, ImageIndex):
             return served.digest if served is not None else None
-        return next((d.digest for d in served.view.manifests if platform.matches(d.platform)), None)
+        entry = platform.entry(served.view.manifests)
+        return entry.digest if entry is not None else None
 
     def images(
         self, ep: Endpoint, image: str, digest: str, platforms: tuple[Platform, ...]
@@ -161,7 +162,7 @@ class Reader:
             raise VerifyFailed(msg)
         out = []
         for platform in platforms:
-            entry = next((d for d in served.view.manifests if platform.matches(d.platform)), None)
+            entry = platform.entry(served.view.manifests)
             if entry is None:
                 msg = f"{where}: the index names no {platform} image; rerun its release"
                 raise VerifyFailed(msg)
@@ -242,11 +243,6 @@ def read_sboms(payloads: tuple[bytes, ...], where: str) -> tuple[Package, ...]:
         msg = f"{where}: the attached SBOM lists no package a scan can match; it cannot be scanned"
         raise VerifyFailed(msg)
     return found
-
-
-def check_sbom(payload: bytes, where: str) -> tuple[Package, ...]:
-    """``read_sboms`` of one SBOM."""
-    return read_sboms((payload,), where)
 
 
 def _nth(n: int) -> str:

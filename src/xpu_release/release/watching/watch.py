@@ -228,13 +228,13 @@ class Watcher:
             record = read_optional(default_path(self.repo.root, spec.image, spec.version))
         except ReleaseError:  # a record that is not one says nothing (status names it)
             record = None
-        if record is not None and record.scan and record.scan.get("status") != "skipped":
+        gate = record.gate() if record is not None else None
+        if record is not None and gate is not None and gate.status != "skipped":
             try:
                 day = min(date.fromisoformat(record.published_at[:10]), self.today)
             except ValueError:
                 day = self.today
-            for f in record.scan.get("findings") or ():
-                seen[(str(f.get("id")), str(f.get("package")))] = day
+            seen.update(((f.id, f.package), day) for f in gate.findings)
         for key, day in history.latest_seen(self.repo.root, spec.image, spec.version).items():
             seen[key] = min(day, seen.get(key, day))
         return seen
