@@ -106,33 +106,22 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
       xpu-release --registries production.yaml promote training-cpu-pytorch:25.03 --from staging.yaml
       xpu-release promote training-cpu-pytorch:25.03 --from staging.yaml --json
     """
-    from datetime import date
-
-    from ..evidence.lifecycle import now
     from ..manifest.registries import load_registries
     from ..oci.channel import VERIFYING
     from ..release.model import record as records
-    from ..release.model.line import Line
     from ..release.model.pool import EndpointPool
-    from ..release.steering.promote import inputs_of, promote, recorded
+    from ..release.steering.promote import Recording, promote_recorded
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
     staging_registries = load_registries(state.root, source)
     creds = _credentials(username, password_stdin, registries, staging_registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.writable(path, spec.ref, state.root)  # before any endpoint is changed
+    into = Recording(path, state.root, state.registries_option or "registries.yaml", source)
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
     target = EndpointPool(spec, registries, creds, on_line=(live := line_sink()))
-    with target.metering():
-        done = promote(staging, target, spool=state.settings.cache, record=record, today=date.today(),
-                       line=Line(state.repo, registries), on_line=live)  # fmt: skip
+    done = promote_recorded(state.repo, staging, target, into, spool=state.settings.cache, on_line=live)
     live.close()
-    fresh = record is None or record.digest != done.digest
-    channel = state.registries_option or "registries.yaml"
-    written = recorded(done, record, target, source=source, channel=channel, at=now(),
-                       inputs=inputs_of(target, done.config) if fresh else "")  # fmt: skip
-    records.write(written, path, state.root)
     if as_json:
         copies = [
             {

@@ -32,14 +32,17 @@ from pathlib import Path
 from ...errors import PublishError, ReleaseError, ReleaseWithdrawn, TagConflict, VerifyFailed, WireError
 from ...errors import VulnerabilityGateFailed as GateFailed
 from ...evidence.attachment import KINDS, statement
+from ...evidence.lifecycle import now
 from ...evidence.referrers import Referrers, fetch_attachment, list_referrers
 from ...evidence.vex import vex_statements
 from ...guard.shown import shown
 from ...labels import INPUTS_LABEL
+from ...manifest import Repo
 from ...manifest.yamlsrc import Source
 from ...oci.model import parse_config
 from ...oci.registry import Manifest
 from ...progress import Sink
+from ..model import record as records
 from ..model.line import Line
 from ..model.plan import Target
 from ..model.platformindex import platform_images, shape_problem
@@ -215,6 +218,34 @@ def promote(
                    "the floating tags off it (a rerun keeps the first reason)")  # fmt: skip
             raise ReleaseWithdrawn(msg) from exc
     return out
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Where a promotion is recorded: the release record at ``path`` (inside the repository
+    ``root``), naming the channel it went to and the registries file it came from."""
+
+    path: Path
+    root: Path
+    channel: str
+    source: str
+
+
+def promote_recorded(
+    repo: Repo, staging: EndpointPool, target: EndpointPool, into: Recording, *, spool: Path, on_line: Sink
+) -> Promoted:
+    """``promote``, its record checked writable before any endpoint changes and written after:
+    the record of the release with this promotion added, or one made from what the registries
+    say when this runner has no record of that digest."""
+    record = records.writable(into.path, target.spec.ref, into.root)
+    with target.metering():
+        done = promote(staging, target, spool=spool, record=record, today=date.today(),
+                       line=Line(repo, target.registries), on_line=on_line)  # fmt: skip
+    fresh = record is None or record.digest != done.digest
+    written = recorded(done, record, target, source=into.source, channel=into.channel, at=now(),
+                       inputs=inputs_of(target, done.config) if fresh else "")  # fmt: skip
+    records.write(written, into.path, into.root)
+    return done
 
 
 def recorded(
