@@ -308,11 +308,11 @@ def status(
       xpu-release status training-cpu-pytorch:25.03
       xpu-release status training-cpu-pytorch:25.03 --catalog --json
     """
-    from ..errors import PublishError
     from ..oci.channel import ASKING
     from ..release.model import record as records
     from ..release.model.pool import EndpointPool
     from ..release.model.serving import catalog as tag_catalog
+    from ..release.model.serving import raise_answers, raise_status
     from ..release.model.serving import status as endpoint_status
 
     spec = state.repo.load_ref(ref)
@@ -338,7 +338,7 @@ def status(
                 )
                 for tag, digest in e.tags:
                     click.echo(f"  {tag:<16} {digest}")
-        _raise_for_errors([(e.endpoint, e.error, e.error_kind) for e in entries])
+        raise_answers([(e.endpoint, e.error, e.error_kind) for e in entries])
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
@@ -365,15 +365,7 @@ def status(
             click.echo(line)
         click.echo(f"{spec.ref}: {standing(spec).words()}" + "".join(withdrawn_words(rows)))
         click.echo(f"security: {describe(watched) if watched else 'not watched yet (xpu-release watch)'}")
-    _raise_for_errors([(r.endpoint, r.error, r.error_kind) for r in rows])
-    version_rows = [r for r in rows if r.tag == spec.version]
-    if record is not None and not all(r.matches for r in version_rows):
-        msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
-        raise PublishError(msg)
-    lacking = [f"{r.endpoint} ({p.platform})" for r in version_rows for p in r.platforms if not p.served]
-    if lacking:
-        msg = f"the index is served without its image at: {', '.join(lacking)}"
-        raise PublishError(msg)
+    raise_status(rows, record, path, spec.version)
 
 
 def _documents_words(documents: tuple[tuple[str, str], ...]) -> str:
@@ -382,29 +374,3 @@ def _documents_words(documents: tuple[tuple[str, str], ...]) -> str:
 
 
 _MARKS = {"auth": "AUTH", "unreachable": "DOWN", "protocol": "WRONG"}  # a row's state, by error kind
-
-
-def _raise_for_errors(found: list[tuple[str, str | None, str | None]]) -> None:
-    """Exit 8 if an endpoint refused our credentials, else 7 if one answered against the
-    protocol (a retry will not mend it), else 10 if one did not answer (retry later). Each
-    endpoint's error is said whole (the table cuts it): it may name the limit that stopped it."""
-    from ..errors import RegistryAuthError, StackError, WireError
-
-    refused = [(ep, err) for ep, err, kind in found if kind == "auth"]
-    wrong = [(ep, err) for ep, err, kind in found if kind == "protocol"]
-    down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
-    errors = {ep: err for ep, err, _ in found if err}
-    said = "".join(
-        f"\n  {err}" if err.startswith(f"{ep}") else f"\n  {ep}: {err}" for ep, err in errors.items()
-    )
-    if refused:
-        msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
-        raise RegistryAuthError(msg)
-    if wrong:
-        names = ", ".join(sorted({ep for ep, _ in wrong}))
-        msg = f"answered against the protocol: {names}{said}"
-        raise WireError(msg)
-    if down:
-        names = ", ".join(sorted({ep for ep, _ in down}))
-        msg = f"unreachable: {names}{said}"
-        raise StackError(msg)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from ...errors import PublishError, RegistryAuthError, ReleaseError, WireError, is_down
+from ...errors import PublishError, RegistryAuthError, ReleaseError, StackError, WireError, is_down
 from ...evidence.attachment import ALL_KINDS, SIGNED_KINDS
 from ...evidence.lifecycle import Notice, in_force, notices_in
 from ...evidence.referrers import Referrers, is_referrers_tag, list_referrers
@@ -267,3 +268,45 @@ def pull_published(pool: EndpointPool, inputs: str, engine: Engine, on_line: Sin
         msg = f"the image pulled from {found.ref} is {info.id}, not {found.image_id}"
         raise PublishError(msg)
     return info.id
+
+
+def raise_answers(found: list[tuple[str, str | None, str | None]]) -> None:
+    """The verdict of a question every endpoint answers on its own (``status``, the catalog;
+    ``found``: endpoint, error, kind): exit 8 if one refused our credentials, else 7 if one
+    answered against the protocol (a retry will not mend it), else 10 if one did not answer
+    (retry later). Each error is said whole (a table cuts it): it may name the limit that stopped
+    it. A command that changes the endpoints asks ``errors.endpoints_failed`` instead."""
+
+    refused = [(ep, err) for ep, err, kind in found if kind == "auth"]
+    wrong = [(ep, err) for ep, err, kind in found if kind == "protocol"]
+    down = [(ep, err) for ep, err, kind in found if kind == "unreachable"]
+    errors = {ep: err for ep, err, _ in found if err}
+    said = "".join(
+        f"\n  {err}" if err.startswith(f"{ep}") else f"\n  {ep}: {err}" for ep, err in errors.items()
+    )
+    if refused:
+        msg = f"{refused[0][0]} refused our credentials: {refused[0][1]}"
+        raise RegistryAuthError(msg)
+    if wrong:
+        names = ", ".join(sorted({ep for ep, _ in wrong}))
+        msg = f"answered against the protocol: {names}{said}"
+        raise WireError(msg)
+    if down:
+        names = ", ".join(sorted({ep for ep, _ in down}))
+        msg = f"unreachable: {names}{said}"
+        raise StackError(msg)
+
+
+def raise_status(rows: list[StatusRow], record: ReleaseRecord | None, path: Path, version: str) -> None:
+    """``status``'s verdict: the endpoints' answers (``raise_answers``), then every version tag
+    serving the digest the record at ``path`` names (exit 7) and, of an index, each platform's
+    image (exit 7)."""
+    raise_answers([(r.endpoint, r.error, r.error_kind) for r in rows])
+    version_rows = [r for r in rows if r.tag == version]
+    if record is not None and not all(r.matches for r in version_rows):
+        msg = f"some endpoints do not serve {record.digest} as recorded in {path}"
+        raise PublishError(msg)
+    lacking = [f"{r.endpoint} ({p.platform})" for r in version_rows for p in r.platforms if not p.served]
+    if lacking:
+        msg = f"the index is served without its image at: {', '.join(lacking)}"
+        raise PublishError(msg)
