@@ -33,7 +33,6 @@ from ...image.normalize import iso
 from ...image.smoke import require_tested
 from ...manifest.platforms import Platform
 from ...oci.codec import DEFAULT, Codec
-from ...oci.endpoint import Endpoint
 from ...oci.registry import Manifest, RegistryClient
 from ...progress import Sink
 from ...secrets import redact
@@ -47,7 +46,7 @@ from .documents import documents_for
 from .held import base_layers, mount_source
 from .push import PushOptions, push_image
 from .staging import Staged, source_failed, unpublished
-from .tags import TagRules
+from .tags import TagRules, point
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +115,6 @@ class Publisher:
         self.plan: Plan = pool.plan
         self.workers = options.parallel or min(32, len(self.plan.targets))
         self.engine = engine
-        self.credentials = pool.credentials
         self.options = options
         self.on_line = on_line
         self.spool = BlobSpool(on_line)
@@ -127,12 +125,6 @@ class Publisher:
         self.early: EarlyCopies | None = None
         self.base_digests: frozenset[str] = frozenset()  # blobs of the release it builds on
 
-    def client(self, ep: Endpoint, *, fresh: bool = False) -> RegistryClient:
-        return self.pool.client(ep, fresh=fresh)
-
-    def repo(self, ep: Endpoint) -> str:
-        return self.pool.repo(ep)
-
     # --- stages -----------------------------------------------------------------------------
 
     def push_source(self, image_id: str) -> Manifest:
@@ -140,8 +132,8 @@ class Publisher:
         earlier releases reused by digest), by digest only: no tag is written here. Its manifest
         is the source of every copy."""
         first = self.plan.targets[0]
-        client = self.client(first.endpoint)
-        repo = self.repo(first.endpoint)
+        client = self.pool.client(first.endpoint)
+        repo = self.pool.repo(first.endpoint)
         assert self.engine is not None
         base = base_layers(self.spec, first.endpoint, client, self.engine.inspect_raw(image_id))
         self.base_digests = base.digests if base is not None else frozenset()  # regions mount them
@@ -152,7 +144,7 @@ class Publisher:
         if self.options.engine_push:
             # `docker push` can only push a tag: this comparison mode tags the first endpoint early.
             self.engine.tag(image_id, first.version_ref)
-            creds = self.credentials.for_host(first.endpoint.host)
+            creds = self.pool.credentials.for_host(first.endpoint.host)
             self.engine.push(first.version_ref, creds.docker_auth() if creds else None, self.on_line)
             manifest = client.get_manifest(repo, self.spec.version)
         else:
@@ -175,8 +167,10 @@ class Publisher:
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
-        return documents_for(self.client(first), self.repo(first), first.name, self.documents, source,
-                             self.options.signer, self.on_line)  # fmt: skip
+        client, repo = self.pool.client(first), self.pool.repo(first)
+        return documents_for(
+            client, repo, first.name, self.documents, source, self.options.signer, self.on_line
+        )
 
     def attached(self, source: Manifest) -> dict[str, str]:
         """kind → the digest of the artifact manifest that attaches it to ``source``."""
@@ -188,7 +182,7 @@ class Publisher:
         first = self.plan.targets[0].endpoint
         same = target is not self.plan.targets[0] and target.endpoint.host == first.host
         attach(client, repo, source, self.attachments, created=self.created,
-               spool=self.spool.folder, mount_from=self.repo(first) if same else None)  # fmt: skip
+               spool=self.spool.folder, mount_from=self.pool.repo(first) if same else None)  # fmt: skip
 
     def documents_first(self, source: Manifest) -> None:
         """The documents at the source endpoint before the others are staged, when one of them is
@@ -198,7 +192,7 @@ class Publisher:
         if not any(t.endpoint.host == first.endpoint.host for t in self.plan.targets[1:]):
             return
         with contextlib.suppress(ReleaseError):
-            self._attach(first, self.client(first.endpoint), self.repo(first.endpoint), source)
+            self._attach(first, self.pool.client(first.endpoint), self.pool.repo(first.endpoint), source)
 
     def stage(self, target: Target, source: Manifest, image_id: str) -> EndpointRecord:
         """Blobs and the manifest, by digest, and the documents attached to it: the endpoint
@@ -206,8 +200,7 @@ class Publisher:
         is staged (``tag``)."""
         started = time.monotonic()
         ep = target.endpoint
-        client = self.client(ep)
-        repo = self.repo(ep)
+        client, repo = self.pool.client(ep), self.pool.repo(ep)
         first = self.plan.targets[0].endpoint
         try:
             sent_early: set[str] = set()
@@ -219,8 +212,7 @@ class Publisher:
                 self._attach(target, client, repo, source)
                 return self._record(target, "unchanged", source.digest, None, started, client)
             if target is not self.plan.targets[0]:
-                src_client = self.client(first, fresh=True)
-                src_repo = self.repo(first)
+                src_client, src_repo = self.pool.client(first, fresh=True), self.pool.repo(first)
                 self.on_line(f"copying {source.digest[:19]} to {ep.name}")
                 mount_from = mount_source(self.spec, ep, first, src_repo, self.base_digests)
                 copy_blobs(client, repo, source, sent_early, self.options.chunk_size,
@@ -245,15 +237,10 @@ class Publisher:
         if staged.status == "unchanged":
             return staged
         started = time.monotonic() - staged.seconds
-        client = self.client(target.endpoint)
-        repo = self.repo(target.endpoint)
+        client, repo = self.pool.client(target.endpoint), self.pool.repo(target.endpoint)
         try:
             self.tags.current(target, image_id)
-            client.put_manifest(repo, self.spec.version, source)
-            served = client.head_manifest(repo, self.spec.version)
-            if served != source.digest:
-                msg = f"{target.version_ref} serves {served}, expected {source.digest}"
-                raise PublishError(msg)
+            point(client, repo, self.spec.version, source, target.version_ref)
             return self._record(target, "verified", source.digest, None, started, client)
         except ReleaseError as exc:
             return self._record(target, "failed", source.digest, exc.message, started, client)

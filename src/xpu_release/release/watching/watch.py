@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from ...errors import ManifestError, OutputError, ReleaseError, VerifyFailed
@@ -152,9 +153,9 @@ class Watcher:
         pending = next((v for v, d in later if d is None and v in local), None)
         if published_later:
             newest = published_later[0]
+            seen = first_seen_of(self.repo.root, spec, self.today)
             done = _with(head, state="superseded", superseded_by=f"{spec.image}:{newest}",
-                         uncommitted=newest in elsewhere,
-                         seen=tuple(sorted(self._first_seen(spec).items())))  # fmt: skip
+                         uncommitted=newest in elsewhere, seen=tuple(sorted(seen.items())))  # fmt: skip
             return self._keep(spec, done)
         head = _with(head, pending=f"{spec.image}:{pending}" if pending else None)
         return self._keep(spec, self._check(spec, head, digest))
@@ -163,7 +164,7 @@ class Watcher:
         problems: list[Unchecked] = []
         opened: list[Open] = []
         excepted = 0
-        seen = self._first_seen(spec)
+        seen = first_seen_of(self.repo.root, spec, self.today)
         ep = self.reader.public()
         statements, problem = self._statements(spec)
         sboms = 0
@@ -219,26 +220,6 @@ class Watcher:
         when = clock(spec, f.level, published=day, first_seen=first, today=self.today)
         return Open(finding=f, fix=smallest, first_seen=first, clock=when)
 
-    def _first_seen(self, spec: ImageSpec) -> Seen:
-        """When a scan first saw each finding: the latest history entry carries every one
-        forward (the earliest over the whole history); the release record's scan saw its
-        findings on the day it was published."""
-        seen: Seen = {}
-        try:
-            record = read_optional(default_path(self.repo.root, spec.image, spec.version))
-        except ReleaseError:  # a record that is not one says nothing (status names it)
-            record = None
-        gate = record.gate() if record is not None else None
-        if record is not None and gate is not None and gate.status != "skipped":
-            try:
-                day = min(date.fromisoformat(record.published_at[:10]), self.today)
-            except ValueError:
-                day = self.today
-            seen.update(((f.id, f.package), day) for f in gate.findings)
-        for key, day in history.latest_seen(self.repo.root, spec.image, spec.version).items():
-            seen[key] = min(day, seen.get(key, day))
-        return seen
-
     def _statements(self, spec: ImageSpec) -> tuple[tuple[Statement, ...], Unchecked | None]:
         """The image's reviewed VEX, read once per image; a mistake in it is named (exit 2)."""
         if spec.image not in self._vex:
@@ -265,6 +246,27 @@ class Watcher:
         except OutputError as exc:
             return _with(done, history_error=exc.message)
         return _with(done, history=self.repo.rel(path))
+
+
+def first_seen_of(root: Path, spec: ImageSpec, today: date) -> Seen:
+    """When a scan first saw each finding of ``spec``: the latest history entry carries every one
+    forward (the earliest over the whole history); the release record's scan saw its findings on
+    the day it was published."""
+    seen: Seen = {}
+    try:
+        record = read_optional(default_path(root, spec.image, spec.version))
+    except ReleaseError:  # a record that is not one says nothing (status names it)
+        record = None
+    gate = record.gate() if record is not None else None
+    if record is not None and gate is not None and gate.status != "skipped":
+        try:
+            day = min(date.fromisoformat(record.published_at[:10]), today)
+        except ValueError:
+            day = today
+        seen.update(((f.id, f.package), day) for f in gate.findings)
+    for key, day in history.latest_seen(root, spec.image, spec.version).items():
+        seen[key] = min(day, seen.get(key, day))
+    return seen
 
 
 def _with(w: Watched, **changes: Any) -> Watched:
