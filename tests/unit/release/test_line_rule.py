@@ -113,7 +113,7 @@ def test_the_floating_tags_a_publish_moves_are_decided_in_one_place() -> None:
     assert _calls("past_withdrawn") == {"release/model/line.py"}
     assert _calls("moving") <= {"release/model/line.py", "release/model/plan.py"}
     assert _calls("move_floating") == {"release/model/line.py"}
-    assert _calls("Line") == {"release/run/pipeline.py", "cli/publishing.py", "cli/lifecycle.py"}
+    assert _calls("Line") == {"release/run/pipeline.py", "cli/publishing.py", "release/steering/promote.py"}
 
 
 def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tmp_path: Path) -> None:
