@@ -41,7 +41,7 @@ from ...guard.generated import open_repository_folder
 from ...guard.limits import MAX_HISTORY_ENTRY_BYTES
 from ...guard.reading import read_json
 from ...jsontext import readable
-from .record import default_path
+from .record import RecordedFinding, default_path
 
 State = Literal[
     "up to date",
@@ -168,6 +168,32 @@ def latest(root: Path, image: str, version: str) -> dict[str, Any] | None:
         if is_entry(data, f"{image}:{version}"):
             return dict(data)
     return None
+
+
+def latest_findings(root: Path, image: str, version: str) -> tuple[RecordedFinding, ...] | None:
+    """The findings the latest re-scan saw, typed (None: never re-scanned, a re-scan that read no
+    advisory and so saw nothing, or findings not of the shape ``watch`` writes)."""
+    entry = latest(root, image, version)
+    if entry is None or entry.get("advisories") == 0 or not entry.get("scanned"):
+        return None
+    listed = entry.get("findings")
+    found = [_finding(f) for f in listed] if isinstance(listed, list) else [None]
+    return tuple(f for f in found if f is not None) if all(f is not None for f in found) else None
+
+
+def _finding(f: Any) -> RecordedFinding | None:
+    """A finding of a ``watch`` history entry (outside data: one of another shape says nothing)."""
+    strings = ("id", "package", "installed", "severity")
+    if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in strings):
+        return None
+    lists = {k: f.get(k) or [] for k in ("aliases", "purls", "fixed")}
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
+        return None
+    vex, why = f.get("vex"), f.get("justification") or ""
+    return RecordedFinding(id=f["id"], package=f["package"], installed=f["installed"], severity=f["severity"],
+                           aliases=tuple(lists["aliases"]), purls=tuple(lists["purls"]),
+                           fixed=tuple(lists["fixed"]), vex=vex if isinstance(vex, str) else None,
+                           justification=why if isinstance(why, str) else "")  # fmt: skip
 
 
 def latest_seen(root: Path, image: str, version: str) -> Seen:

@@ -243,31 +243,13 @@ def security_section(repo: Repo, spec: ImageSpec, record: ReleaseRecord | None) 
                     previous=f"{previous.image} {previous.version}" if previous else None)  # fmt: skip
 
 
-def _rescanned(f: Any) -> RecordedFinding | None:
-    """A finding of a ``watch`` history entry (outside data: one of another shape says nothing)."""
-    strings = ("id", "package", "installed", "severity")
-    if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in strings):
-        return None
-    lists = {k: f.get(k) or [] for k in ("aliases", "purls", "fixed")}
-    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
-        return None
-    vex, why = f.get("vex"), f.get("justification") or ""
-    return RecordedFinding(id=f["id"], package=f["package"], installed=f["installed"], severity=f["severity"],
-                           aliases=tuple(lists["aliases"]), purls=tuple(lists["purls"]),
-                           fixed=tuple(lists["fixed"]), vex=vex if isinstance(vex, str) else None,
-                           justification=why if isinstance(why, str) else "")  # fmt: skip
-
-
 def rescanned_findings(repo: Repo, spec: ImageSpec) -> dict[tuple[str, str], RecordedFinding] | None:
     """(id, package) → finding as the latest re-scan of ``spec``'s published SBOM saw it (its
     ``watch`` history; not one that read no advisory: it saw nothing), else as its release
     record's gate did (None: neither)."""
-    entry = history.latest(repo.root, spec.image, spec.version)
-    read_some = entry is not None and entry.get("advisories") != 0
-    if entry is not None and read_some and entry.get("scanned") and isinstance(entry.get("findings"), list):
-        found = [_rescanned(f) for f in entry["findings"]]
-        if all(f is not None for f in found):
-            return {(f.id, f.package): f for f in found if f is not None}
+    found = history.latest_findings(repo.root, spec.image, spec.version)
+    if found is not None:
+        return {(f.id, f.package): f for f in found}
     return scanned_findings(repo, spec)
 
 
