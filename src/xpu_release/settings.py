@@ -182,10 +182,6 @@ class Settings:
         )
 
     @property
-    def docker_host(self) -> str | None:
-        return dict(self.docker).get("DOCKER_HOST")
-
-    @property
     def builder_id(self) -> str:
         """Who builds, as the provenance names it: the setting, else this host."""
         return self.builder or f"urn:xpu-release:host:{socket.gethostname()}"

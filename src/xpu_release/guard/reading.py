@@ -245,15 +245,6 @@ def is_int(value: Any, *, low: int = 0, high: int = limits.MAX_INT64) -> TypeGua
     return type(value) is int and low <= value <= high
 
 
-def str_map(value: Any) -> dict[str, str] | None:
-    """``value`` as a mapping of strings to strings; None when it is another shape."""
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        return None
-    return dict(value)
-
-
 def str_list(value: Any) -> list[str] | None:
     """``value`` as a list of strings; None when it is another shape."""
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):

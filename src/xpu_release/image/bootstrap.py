@@ -94,11 +94,6 @@ class Judgement:
     rounds: int
     rounds_needed: int | None = None  # for an undecided one: about how many rounds would decide
 
-    @property
-    def differs(self) -> bool:
-        """The comparison reports a difference (either way) beyond the threshold."""
-        return self.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-
 
 def median(values: Sequence[float]) -> float:
     """The median; of an even count, the middle two's midpoint taken without their sum (two
