@@ -385,11 +385,6 @@ EXIT_CODES: tuple[ExitCode, ...] = (
 )
 
 
-def user_exit_codes() -> frozenset[int]:
-    """Every documented code a run may end in whatever the input: the table without 70."""
-    return frozenset(c.code for c in EXIT_CODES) - {INTERNAL_ERROR}
-
-
 def endpoints_failed(text: str, errors: list[ReleaseError], endpoints: int) -> ReleaseError:
     """The error of a question asked at ``endpoints`` endpoints, ``errors`` of which failed: 8 when
     every endpoint refused our credentials (a rerun cannot help), 10 when every endpoint is down

@@ -5,6 +5,12 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from xpu_release.cli import cli
+from xpu_release.errors import EXIT_CODES, INTERNAL_ERROR
+
+
+def user_exit_codes() -> frozenset[int]:
+    """Every documented code a run may end in whatever the input: the table without 70."""
+    return frozenset(c.code for c in EXIT_CODES) - {INTERNAL_ERROR}
 
 
 def run(root: Path, *args: str, input: str | None = None) -> Result:

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # the commands import what they use when they run: `--help` s
     from ..manifest import Repo
     from ..manifest.registries import Registries
     from ..oci.codec import Codec
-    from ..release.model.plan import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -291,28 +290,6 @@ def _credentials(
         raise ConfigError(msg)
     login = Credentials(username=user, password=password)  # registered as a secret as it is made
     return CredentialStore.from_settings(settings, release_hosts=hosts, explicit=login)
-
-
-def newer_version(repo: Repo, image: str, version: str) -> str | None:
-    """The latest version of ``image`` if it is not ``version`` (floating tags stay then)."""
-    return None if repo.is_latest(image, version) else str(repo.versions(image)[-1])
-
-
-def print_plan(plan: Plan, heading: str) -> None:
-    """The refs of a plan, per endpoint, then the floating tags that move last."""
-    from ..release.model.plan import floating_tags
-
-    click.echo(heading)
-    for t in plan.targets:
-        click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
-    tags = floating_tags(plan.spec)
-    stay = [tag for tag in tags if tag not in plan.moves]
-    if stay:  # only a later version keeps a tag (the newest of an image is the newest of its line)
-        click.echo(f"  {', '.join(stay)} stay where they are: {plan.spec.image}:{plan.newer} is newer")
-    for t in plan.targets:
-        for tag, ref in zip(tags, t.floating_refs, strict=True):
-            if tag in plan.moves:
-                click.echo(f"  then move {ref} (after every endpoint verifies)")
 
 
 login_options = [

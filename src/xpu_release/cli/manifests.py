@@ -14,12 +14,10 @@ from .app import (
     _emit_json,
     cli,
     json_option,
-    newer_version,
     pass_state,
-    print_plan,
     ref_argument,
 )
-from .output import info, notice, write_output
+from .output import info, notice, print_plan, write_output
 
 # --- manifests -------------------------------------------------------------------------------
 
@@ -234,11 +232,11 @@ def plan(state: State, ref: str, as_json: bool) -> None:
       xpu-release plan training-xpu-pytorch:25.03
       xpu-release plan training-xpu-pytorch:25.03 --json
     """
-    from ..release.model.line import forward
+    from ..release.model.line import forward, newer_version
     from ..release.model.plan import make_plan
 
     spec = state.repo.load_ref(ref)
-    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec.image, spec.version),
+    p = make_plan(spec, state.registries(), newer=newer_version(state.repo, spec),
                   moves=forward(state.repo, spec))  # fmt: skip
     if as_json:
         _emit_json(p.to_json())

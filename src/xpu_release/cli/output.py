@@ -12,13 +12,16 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from ..errors import OutputError, ReleaseError
 from ..guard.shown import shown, shown_lines
 from ..settings import COLOUR_ENV
+
+if TYPE_CHECKING:
+    from ..release.model.plan import Plan
 
 
 @dataclass
@@ -115,6 +118,23 @@ def aligned(rows: Sequence[tuple[str, ...]], width: int = 100) -> list[str]:
             last = last[: max(10, width - len(head) - 1)] + "…"  # an escape may be cut: it is shown
         out.append((head + last).rstrip())
     return out
+
+
+def print_plan(plan: Plan, heading: str) -> None:
+    """The refs of a plan, per endpoint, then the floating tags that move last."""
+    from ..release.model.plan import floating_tags
+
+    click.echo(heading)
+    for t in plan.targets:
+        click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
+    tags = floating_tags(plan.spec)
+    stay = [tag for tag in tags if tag not in plan.moves]
+    if stay:  # only a later version keeps a tag (the newest of an image is the newest of its line)
+        click.echo(f"  {', '.join(stay)} stay where they are: {plan.spec.image}:{plan.newer} is newer")
+    for t in plan.targets:
+        for tag, ref in zip(tags, t.floating_refs, strict=True):
+            if tag in plan.moves:
+                click.echo(f"  then move {ref} (after every endpoint verifies)")
 
 
 LINE_LIMIT = 400  # characters of one error line: echoed input is cut, never a 100 KB line

@@ -18,16 +18,14 @@ from .app import (
     compression_options,
     json_option,
     layer_codec,
-    newer_version,
     pass_state,
-    print_plan,
     ref_argument,
     with_login,
 )
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
-from .output import aligned, info, notice, paint
+from .output import aligned, info, notice, paint, print_plan
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,7 +88,7 @@ def publish(
     from ..errors import PublishError, ReleaseError
     from ..oci.channel import ASKING
     from ..release.model import record as records
-    from ..release.model.line import Line, forward
+    from ..release.model.line import Line, forward, newer_version
     from ..release.model.plan import make_plan
     from ..release.model.pool import EndpointPool
     from ..release.publishing.publish import Options, failure_report
@@ -107,7 +105,7 @@ def publish(
             )
         except ReleaseError as exc:  # a plan, not a move: said, and the manifests' answer shown
             moves, unasked = forward(state.repo, spec), exc.message.splitlines()[0]
-        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec.image, spec.version),
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec),
                          moves=moves)  # fmt: skip
         if as_json:
             _emit_json({**plan.to_json(), "dry_run": True, "withdrawals_unasked": unasked})

@@ -12,8 +12,9 @@ from xpu_release.errors import (
     INTERRUPTED,
     ManifestError,
     ReleaseError,
-    user_exit_codes,
 )
+
+from ..helpers import user_exit_codes
 
 DOCUMENTED = {c.code for c in EXIT_CODES}
 

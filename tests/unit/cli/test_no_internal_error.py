@@ -24,7 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xpu_release.cli import cli
-from xpu_release.errors import INTERNAL_ERROR, user_exit_codes
+from xpu_release.errors import INTERNAL_ERROR
+
+from ..helpers import user_exit_codes
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCUMENTED = user_exit_codes()  # errors.EXIT_CODES (docs/reference/exit-codes.md) without 70
@@ -56,6 +58,7 @@ TEXT = st.one_of(
     st.integers(300, 6000).map(lambda n: "9" * n),  # huge numbers
     st.integers(200, 100_000).map(lambda n: "v" * n),  # very long strings
 )  # fmt: skip
+
 NAME = st.sampled_from(IMAGES) | TEXT
 VERSION = st.sampled_from(VERSIONS) | TEXT
 REF = st.builds(lambda n, v: f"{n}:{v}", NAME, VERSION) | TEXT

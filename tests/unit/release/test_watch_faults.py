@@ -13,10 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xpu_release.errors import user_exit_codes
-
 from ..fake_registry import Faults
-from ..helpers import run
+from ..helpers import run, user_exit_codes
 from .published_kit import CPU, SDK, TRAINING, World, sbom, world
 
 

@@ -39,6 +39,11 @@ def forward(repo: Repo, spec: ImageSpec) -> tuple[str, ...]:
     return moving(spec, newest=repo.is_latest(spec.image, spec.version), newest_of_line=newest_in_line)
 
 
+def newer_version(repo: Repo, spec: ImageSpec) -> str | None:
+    """The latest version of ``spec``'s image when it is not ``spec``'s (its floating tags stay)."""
+    return None if repo.is_latest(spec.image, spec.version) else str(repo.versions(spec.image)[-1])
+
+
 @dataclass(frozen=True)
 class Line:
     """The line rule over one repository's manifests and one channel's registries."""
