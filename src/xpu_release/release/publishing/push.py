@@ -177,10 +177,10 @@ class _Push:
         before = self.client.stats["uploaded_bytes"]
         how = self.how
         at_endpoint = published_layers(self.client, self.repo, how.earlier_tags, how.platform)
-        need = [d for d in self.diff_ids if not self._found(d, at_endpoint)]
+        need = {d for d in self.diff_ids if not self._found(d, at_endpoint)}
         config = known_config(self.image_id)
         if need or config is None:
-            config = self._compress(set(need))
+            config = self._compress(need)
             remember_config(config)
         manifest = image_manifest(config, [self.blobs[d] for d in self.diff_ids], self.how.annotations)
         for d in self.diff_ids:
