@@ -139,4 +139,5 @@ def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tm
     assert dry.exit_code == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert set(planned["moves"]) == set(rule) == {"latest", "1.0-latest"}
+    assert planned["moves_floating"] is True  # latest moves, though 1.1 is a newer version
     assert planned["withdrawals_unasked"] is None

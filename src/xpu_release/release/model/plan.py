@@ -57,7 +57,10 @@ class Plan:
 
     @property
     def moves_floating(self) -> bool:
-        return bool(self.spec.floating_tags) and self.newer is None
+        """Whether the image's own floating tags (``latest``: the manifest's) move: by the
+        manifests when it is the newest version, or because every newer release carrying them
+        is withdrawn (the line's tag is in ``moves`` either way)."""
+        return any(tag in self.moves for tag in self.spec.floating_tags)
 
     def to_json(self) -> dict[str, Any]:
         """As ``plan --json`` prints it: each target's ``floating_refs`` are the refs of the tags
