@@ -264,7 +264,7 @@ def publish(
             # The same publisher `xpu-release publish` runs; only its "was it smoke-tested" gate
             # is skipped, since this synthetic image has no smoke tests.
             registries = load_registries(repo, str(regs))
-            options = Options(engine_push=engine_push, line=Line(Repo(repo), registries))
+            options = Options(engine_push=engine_push, line=Line(Repo(repo)))
             credentials = CredentialStore.from_settings(settings)
             pool = EndpointPool(spec, registries, credentials)
             publisher = Publisher(pool, engine, options, lambda _: None)

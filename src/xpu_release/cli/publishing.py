@@ -100,7 +100,7 @@ def publish(
     if dry_run:  # the tags the publish would move: the line rule, withdrawals asked as the publish will
         try:
             moves, unasked = (
-                Line(state.repo, registries).moves(EndpointPool(spec, registries, creds, ASKING)),
+                Line(state.repo).moves(EndpointPool(spec, registries, creds, ASKING)),
                 None,
             )
         except ReleaseError as exc:  # a plan, not a move: said, and the manifests' answer shown
@@ -120,7 +120,7 @@ def publish(
     limit = cache_limit(state)
     options = Options(
         allow_overwrite=allow_overwrite,
-        line=Line(state.repo, registries),  # the floating tags: the line rule, asked when they move
+        line=Line(state.repo),  # the floating tags: the line rule, asked when they move
         chunk_size=chunk_size,
         engine_push=engine_push,
         signer=state.signer(signing_key),

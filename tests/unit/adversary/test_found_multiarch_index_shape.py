@@ -168,7 +168,7 @@ def test_promote_refuses_what_is_not_the_platformed_release_before_anything_is_c
 
     with pytest.raises(VerifyFailed, match="nothing was promoted") as caught:
         promote(w.pool(), pool, spool=tmp_path / "spool", record=None, today=date(2026, 12, 3),
-                line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
+                line=Line(Repo(w.root)))  # fmt: skip
 
     assert said in caught.value.message
     assert all(not s.manifests and not s.blobs for s in states)  # nothing was copied, no tag written

@@ -44,7 +44,7 @@ def test_the_index_and_each_platform_image_with_its_documents_reach_production(
     w, record, production = staged
 
     done = promote(w.pool(), production, spool=tmp_path / "spool", record=record, today=date(2026, 12, 3),
-                   line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
+                   line=Line(Repo(w.root)))  # fmt: skip
 
     assert done.digest == record.digest
     for t in production.plan.targets:
@@ -75,7 +75,7 @@ def test_an_arm64_exception_due_for_review_refuses_the_promotion(
         VulnerabilityGateFailed, match="CVE-2026-0001 in its VEX was due for review on 2026-11-01"
     ):
         promote(w.pool(), production, spool=tmp_path / "spool", record=record, today=date(2026, 12, 3),
-                line=Line(Repo(w.root), load_registries(w.root)))  # fmt: skip
+                line=Line(Repo(w.root)))  # fmt: skip
 
     for t in production.plan.targets:
         assert production.client(t.endpoint).head_manifest(production.repo(t.endpoint), "25.03") is None

@@ -69,7 +69,7 @@ def test_the_tags_a_release_moves_in_each_state_of_its_line(
         )
         pool = EndpointPool(Repo(ch.root).load(IMAGE, asked), registries, creds, VERIFYING)
 
-        assert set(line.Line(Repo(ch.root), registries).moves(pool)) == set(moved)
+        assert set(line.Line(Repo(ch.root)).moves(pool)) == set(moved)
 
 
 def test_a_newer_version_without_floating_tags_keeps_latest_off_an_older_release(
@@ -88,7 +88,7 @@ def test_a_newer_version_without_floating_tags_keeps_latest_off_an_older_release
         )
         pool = EndpointPool(Repo(ch.root).load(IMAGE, "1.0"), registries, creds, VERIFYING)
 
-        assert line.Line(Repo(ch.root), registries).moves(pool) == ("1.0-latest",)
+        assert line.Line(Repo(ch.root)).moves(pool) == ("1.0-latest",)
 
 
 def _calls(name: str) -> set[str]:
@@ -133,7 +133,7 @@ def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tm
             explicit=Credentials(username="u", password="the-password"), release_hosts=hosts
         )
         pool = EndpointPool(Repo(ch.root).load(IMAGE, "1.0.1"), registries, creds, VERIFYING)
-        rule = line.Line(Repo(ch.root), registries).moves(pool)
+        rule = line.Line(Repo(ch.root)).moves(pool)
 
     assert withdrawn.exit_code == 0, withdrawn.stderr
     assert dry.exit_code == 0, dry.stderr

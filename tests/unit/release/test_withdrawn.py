@@ -42,11 +42,10 @@ def test_a_patch_takes_latest_only_once_every_newer_release_is_withdrawn_everywh
     with channel(repo, tmp_path, "production") as ch:
         publish(ch, ["1.0", "1.1"], tmp_path / "spool")
         manifests_, pool = pool_of(ch, "1.0.1")
-        registries = load_registries(ch.root, str(ch.file))
-        before = past_withdrawn(manifests_, pool, registries)
+        before = past_withdrawn(manifests_, pool)
         withdrawn = run(ch.root, "--registries", str(ch.file), "withdraw", "demo:1.1", "--reason", "bad",
                         *LOGIN, input=PASSWORD)  # fmt: skip
-        after = past_withdrawn(manifests_, pool, registries)
+        after = past_withdrawn(manifests_, pool)
 
     assert withdrawn.exit_code == 0, withdrawn.stderr
     assert before == ()  # 1.1 serves latest and is not withdrawn: latest stays
@@ -98,8 +97,7 @@ def test_a_newer_release_whose_endpoints_cannot_say_keeps_the_tags_where_they_ar
         for state in list(ch.states.values())[-down:]:
             state.faults.unavailable = 10**6
         manifests_, pool = pool_of(ch, "1.0.1")
-        registries = load_registries(ch.root, str(ch.file))
         with pytest.raises(error, match=r"whether demo:1\.1 is withdrawn cannot be told; no floating tag"):
-            past_withdrawn(manifests_, pool, registries)
+            past_withdrawn(manifests_, pool)
 
     assert withdrawn.exit_code == 0, withdrawn.stderr

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from ...errors import PublishError, ReleaseError
 from ...manifest import ImageSpec, Repo
 from ...manifest.lines import newest_of_line
-from ...manifest.registries import Registries
 from ...oci.registry import Manifest
 from ..publishing.tags import TagRules
 from .plan import moving
@@ -46,15 +45,14 @@ def newer_version(repo: Repo, spec: ImageSpec) -> str | None:
 
 @dataclass(frozen=True)
 class Line:
-    """The line rule over one repository's manifests and one channel's registries."""
+    """The line rule over one repository's manifests; the registries are the pool's it is asked of."""
 
     repo: Repo
-    registries: Registries
 
     def moves(self, pool: EndpointPool) -> tuple[str, ...]:
         """The floating tags a publish of ``pool.spec`` moves: ``forward``'s, then those every
         newer release carrying them left by withdrawal."""
-        left = past_withdrawn(self.repo, pool, self.registries)
+        left = past_withdrawn(self.repo, pool)
         return tuple(dict.fromkeys((*forward(self.repo, pool.spec), *left)))
 
     def move(self, pool: EndpointPool, tags: TagRules, source: Manifest) -> tuple[str, ...]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 from ...errors import ReleaseError, endpoints_failed
 from ...evidence.lifecycle import Notice, in_force, notices_at
 from ...manifest import ImageSpec, Repo
-from ...manifest.registries import Registries
 from ...manifest.versions import version_key
 from ...oci.registry import RegistryClient
 from .plan import floating_tags, make_plan
@@ -60,7 +59,7 @@ def withdrawal_in_force(pool: EndpointPool, digest: str, *, then: str) -> Notice
     return None
 
 
-def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tuple[str, ...]:
+def past_withdrawn(repo: Repo, pool: EndpointPool) -> tuple[str, ...]:
     """The floating tags of ``pool.spec`` that the newer releases carrying them leave to it: at
     least one carries the tag, and each is served and withdrawn at every endpoint of the pool
     (one that is not served there, or an endpoint that does not answer, keeps the tag where it
@@ -79,7 +78,7 @@ def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tu
 
     def gone(other: ImageSpec) -> bool:
         if other.version not in withdrawn:
-            withdrawn[other.version] = _withdrawn_everywhere(pool, other, registries)
+            withdrawn[other.version] = _withdrawn_everywhere(pool, other)
         return withdrawn[other.version]
 
     # A tag no newer release carries is not "left": whether it moves is the manifests' rule
@@ -91,11 +90,11 @@ def past_withdrawn(repo: Repo, pool: EndpointPool, registries: Registries) -> tu
     )  # fmt: skip
 
 
-def _withdrawn_everywhere(pool: EndpointPool, other: ImageSpec, registries: Registries) -> bool:
+def _withdrawn_everywhere(pool: EndpointPool, other: ImageSpec) -> bool:
     """Whether ``other`` is served and withdrawn at every endpoint of its plan: one that serves it
     not withdrawn (or not at all) is a "no"; one that cannot say, with no "no" elsewhere, stops
     the question (``could_not_tell``)."""
-    targets = make_plan(other, registries).targets
+    targets = make_plan(other, pool.registries).targets
     problems: list[tuple[str, ReleaseError]] = []
     for t in targets:
         client, name = pool.client(t.endpoint), t.endpoint.repository(other.image)

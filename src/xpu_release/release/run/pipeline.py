@@ -168,7 +168,7 @@ class Release:
         pool = EndpointPool(spec, self.registries, self.credentials, on_line=self.reporter.write)
         each = tuple(BuildInputs.of(spec, rendered, locks.of(p), p) for p in spec.platforms)
         # The floating tags it moves: the line rule (line.py), asked when they move.
-        options = replace(self.options, line=Line(self.repo, self.registries))
+        options = replace(self.options, line=Line(self.repo))
         return ReleaseContext(repo=self.repo, inputs=each[0], registries=self.registries, pool=pool,
                               options=options, gate=self.gate, builder=self.builder,
                               on_line=self.reporter.write, no_evaluate=self.no_evaluate,

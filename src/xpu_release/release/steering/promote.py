@@ -240,7 +240,7 @@ def promote_recorded(
     record = records.writable(into.path, target.spec.ref, into.root)
     with target.metering():
         done = promote(staging, target, spool=spool, record=record, today=date.today(),
-                       line=Line(repo, target.registries), on_line=on_line)  # fmt: skip
+                       line=Line(repo), on_line=on_line)  # fmt: skip
     fresh = record is None or record.digest != done.digest
     written = recorded(done, record, target, source=into.source, channel=into.channel, at=now(),
                        inputs=inputs_of(target, done.config) if fresh else "")  # fmt: skip

@@ -100,7 +100,6 @@ class Steering:
         self.repo = repo
         self.pool = pool
         self.spec: ImageSpec = pool.spec
-        self.registries = pool.registries
         self.by = by
         self.on_line = on_line
         self._line: dict[str, list[tuple[str, Target]]] | None = None
@@ -213,7 +212,7 @@ class Steering:
                 except ReleaseError:
                     self._unreadable.append(version)  # no candidate; and it may carry any tag
                     continue
-                for target in make_plan(spec, self.registries).targets:
+                for target in make_plan(spec, self.pool.registries).targets:
                     for ref in target.floating_refs:
                         line.setdefault(ref, []).append((version, target))
             self._line = line
