@@ -108,6 +108,12 @@ if [[ ! -f .cache/sarif/sarif-2.1.0.json ]]; then
     && rm -f microsoft-sarif-multitool-linux-5.7.0.tgz)
 fi
 
+log "the stargz snapshotter's own reader (tests/tools/estargz-check: Debian's Go and the snapshotter's source)"
+if ! command -v go >/dev/null || [[ ! -d /usr/share/gocode/src/github.com/containerd/stargz-snapshotter/estargz ]]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    golang-go golang-github-containerd-stargz-snapshotter-dev >/dev/null
+fi
+
 log "manifests and generated files"
 xpu-release validate
 xpu-release render --all --check

@@ -81,6 +81,14 @@ MAX_ERROR_BODY_BYTES = 64 << 10
 # A registry's answer that is a small JSON document: a page of tags, a token.
 MAX_SMALL_ANSWER_BYTES = 4 << 20
 
+# An eStargz layer's TOC (oci/toc.py): about 200 bytes an entry; the largest layer of an SDK
+# (half a million files) makes some 100 MB, which Python's JSON reader holds in about ten times
+# that. 256 MiB, and the entries bounded below, keep a hostile TOC from taking the runner's memory.
+MAX_TOC_BYTES = 256 << 20
+# Entries of one eStargz layer (files, folders and links; its chunks count apart, at most as many
+# again): an SDK's largest layer holds some 500,000.
+MAX_TOC_ENTRIES = 2_000_000
+
 # --- reading: structure --------------------------------------------------------------------------
 
 # JSON and YAML nesting: the deepest document read (an SLSA provenance, a CycloneDX SBOM) is
