@@ -116,6 +116,7 @@ def publish(
         return
 
     from ..image.engine import Engine
+    from ..image.render import image_layers
 
     limit = cache_limit(state)
     options = Options(
@@ -125,6 +126,7 @@ def publish(
         engine_push=engine_push,
         signer=state.signer(signing_key),
         codec=codec,
+        form=image_layers(state.root, spec),  # an eStargz image's layers are the ones it was tested with
     )
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     records.writable(path, spec.ref, state.root)  # before any endpoint is changed

@@ -89,6 +89,10 @@ MAX_TOC_BYTES = 256 << 20
 # again): an SDK's largest layer holds some 500,000.
 MAX_TOC_ENTRIES = 2_000_000
 
+# A prefetch profile (images/<image>/<version>/prefetch.txt): the files a workload opens first,
+# a few thousand paths of under a hundred bytes; 4 MiB holds forty thousand.
+MAX_PROFILE_BYTES = 4 << 20
+
 # --- reading: structure --------------------------------------------------------------------------
 
 # JSON and YAML nesting: the deepest document read (an SLSA provenance, a CycloneDX SBOM) is

@@ -202,7 +202,7 @@ def build_image(
     made: Normalized = normalize(
         engine, raw_id, base_layers=base_layers, epoch=epoch, tag=ref, on_line=on_line,
         stage_layers=_stage_layers(engine, raw_id, log), keep_layers=keep_layers, rewrite_all=no_cache,
-        codec=codec, platform=platform,
+        codec=codec, platform=platform, form=inputs.form,
     )  # fmt: skip
     image_id = made.image_id
     remember_build(image_id, builder, wall_started, time.time())

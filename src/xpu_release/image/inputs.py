@@ -18,15 +18,19 @@ from ..errors import ManifestError
 from ..manifest import ImageSpec
 from ..manifest.platforms import AMD64, Platform
 from ..manifest.registries import Registries
+from .layerform import GZIP, LayerForm
 from .layers import RULES_VERSION
 from .lock import Lock, Locks, load_locks
-from .render import Rendered, require_current
+from .render import Rendered, image_layers, require_current
 
 
-def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock, platform: Platform = AMD64) -> str:
+def inputs_sha256(
+    spec: ImageSpec, dockerfile: str, lock: Lock, platform: Platform = AMD64, form: LayerForm = GZIP
+) -> str:
     """Everything the image is made from: the resolved manifest, the Dockerfile, the lock and the
     base digest it pins (and the rules that normalize layers); of a platformed release's image,
-    the platform too (its lock section and base image are already its own)."""
+    the platform too (its lock section and base image are already its own); of an eStargz image,
+    its layers' form (``LayerForm.basis``)."""
     basis: dict[str, object] = {
         "manifest": spec.content_hash,
         "dockerfile": hashlib.sha256(dockerfile.encode()).hexdigest(),
@@ -36,6 +40,8 @@ def inputs_sha256(spec: ImageSpec, dockerfile: str, lock: Lock, platform: Platfo
     }
     if spec.platformed:  # only then: every image of linux/amd64 alone keeps its inputs digest
         basis["platform"] = platform.name
+    if (layers := form.basis()) is not None:  # likewise: a gzip image keeps its digest
+        basis["layers"] = layers
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
@@ -58,6 +64,7 @@ class BuildInputs:
     lock: Lock  # checked current against the manifest's pins and base (the platform's section)
     digest: str  # ``inputs_sha256`` of the three: the image's inputs label
     platform: Platform = AMD64  # the platform the image is built for
+    form: LayerForm = GZIP  # how its own layers are written (``image.yaml``'s ``layers``)
 
     @property
     def ref(self) -> str:
@@ -65,10 +72,11 @@ class BuildInputs:
         return self.platform.local_ref(self.spec.ref)
 
     @classmethod
-    def of(cls, spec: ImageSpec, dockerfile: Rendered, lock: Lock, platform: Platform = AMD64) -> BuildInputs:
+    def of(cls, spec: ImageSpec, dockerfile: Rendered, lock: Lock, platform: Platform = AMD64,
+           form: LayerForm = GZIP) -> BuildInputs:  # fmt: skip
         """From a Dockerfile and a lock already checked (a release's render and lock stages)."""
-        digest = inputs_sha256(spec, dockerfile.text, lock, platform)
-        return cls(spec=spec, dockerfile=dockerfile, lock=lock, digest=digest, platform=platform)
+        digest = inputs_sha256(spec, dockerfile.text, lock, platform, form)
+        return cls(spec=spec, dockerfile=dockerfile, lock=lock, digest=digest, platform=platform, form=form)
 
     @classmethod
     def read(cls, root: Path, spec: ImageSpec, registries: Registries) -> BuildInputs:
@@ -84,4 +92,5 @@ class BuildInputs:
         require_pinned(spec)
         dockerfile = require_current(root, spec, registries)
         locks = locks or load_locks(root, spec)
-        return tuple(cls.of(spec, dockerfile, locks.of(p), p) for p in spec.platforms)
+        form = image_layers(root, spec)
+        return tuple(cls.of(spec, dockerfile, locks.of(p), p, form) for p in spec.platforms)

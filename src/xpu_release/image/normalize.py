@@ -42,12 +42,13 @@ from typing import Any
 from ..errors import BuildFailed
 from ..manifest.platforms import AMD64, Platform
 from ..oci.codec import Codec
-from ..oci.members import spool_layer
+from ..oci.members import spool_estargz, spool_layer
 from ..oci.store import DigestMap, canonical_json, remember_config
 from ..settings import cache_dir
 from . import layers, stages
 from .engine import Engine, LineSink
 from .export import layer_sizes, save_layers
+from .layerform import GZIP, LayerForm
 
 _COPY_HASH = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}")
 # The config keys an image keeps; the rest (container, container_config, docker_version, ...)
@@ -112,9 +113,11 @@ def config_bytes(config: dict[str, Any]) -> bytes:
     return canonical_json(config)
 
 
-def _layer_map() -> DigestMap:
-    """raw diff_id → normalized diff_id, for one set of rules (a pure function: kept)."""
-    return DigestMap(f"normalized-layers/v{layers.RULES_VERSION}-{layers.MTIME_EPOCH}")
+def _layer_map(form: LayerForm) -> DigestMap:
+    """raw diff_id → normalized diff_id, for one set of rules and one form of layer (a pure
+    function: kept)."""
+    suffix = "" if not form.estargz else f"-{form.key}"
+    return DigestMap(f"normalized-layers/v{layers.RULES_VERSION}-{layers.MTIME_EPOCH}{suffix}")
 
 
 def _engine_chains(engine: Engine) -> set[str]:
@@ -177,6 +180,7 @@ def normalize(
     rewrite_all: bool = False,
     codec: Codec | None = None,
     platform: Platform = AMD64,
+    form: LayerForm = GZIP,
 ) -> Normalized:
     """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
 
@@ -187,10 +191,12 @@ def normalize(
     above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
     ``rewrite_all``, every layer is rewritten, none is taken from the cache. ``codec``: compress
     each rewritten layer into the publish spool with it (None: leave that to the push).
-    ``platform``: what the config says the image is for (``normalized_config``)."""
+    ``platform``: what the config says the image is for (``normalized_config``). ``form``: an
+    eStargz form writes each rewritten layer as eStargz (its tar loaded, its blob spooled with
+    the form's codec, whatever ``codec`` says)."""
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
-    mapping = _layer_map()
+    mapping = _layer_map(form)
     fresh = rewrite_all or keep_layers is not None
     known = {} if fresh else {d: mapping.digest(d) for d in raw_diffs[base_layers:]}
     present = _engine_chains(engine)
@@ -220,18 +226,18 @@ def normalize(
                 f"({raw_layers.from_stages} read from their stages, {len(need) - raw_layers.from_stages} "
                 "from the image's export)"
             )
-        for raw_d, path in raw_layers.files.items():
-            dest = (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}.tar"
-            norm = layers.normalize_layer(path, dest)
-            path.unlink()
-            if keep_layers is not None:
-                dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
-            mapping.put(raw_d, norm)
-            layer_sizes().put(norm, str(dest.stat().st_size))
-            known[raw_d] = norm
-            files[norm] = dest
-        if codec is not None and files:
-            with ThreadPoolExecutor(max_workers=2) as pool:  # a layer's members on both cores
+        with ThreadPoolExecutor(max_workers=2) as pool:  # a layer's members on both cores
+            for raw_d, path in raw_layers.files.items():
+                norm, dest = _rewritten(
+                    path, (keep_layers or tmp) / f"layer-{raw_d.split(':')[1][:16]}", form, pool
+                )
+                if keep_layers is not None:
+                    dest = dest.replace(keep_layers / f"{norm.split(':')[1]}.tar")
+                mapping.put(raw_d, norm)
+                layer_sizes().put(norm, str(dest.stat().st_size))
+                known[raw_d] = norm
+                files[norm] = dest
+            if codec is not None and not form.estargz:
                 for norm, dest in files.items():
                     spool_layer(dest, norm, codec, pool)
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
@@ -248,6 +254,20 @@ def normalize(
         reused=len(raw_diffs) - base_layers - len(need),
         exported=len(need) - raw_layers.from_stages,
     )
+
+
+def _rewritten(raw: Path, stem: Path, form: LayerForm, pool: ThreadPoolExecutor) -> tuple[str, Path]:
+    """The normalized layer of the tar ``raw`` (removed): its diff_id and its file, ``stem``
+    with ``.tar``; of an eStargz form, its eStargz tar (its blob spooled)."""
+    dest = stem.with_suffix(".tar")
+    norm = layers.normalize_layer(raw, dest)
+    raw.unlink()
+    if not form.estargz:
+        return norm, dest
+    lazy = stem.with_suffix(".estargz.tar")
+    norm = spool_estargz(dest, lazy, form.codec, form.key, form.prefetch, pool)
+    dest.unlink()
+    return norm, lazy.replace(dest)
 
 
 @dataclass(frozen=True, kw_only=True)

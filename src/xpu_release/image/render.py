@@ -10,6 +10,8 @@ from ..errors import ManifestError, StaleError
 from ..guard.generated import committed, is_current, write_generated
 from ..manifest import ImageSpec, schema
 from ..manifest.registries import Registries
+from ..manifest.yamlsrc import Source
+from .layerform import LayerForm, layer_form
 from .templating import render_template
 from .workload import carried
 
@@ -47,18 +49,28 @@ IMAGE_FILE = schema.Obj(
             hint="the repository that holds this image's definition",
             description="The image's org.opencontainers.image.source annotation (none when absent).",
         ),
+        "layers": schema.Enum(
+            choices=("gzip", "estargz"),
+            description="How the image's own layers are written: gzip (the default), or eStargz, which "
+            "containerd's stargz snapshotter mounts before the layer is downloaded; every other puller "
+            "takes it as gzip. With eStargz, each version's prefetch.txt beside its lock is written first.",
+        ),
     },
     required=("template",),
     description="images/<image>/image.yaml: the non-versioned definition of an image.",
 )
 
 
+def _image_file(root: Path, image: str) -> Source | None:
+    path = root / "images" / image / "image.yaml"
+    return schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE) if path.is_file() else None
+
+
 def image_template(root: Path, image: str) -> str:
     """The template ``images/<image>/image.yaml`` names (Dockerfile.j2 when there is none)."""
-    path = root / "images" / image / "image.yaml"
-    if not path.is_file():
+    src = _image_file(root, image)
+    if src is None:
         return "Dockerfile.j2"
-    src = schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE)
     name = str(src.data["template"])
     if not (root / "templates" / name).is_file():
         raise ManifestError([src.problem(("template",), f"templates/{name} does not exist")])
@@ -67,11 +79,17 @@ def image_template(root: Path, image: str) -> str:
 
 def image_source(root: Path, image: str) -> str:
     """The repository URL ``images/<image>/image.yaml`` gives as ``source`` ("" if none)."""
-    path = root / "images" / image / "image.yaml"
-    if not path.is_file():
-        return ""
-    src = schema.load_checked(path, str(path.relative_to(root)), IMAGE_FILE)
-    return str(src.data.get("source") or "")
+    src = _image_file(root, image)
+    return str(src.data.get("source") or "") if src is not None else ""
+
+
+def image_layers(root: Path, spec: ImageSpec) -> LayerForm:
+    """How ``spec``'s own layers are written: ``image.yaml``'s ``layers`` (gzip when unsaid),
+    with the version's prefetch profile if eStargz."""
+    src = _image_file(root, spec.image)
+    return layer_form(
+        root, spec.image, spec.version, str(src.data.get("layers") or "gzip") if src else "gzip"
+    )
 
 
 def render(root: Path, spec: ImageSpec, registries: Registries, template: str | None = None) -> Rendered:

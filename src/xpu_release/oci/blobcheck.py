@@ -23,6 +23,7 @@ from .downloads import read_blob
 from .registry import RegistryClient
 
 Counted = Callable[[int], None]  # told the bytes of each block read
+Fed = Callable[[bytes], None]  # given each block read
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,12 @@ class _Copy:
             self.own.update(block)
 
 
-def check_copies(sources: list[Source], digest: str, size: int, chunk: int) -> list[tuple[str | None, int]]:
+def check_copies(
+    sources: list[Source], digest: str, size: int, chunk: int, also: Fed | None = None
+) -> list[tuple[str | None, int]]:
     """For each source, in order: the problem with its copy of ``digest`` (None: its bytes hash to
-    ``digest`` and there are ``size`` of them) and the bytes read from it."""
+    ``digest`` and there are ``size`` of them) and the bytes read from it. ``also`` is fed the
+    blocks hashed in step (the copies' shared bytes), in order."""
     copies = [_Copy(s) for s in sources]
     try:
         for c in copies:
@@ -88,7 +92,7 @@ def check_copies(sources: list[Source], digest: str, size: int, chunk: int) -> l
                     c.blocks = _exact(blocks, chunk)
             except ReleaseError as exc:
                 c.problem = exc.message
-        _read_in_step([c for c in copies if not c.done])
+        _read_in_step([c for c in copies if not c.done], also)
     finally:
         for c in copies:
             if c.blocks is not None:
@@ -96,7 +100,7 @@ def check_copies(sources: list[Source], digest: str, size: int, chunk: int) -> l
     return [(c.problem or _judge(c, digest, size), c.got) for c in copies]
 
 
-def _read_in_step(step: list[_Copy]) -> None:
+def _read_in_step(step: list[_Copy], also: Fed | None = None) -> None:
     """Read every copy to its end: those still equal under one shared hash, block by block, each
     of the others under its own from where it left; sets each copy's ``final`` (or ``problem``)."""
     shared = hashlib.sha256()
@@ -117,6 +121,8 @@ def _read_in_step(step: list[_Copy]) -> None:
             step = []
         else:
             shared.update(lead)
+            if also is not None:
+                also(lead)
         for c in alone:
             block = c.read()
             if c.problem is None:

@@ -34,7 +34,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .codec import Codec
 
@@ -55,6 +55,12 @@ _TYPES = {
     tarfile.REGTYPE: "reg", tarfile.AREGTYPE: "reg", tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink",
     tarfile.LNKTYPE: "hardlink", tarfile.CHRTYPE: "char", tarfile.BLKTYPE: "block", tarfile.FIFOTYPE: "fifo",
 }  # fmt: skip
+
+
+class Sink(Protocol):
+    """Where bytes go: a file, or the guarded writer's ``Out``."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 def footer(toc_offset: int) -> bytes:
@@ -99,9 +105,7 @@ class _Out:
     (the codec runs outside the GIL), written in order; a member's offset in the blob is known
     once every member before it is compressed, so entries name their member by its index."""
 
-    def __init__(
-        self, tar_out: IO[bytes], blob_out: IO[bytes], codec: Codec, pool: ThreadPoolExecutor
-    ) -> None:
+    def __init__(self, tar_out: Sink, blob_out: Sink, codec: Codec, pool: ThreadPoolExecutor) -> None:
         self.tar_out, self.blob_out = tar_out, blob_out
         self.compress: Callable[[bytes], bytes] = codec.compressor()
         self.pool = pool
@@ -243,8 +247,8 @@ _OWN_NAMES = (TOC_NAME, PREFETCH_LANDMARK, NO_PREFETCH_LANDMARK)
 
 def write(
     source: IO[bytes],
-    tar_out: IO[bytes],
-    blob_out: IO[bytes],
+    tar_out: Sink,
+    blob_out: Sink,
     *,
     codec: Codec,
     pool: ThreadPoolExecutor,

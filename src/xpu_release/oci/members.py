@@ -19,6 +19,7 @@ from pathlib import Path
 from ..guard.writing import Out
 from ..progress import Tally
 from ..settings import cache_folder
+from . import estargz
 from .codec import DEFAULT, GZIP_TYPE, Codec
 from .store import DigestMap
 
@@ -30,6 +31,8 @@ class Blob:
     digest: str
     size: int
     media_type: str = GZIP_TYPE
+    # What the manifest says of the layer besides (an eStargz layer's TOC digest and size).
+    annotations: tuple[tuple[str, str], ...] = ()
 
 
 def spool_dir() -> Path:
@@ -47,22 +50,29 @@ def blob_file(spool: Path, digest: str) -> Path:
 class CompressedMap:
     """diff_id → the blob ``codec`` makes of it. A pure function of the layer (for one codec
     version, level and member size, all in the map's name), so it is kept across runs; the blob
-    itself is in the spool, or at an endpoint."""
+    itself is in the spool, or at an endpoint. ``form``: an eStargz form's key
+    (``image.layerform``), whose layers are written once, with their blob, by ``spool_estargz``."""
 
-    def __init__(self, codec: Codec) -> None:
+    def __init__(self, codec: Codec, form: str = "gzip") -> None:
         self.codec = codec
-        self._map = DigestMap(f"compressed/{codec.key}-members-{MEMBER >> 20}M")
+        name = f"{codec.key}-members-{MEMBER >> 20}M" if form == "gzip" else form
+        self._map = DigestMap(f"compressed/{name}")
 
     def get(self, diff_id: str) -> Blob | None:
         try:
             data = json.loads(self._map.get(diff_id) or "")
-            return Blob(digest=str(data["digest"]), size=int(data["size"]), media_type=self.codec.media_type)
-        except (ValueError, KeyError, TypeError):
+            notes = tuple((str(k), str(v)) for k, v in dict(data.get("annotations") or {}).items())
+            return Blob(digest=str(data["digest"]), size=int(data["size"]), media_type=self.codec.media_type,
+                        annotations=notes)  # fmt: skip
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def put(self, diff_id: str, blob: Blob) -> None:
         """Remember that ``blob`` was made of the layer ``diff_id``, both ways."""
-        self._map.put(diff_id, json.dumps({"digest": blob.digest, "size": blob.size}))
+        entry: dict[str, object] = {"digest": blob.digest, "size": blob.size}
+        if blob.annotations:
+            entry["annotations"] = dict(blob.annotations)
+        self._map.put(diff_id, json.dumps(entry))
         unpacked_map().put(blob.digest, diff_id)
 
 
@@ -161,6 +171,25 @@ def compress(
     except BaseException:
         members.discard()
         raise
+
+
+def spool_estargz(
+    layer: Path, dest: Path, codec: Codec, form: str, prefetch: tuple[str, ...], pool: ThreadPoolExecutor
+) -> str:
+    """Write the eStargz form of the layer tar ``layer``: its tar to ``dest`` (what the engine
+    loads), its blob to the spool, remembered under the form's map; return its diff_id."""
+    spool = spool_dir()
+    with (
+        layer.open("rb") as src,
+        dest.open("wb") as tar,
+        Out(spool / "layer", within=spool, what="eStargz layer", durable=False) as out,
+    ):
+        made = estargz.write(src, tar, out, codec=codec, pool=pool, prefetch=prefetch)
+        out.commit(blob_file(spool, made.blob_digest).name)
+    blob = Blob(digest=made.blob_digest, size=made.blob_size, media_type=codec.media_type,
+                annotations=tuple(made.annotations().items()))  # fmt: skip
+    CompressedMap(codec, form).put(made.diff_id, blob)
+    return made.diff_id
 
 
 def spool_layer(layer: Path, diff_id: str, codec: Codec, pool: ThreadPoolExecutor) -> None:

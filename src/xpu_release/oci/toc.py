@@ -27,6 +27,7 @@ import binascii
 import hashlib
 import re
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from isal import isal_zlib
@@ -42,7 +43,7 @@ _OUT_STEP = 1 << 20  # bytes inflated at a time: a member that inflates without 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def is_estargz(annotations: dict[str, str] | None) -> bool:
+def is_estargz(annotations: Mapping[str, str] | None) -> bool:
     """Whether a layer descriptor's annotations say the layer is eStargz."""
     return bool(annotations) and TOC_DIGEST_ANNOTATION in (annotations or {})
 
@@ -59,12 +60,14 @@ class LayerCheck:
         self._members: list[tuple[int, int]] = []  # (blob offset, tar position) of every member
         self._tail = b""
         self._broken: str | None = None
+        self._sha = hashlib.sha256()
         said = annotations.get(UNCOMPRESSED_SIZE_ANNOTATION, "")
         # No more is inflated than the manifest says there is (a member that inflates without
         # end stops there); without the annotation, no more than an int64.
         self._most = int(said) if said.isdigit() and len(said) < 19 else limits.MAX_INT64
 
     def feed(self, block: bytes) -> None:
+        self._sha.update(block)
         if self._broken is not None:
             return
         self._tail = (self._tail + block)[-FOOTER_SIZE:]
@@ -104,6 +107,11 @@ class LayerCheck:
             if not left:
                 return b""
             data = left
+
+    @property
+    def digest(self) -> str:
+        """The digest of the bytes fed: the verdict is of the blob when this is its digest."""
+        return "sha256:" + self._sha.hexdigest()
 
     @property
     def problem(self) -> str | None:

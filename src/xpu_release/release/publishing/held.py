@@ -55,7 +55,12 @@ def layers_of(client: RegistryClient, repo: str, manifest: Manifest | None) -> d
     if len(config.diff_ids) != len(layers):
         return {}
     return {
-        diff_id: Blob(digest=layer.digest, size=layer.size, media_type=layer.media_type)
+        diff_id: Blob(
+            digest=layer.digest,
+            size=layer.size,
+            media_type=layer.media_type,
+            annotations=tuple(sorted(layer.annotations.items())),
+        )
         for diff_id, layer in zip(config.diff_ids, layers, strict=True)
     }
 

@@ -22,15 +22,22 @@ DOCKER_LAYER_TYPE = DOCKER_GZIP_TYPE
 _AS_OCI = {DOCKER_LAYER_TYPE: LAYER_TYPE}
 
 
+def _layer(blob: Blob) -> dict[str, Any]:
+    """A layer's descriptor: an eStargz layer's with its TOC digest and size (``Blob.annotations``)."""
+    out: dict[str, Any] = {
+        "mediaType": _AS_OCI.get(blob.media_type, blob.media_type), "size": blob.size, "digest": blob.digest
+    }  # fmt: skip
+    if blob.annotations:
+        out["annotations"] = dict(blob.annotations)
+    return out
+
+
 def image_manifest(config: bytes, layers: list[Blob], annotations: dict[str, str] | None = None) -> Manifest:
     data: dict[str, Any] = {
         "schemaVersion": 2,
         "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": CONFIG_TYPE, "size": len(config), "digest": sha256_digest(config)},
-        "layers": [
-            {"mediaType": _AS_OCI.get(b.media_type, b.media_type), "size": b.size, "digest": b.digest}
-            for b in layers
-        ],
+        "layers": [_layer(b) for b in layers],
     }
     if annotations:
         data["annotations"] = dict(sorted(annotations.items()))

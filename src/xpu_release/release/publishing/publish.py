@@ -29,6 +29,7 @@ from ...evidence.referrers import artifact_manifest, attach
 from ...evidence.signing import Signer
 from ...image.build import source_date_epoch
 from ...image.engine import Engine
+from ...image.layerform import GZIP, LayerForm
 from ...image.normalize import iso
 from ...image.smoke import require_tested
 from ...manifest.platforms import Platform
@@ -69,6 +70,8 @@ class Options:
     annotations: dict[str, str] = field(default_factory=dict)
     # How our first push compresses the layers it makes (oci/codec.py).
     codec: Codec = DEFAULT
+    # How the image's own layers are written (image/layerform.py): an eStargz image's own codec.
+    form: LayerForm = GZIP
 
 
 def copy_blobs(
@@ -153,7 +156,7 @@ class Publisher:
                 spool=self.spool.folder, earlier_tags=tuple(earlier), chunk_size=self.options.chunk_size,
                 on_line=self.on_line, on_spooled=self.early.send if self.early else None,
                 annotations=self.options.annotations, codec=self.options.codec, base=base,
-                platform=self.platform,
+                platform=self.platform, form=self.options.form,
             )  # fmt: skip
             report = push_image(self.engine, image_id, client, repo, None, how)
             manifest = client.get_manifest(repo, report.manifest.digest)

@@ -30,10 +30,11 @@ from ...errors import PublishError
 from ...files import touch
 from ...image.engine import Engine
 from ...image.export import stream_layers
+from ...image.layerform import GZIP, LayerForm
 from ...manifest.platforms import Platform
 from ...oci.codec import DEFAULT, Codec, decompressed
 from ...oci.downloads import read_blob
-from ...oci.members import Blob, CompressedMap, Members, blob_file, unpacked_map
+from ...oci.members import Blob, CompressedMap, Members, blob_file, spool_dir, spool_estargz, unpacked_map
 from ...oci.model import Descriptor
 from ...oci.registry import Manifest, RegistryClient, sha256_digest
 from ...oci.store import holds, known_config, remember_config
@@ -117,6 +118,49 @@ class _Compressing:
         self._members.discard()
 
 
+class _Remaking:
+    """A sink for ``stream_layers`` of an eStargz image: the layer's tar (which holds its TOC)
+    kept in a file, then written again as eStargz with the image's form, which must give the
+    very layer the image holds: the same tar, so the same TOC, offsets and blob."""
+
+    def __init__(
+        self,
+        form: LayerForm,
+        pool: ThreadPoolExecutor,
+        known: CompressedMap,
+        on_kept: Callable[[str, Blob], None],
+    ) -> None:
+        self._form, self._pool, self._known, self._on_kept = form, pool, known, on_kept
+        self._dir = tempfile.TemporaryDirectory(prefix="xpu-estargz-", dir=spool_dir().parent)
+        self._path = Path(self._dir.name) / "layer.tar"
+        self._file = self._path.open("wb")
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def keep(self, diff_id: str) -> None:
+        self._file.close()
+        try:
+            form = self._form
+            made = spool_estargz(self._path, self._path.with_suffix(".again"), form.codec, form.key,
+                                 form.prefetch, self._pool)  # fmt: skip
+            blob = self._known.get(made)
+            if made != diff_id or blob is None:
+                msg = (
+                    f"the eStargz layer {diff_id} written again on this runner is {made}: its codec "
+                    f"({form.codec.key}) writes other bytes than the one that built the image; "
+                    "release it again here (`xpu-release release`), which builds and tests it with this codec"
+                )
+                raise PublishError(msg)
+            self._on_kept(diff_id, blob)
+        finally:
+            self._dir.cleanup()
+
+    def drop(self) -> None:
+        self._file.close()
+        self._dir.cleanup()
+
+
 def _spooled(spool: Path, digest: str, on_line: Sink) -> bool:
     """The spool holds ``digest`` intact (a damaged entry is dropped, to be compressed again)."""
     path = blob_file(spool, digest)
@@ -150,6 +194,9 @@ class PushOptions:
     codec: Codec = DEFAULT
     base: BaseLayers | None = None
     platform: Platform | None = None
+    # How the image's own layers are written: an eStargz image's blobs are the ones its build
+    # wrote (their TOC is in the tested image), found by diff_id or made again the same way.
+    form: LayerForm = GZIP
 
 
 def push_image(engine: Engine, image_id: str, client: RegistryClient, repo: str, tag: str | None,
@@ -169,7 +216,8 @@ class _Push:
         self.diff_ids: list[str] = list(
             (engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
         )
-        self.local = CompressedMap(how.codec)
+        form = how.form
+        self.local = CompressedMap(form.codec, form.key) if form.estargz else CompressedMap(how.codec)
         self.blobs: dict[str, Blob] = {}
         self.held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
 
@@ -244,9 +292,11 @@ class _Push:
 
             opened = iter(range(1, len(need) + 1))
 
-            def open_layer(size: int) -> _Compressing:
+            def open_layer(size: int) -> _Compressing | _Remaking:
                 n = next(opened, None)
                 task = f"compressing layer {n} of {len(need)}" if n else "compressing a layer that may be new"
+                if how.form.estargz:
+                    return _Remaking(how.form, members, self.local, kept)
                 return _Compressing(
                     Members(how.spool, members, how.codec, Tally(f"{task} ({how.codec})", size)), kept
                 )

@@ -46,7 +46,9 @@ from ...guard.shown import shown
 from ...manifest.platforms import Platform
 from ...oci.blobcheck import Source, check_copies
 from ...oci.endpoint import Endpoint
+from ...oci.model import ImageManifest
 from ...oci.registry import Manifest, RegistryClient
+from ...oci.toc import LayerCheck, is_estargz
 from ...progress import Sink, Tally
 from ..model.plan import Target
 from ..model.platformindex import platform_images, shape_problem
@@ -63,6 +65,26 @@ class Job(NamedTuple):
     repo: str
     digest: str
     size: int
+    # An eStargz layer's annotations: deep, its TOC is held against its bytes too (``oci/toc``).
+    toc: tuple[tuple[str, str], ...] = ()
+
+
+def _image_jobs(ep: Endpoint, client: RegistryClient, repo: str, manifest: Manifest) -> list[Job]:
+    """The blobs of an image manifest to check at ``ep``: its config and layers (none of an index)."""
+    view = manifest.view
+    if not isinstance(view, ImageManifest):
+        return []
+    return [
+        Job(
+            ep,
+            client,
+            repo,
+            d.digest,
+            d.size,
+            tuple(sorted(d.annotations.items())) if is_estargz(d.annotations) else (),
+        )
+        for d in view.blobs()
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,7 +261,7 @@ def _platform_images(
             findings.append(Finding(endpoint=ep.name, what=f"{platform} image", problem=exc.message))
             continue
         findings += [Finding(endpoint=ep.name, what=f"{platform} {w}", problem=p) for w, p in problems]
-        jobs += [Job(ep, client, repo, d, size) for d, size in (*image.blobs(), *blobs)]
+        jobs += _image_jobs(ep, client, repo, image) + [Job(ep, client, repo, d, size) for d, size in blobs]
     return findings, jobs
 
 
@@ -300,7 +322,7 @@ class _Survey:
         manifest = self._served(t, client, repo)
         if manifest is None:
             return
-        self.jobs += [Job(ep, client, repo, d, size) for d, size in manifest.blobs()]
+        self.jobs += _image_jobs(ep, client, repo, manifest)
         try:
             found = list_referrers(client, repo, manifest.digest)
             if self.attached is None:
@@ -350,9 +372,9 @@ def _check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
     """Each blob of ``jobs`` present at its endpoint at its size (``deep``: hashed, each blob once
     at every endpoint that lists it, the copies compared); the findings and the bytes hashed."""
     tallies: dict[str, Tally] = {}
-    for ep, *_, size in jobs:
-        tally = tallies.setdefault(ep.name, Tally(f"hashing at {ep.name}", 0))
-        tally.total = (tally.total or 0) + size
+    for job in jobs:
+        tally = tallies.setdefault(job.endpoint.name, Tally(f"hashing at {job.endpoint.name}", 0))
+        tally.total = (tally.total or 0) + job.size
 
     def finding(job: Job, problem: str | None) -> Finding | None:
         return Finding(endpoint=job.endpoint.name, what=job.digest, problem=problem) if problem else None
@@ -366,10 +388,17 @@ def _check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
         return [(finding(job, problem), 0)]
 
     def everywhere(group: list[Job]) -> list[tuple[Finding | None, int]]:
-        """One blob at every endpoint that lists it: hashed once, the copies compared with it."""
-        sources = [Source(client, repo, tallies[ep.name].add) for ep, client, repo, _, _ in group]
-        checked = check_copies(sources, group[0].digest, group[0].size, CHUNK)
-        return [(finding(job, problem), got) for job, (problem, got) in zip(group, checked, strict=True)]
+        """One blob at every endpoint that lists it: hashed once, the copies compared with it; of
+        an eStargz layer, the bytes held against its TOC as they pass (``oci/toc``)."""
+        sources = [Source(job.client, job.repo, tallies[job.endpoint.name].add) for job in group]
+        toc = LayerCheck(dict(group[0].toc)) if group[0].toc else None
+        checked = check_copies(sources, group[0].digest, group[0].size, CHUNK, also=toc.feed if toc else None)
+        # The TOC's verdict is of the blob when the bytes it read are the blob's.
+        lies = toc.problem if toc is not None and toc.digest == group[0].digest else None
+        said = f"its eStargz TOC does not hold: {lies}" if lies else None
+        return [
+            (finding(job, problem or said), got) for job, (problem, got) in zip(group, checked, strict=True)
+        ]
 
     groups = in_step([(job.digest, job.size) for job in jobs]) if deep else [[i] for i in range(len(jobs))]
     results: list[tuple[Finding | None, int]] = [(None, 0)] * len(jobs)

@@ -19,7 +19,7 @@ from ...evidence.scan import GatePolicy, merged_entry
 from ...image.engine import Engine
 from ...image.inputs import BuildInputs
 from ...image.lock import Locks, load_locks
-from ...image.render import Rendered, require_current
+from ...image.render import Rendered, image_layers, require_current
 from ...manifest import ImageSpec, Repo
 from ...manifest.registries import Registries
 from ...oci.credentials import CredentialStore
@@ -166,9 +166,10 @@ class Release:
         rendered = self.stage("render", lambda: self._render(spec))
         locks = self.stage("lock", lambda: self._lock(spec))
         pool = EndpointPool(spec, self.registries, self.credentials, on_line=self.reporter.write)
-        each = tuple(BuildInputs.of(spec, rendered, locks.of(p), p) for p in spec.platforms)
+        form = image_layers(self.repo.root, spec)
+        each = tuple(BuildInputs.of(spec, rendered, locks.of(p), p, form) for p in spec.platforms)
         # The floating tags it moves: the line rule (line.py), asked when they move.
-        options = replace(self.options, line=Line(self.repo))
+        options = replace(self.options, line=Line(self.repo), form=form)
         return ReleaseContext(repo=self.repo, inputs=each[0], registries=self.registries, pool=pool,
                               options=options, gate=self.gate, builder=self.builder,
                               on_line=self.reporter.write, no_evaluate=self.no_evaluate,

@@ -1,0 +1,101 @@
+"""How an image's own layers are written: gzip (the default), or eStargz, which a lazy puller
+mounts before the layer is downloaded (``oci/estargz.py``), with the image's prefetch profile.
+
+``images/<image>/image.yaml`` chooses (``layers: estargz``) for every version of the image. The
+prefetch profile is a committed file beside each version's lock,
+``images/<image>/<version>/prefetch.txt``: the files the image's workload opens first, one
+absolute path a line, in the order they were first opened (``xpu-release profile`` records it
+from a run in the engine). Both are inputs of the image: an eStargz layer's tar holds its TOC,
+whose offsets are the codec's output, so the form, the codec that makes the offsets and the
+profile are in the inputs digest (``basis``); a gzip image's inputs are what they always were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ManifestError
+from ..guard import limits
+from ..guard.reading import read_file
+from ..guard.shown import quoted
+from ..oci.codec import DEFAULT, Codec
+from ..oci.estargz import CHUNK
+
+PROFILE_FILE = "prefetch.txt"
+PROFILE_HEADER = (
+    "# The files this image's workload opens first, in that order: written first in each eStargz\n"
+    "# layer, before its .prefetch.landmark, so a lazy puller fetches them at once.\n"
+    "# Made by `xpu-release profile {ref}`; review it as a lock. One absolute path a line.\n"
+)
+
+
+@dataclass(frozen=True)
+class LayerForm:
+    """gzip, or eStargz with a prefetch profile (paths as the image's file system names them)."""
+
+    estargz: bool = False
+    prefetch: tuple[str, ...] = ()
+    # The codec whose output an eStargz TOC's offsets are: fixed, not the command's --compression
+    # (which would make another image of the same inputs).
+    codec: Codec = DEFAULT
+
+    @property
+    def name(self) -> str:
+        return "estargz" if self.estargz else "gzip"
+
+    def basis(self) -> dict[str, object] | None:
+        """What of the form the image's inputs digest holds (None for gzip: as before forms)."""
+        if not self.estargz:
+            return None
+        profile = hashlib.sha256("\n".join(self.prefetch).encode()).hexdigest()
+        return {"form": "estargz", "chunk": CHUNK, "codec": self.codec.key, "prefetch": profile}
+
+    @property
+    def key(self) -> str:
+        """A name for the maps of this form's layers (raw → written, written → blob)."""
+        basis = self.basis()
+        if basis is None:
+            return "gzip"
+        return f"estargz-{self.codec.key}-{CHUNK >> 20}M-{str(basis['prefetch'])[:16]}"
+
+
+GZIP = LayerForm()
+
+
+def profile_path(root: Path, image: str, version: str) -> Path:
+    return root / "images" / image / version / PROFILE_FILE
+
+
+def read_profile(path: Path, display: str) -> tuple[str, ...]:
+    """The paths of a prefetch profile (a missing file: none). Each an absolute path of printable
+    characters; comments and blank lines are passed over."""
+    if not path.is_file():
+        return ()
+    text = read_file(path, what=display, limit=limits.MAX_PROFILE_BYTES, error=ManifestError)
+    try:
+        lines = text.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        msg = f"{display} is not UTF-8 text"
+        raise ManifestError(msg) from None
+    paths: list[str] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not line.startswith("/") or not line.isprintable() or "\\" in line or len(line) > 4096:
+            msg = f"{display}:{n}: {quoted(line)} is no absolute path; remake it with `xpu-release profile`"
+            raise ManifestError(msg)
+        paths.append(line)
+    if len(paths) != len(set(paths)):
+        msg = f"{display}: a path is listed twice; remake the file with `xpu-release profile`"
+        raise ManifestError(msg)
+    return tuple(paths)
+
+
+def layer_form(root: Path, image: str, version: str, layers: str) -> LayerForm:
+    """The form ``image.yaml``'s ``layers`` names, with the version's profile if eStargz."""
+    if layers != "estargz":
+        return GZIP
+    path = profile_path(root, image, version)
+    return LayerForm(estargz=True, prefetch=read_profile(path, str(path.relative_to(root))))
