@@ -34,6 +34,7 @@ import tarfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any, Protocol
 
 from .codec import Codec
@@ -61,6 +62,15 @@ class Sink(Protocol):
     """Where bytes go: a file, or the guarded writer's ``Out``."""
 
     def write(self, data: bytes, /) -> object: ...
+
+
+def holds_toc(layer: Path) -> bool:
+    """Whether the layer tar at ``layer`` is an eStargz layer's (its last entry is the TOC)."""
+    last = ""
+    with tarfile.open(layer, mode="r:") as tar:
+        for member in tar:
+            last = member.name
+    return last == TOC_NAME
 
 
 def footer(toc_offset: int) -> bytes:

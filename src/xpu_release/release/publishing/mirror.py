@@ -47,7 +47,9 @@ from ...errors import (
 from ...evidence.cosign import att_tag
 from ...evidence.referrers import kind_of
 from ...guard.writing import NotAsNamed
+from ...oci.model import ImageManifest
 from ...oci.registry import Manifest
+from ...oci.toc import LayerCheck, is_estargz
 from ...progress import Sink, Tally
 from .attached import blobs_of, is_index, members
 from .sides import Side
@@ -97,11 +99,15 @@ class _Copier:
     on_line: Sink
     blobs: dict[str, int] = field(default_factory=dict)  # digest → size, in the order met
     missing: list[tuple[str, int]] = field(default_factory=list)  # what the target lacks
+    tocs: dict[str, dict[str, str]] = field(default_factory=dict)  # eStargz layers: their annotations
 
     def __post_init__(self) -> None:
         self.tally = Tally(f"copying to {self.target.name}")
 
     def plan(self, manifest: Manifest) -> None:
+        view = manifest.view
+        if isinstance(view, ImageManifest):
+            self.tocs |= {d.digest: dict(d.annotations) for d in view.layers if is_estargz(d.annotations)}
         for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
@@ -123,12 +129,19 @@ class _Copier:
                 self.on_line(f"blobs: {i:,} of {len(self.missing):,} copied")
 
     def copy(self, digest: str, size: int) -> None:
+        """One blob copied; an eStargz layer's bytes held against its TOC on the way, so that one
+        whose TOC lies is never stored (``oci/toc``)."""
         blocks = self.source.blocks(digest, size)
+        toc = LayerCheck(self.tocs[digest]) if digest in self.tocs else None
 
         def counted() -> Iterator[bytes]:
             for block in blocks:
                 self.tally.add(len(block))
+                if toc is not None:
+                    toc.feed(block)
                 yield block
+            if toc is not None and toc.digest == digest and (problem := toc.problem):
+                raise self.source.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")
 
         try:
             self.target.store_blob(digest, size, counted(), self.spool)

@@ -34,7 +34,17 @@ from ...image.layerform import GZIP, LayerForm
 from ...manifest.platforms import Platform
 from ...oci.codec import DEFAULT, Codec, decompressed
 from ...oci.downloads import read_blob
-from ...oci.members import Blob, CompressedMap, Members, blob_file, spool_dir, spool_estargz, unpacked_map
+from ...oci.estargz import holds_toc
+from ...oci.members import (
+    Blob,
+    CompressedMap,
+    Members,
+    blob_file,
+    compress,
+    spool_dir,
+    spool_estargz,
+    unpacked_map,
+)
 from ...oci.model import Descriptor
 from ...oci.registry import Manifest, RegistryClient, sha256_digest
 from ...oci.store import holds, known_config, remember_config
@@ -119,18 +129,14 @@ class _Compressing:
 
 
 class _Remaking:
-    """A sink for ``stream_layers`` of an eStargz image: the layer's tar (which holds its TOC)
-    kept in a file, then written again as eStargz with the image's form, which must give the
-    very layer the image holds: the same tar, so the same TOC, offsets and blob."""
+    """A sink for ``stream_layers`` of an eStargz image: the layer's tar kept in a file; one that
+    holds a TOC (the image's own) written again as eStargz with the image's form, which must give
+    the very layer the image holds (the same tar, so the same TOC, offsets and blob); another
+    (its base's) compressed as any layer is."""
 
-    def __init__(
-        self,
-        form: LayerForm,
-        pool: ThreadPoolExecutor,
-        known: CompressedMap,
-        on_kept: Callable[[str, Blob], None],
-    ) -> None:
-        self._form, self._pool, self._known, self._on_kept = form, pool, known, on_kept
+    def __init__(self, how: PushOptions, pool: ThreadPoolExecutor, lazy: CompressedMap,
+                 on_kept: Callable[[str, Blob], None]) -> None:  # fmt: skip
+        self._how, self._pool, self._lazy, self._on_kept = how, pool, lazy, on_kept
         self._dir = tempfile.TemporaryDirectory(prefix="xpu-estargz-", dir=spool_dir().parent)
         self._path = Path(self._dir.name) / "layer.tar"
         self._file = self._path.open("wb")
@@ -141,10 +147,13 @@ class _Remaking:
     def keep(self, diff_id: str) -> None:
         self._file.close()
         try:
-            form = self._form
+            form = self._how.form
+            if not holds_toc(self._path):
+                self._on_kept(diff_id, compress(self._path, self._how.spool, self._pool, self._how.codec))
+                return
             made = spool_estargz(self._path, self._path.with_suffix(".again"), form.codec, form.key,
                                  form.prefetch, self._pool)  # fmt: skip
-            blob = self._known.get(made)
+            blob = self._lazy.get(made)
             if made != diff_id or blob is None:
                 msg = (
                     f"the eStargz layer {diff_id} written again on this runner is {made}: its codec "
@@ -216,8 +225,11 @@ class _Push:
         self.diff_ids: list[str] = list(
             (engine.inspect_raw(image_id).get("RootFS") or {}).get("Layers") or ()
         )
+        # diff_id → blob, as this runner made them: an eStargz image's own layers in its form's
+        # map, any other layer (its base's) in the codec's.
         form = how.form
-        self.local = CompressedMap(form.codec, form.key) if form.estargz else CompressedMap(how.codec)
+        self.local = CompressedMap(how.codec)
+        self.lazy = CompressedMap(form.codec, form.key) if form.estargz else None
         self.blobs: dict[str, Blob] = {}
         self.held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
 
@@ -260,7 +272,7 @@ class _Push:
             self.blobs[d] = blob
             self.held.add(d)
             return True
-        blob = self.local.get(d)
+        blob = (self.lazy.get(d) if self.lazy is not None else None) or self.local.get(d)
         if blob is not None and (
             client.blob_exists(repo, blob.digest) or _spooled(self.how.spool, blob.digest, self.how.on_line)
         ):
@@ -279,9 +291,9 @@ class _Push:
         both cores), each uploaded while the next one streams; the image's config."""
         how = self.how
         if need:
-            how.on_line(
-                f"compressing {len(need)} of {len(self.diff_ids)} layers ({how.codec.format}, {how.codec})"
-            )
+            lazy = "; eStargz ones as they were built" if how.form.estargz else ""
+            codec = f"{how.codec.format}, {how.codec}{lazy}"
+            how.on_line(f"compressing {len(need)} of {len(self.diff_ids)} layers ({codec})")
         with ThreadPoolExecutor(max_workers=2) as members, ThreadPoolExecutor(max_workers=1) as line:
             jobs: list[Future[None]] = []
 
@@ -296,7 +308,8 @@ class _Push:
                 n = next(opened, None)
                 task = f"compressing layer {n} of {len(need)}" if n else "compressing a layer that may be new"
                 if how.form.estargz:
-                    return _Remaking(how.form, members, self.local, kept)
+                    assert self.lazy is not None
+                    return _Remaking(how, members, self.lazy, kept)
                 return _Compressing(
                     Members(how.spool, members, how.codec, Tally(f"{task} ({how.codec})", size)), kept
                 )
