@@ -164,3 +164,20 @@ def test_a_toc_that_lies_is_named_by_verify_deep_and_refused_by_mirror(lazy: Cli
         not (tmp_path / "usb" / "index.json").exists()
         or "1.0" not in (tmp_path / "usb" / "index.json").read_text()
     )
+
+
+def test_the_profile_is_recorded_from_a_run_of_the_image_and_checked_current(lazy: Cli) -> None:
+    path = lazy.root / "images" / "xpu-fixture" / "1.0" / "prefetch.txt"
+    by_hand = lazy.run("profile", REF, "--check")
+    recorded = lazy.run("profile", REF, "--json")
+    again = lazy.run("profile", REF, "--check")
+    assert by_hand.returncode == 1, by_hand.stderr  # the hand-written profile is not what the run opens
+    assert "is stale" in by_hand.stderr
+    assert f"xpu-release profile {REF}" in by_hand.stderr
+    assert recorded.returncode == 0, recorded.stderr
+    files = json.loads(recorded.stdout)["files"]
+    assert "/opt/venv/lib/python3.11/site-packages/six.py" in files  # the smoke test's import
+    assert any(f.startswith("/usr/lib/x86_64-linux-gnu/libc.so") for f in files)  # what the process mapped
+    assert all(not f.startswith(("/proc/", "/tmp/")) for f in files)
+    assert path.read_text().splitlines()[3:] == files
+    assert again.returncode == 0, again.stderr

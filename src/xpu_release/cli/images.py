@@ -98,6 +98,47 @@ def lock(state: State, ref: str, check: bool, upgrade: bool, as_json: bool) -> N
 
 @cli.command()
 @ref_argument()
+@click.option(
+    "--check", is_flag=True, help="Record again; exit 1 if the committed profile names other files."
+)
+@json_option("The files recorded (and, with --check, whether the committed profile is current) as JSON.")
+@pass_state
+def profile(state: State, ref: str, check: bool, as_json: bool) -> None:
+    """Record NAME:VERSION's prefetch profile: the files its workload opens first, from a run of
+    the built image in the engine (its pip components imported as the smoke test imports them,
+    then its evaluation's workload), into images/<name>/<version>/prefetch.txt beside the lock.
+
+    An image whose image.yaml says `layers: estargz` writes these files first in each layer, so
+    a lazy puller fetches them at once. The profile is an input of the image: build again after
+    it changes. Review it as a lock.
+
+    \b
+    Examples:
+      xpu-release profile training-cpu-pytorch:25.03
+      xpu-release profile training-cpu-pytorch:25.03 --check
+    """
+    from ..image.engine import Engine
+    from ..image.profile import record, stale, write
+
+    spec = state.repo.load_ref(ref)
+    engine = Engine.connect()
+    engine.require_image(spec.ref)
+    made = record(state.root, spec, engine, spec.ref)
+    rel = state.repo.rel(made.path)
+    if check:
+        stale(state.root, made)
+    changed = False if check else write(state.root, made)
+    if as_json:
+        _emit_json({"profile": rel, "files": list(made.files), "current": True, "written": changed})
+    elif check:
+        info(f"{rel} is current ({len(made.files)} files)")
+    else:
+        said = "wrote" if changed else "unchanged:"
+        info(f"{said} {rel} ({len(made.files)} files the workload opened first)")
+
+
+@cli.command()
+@ref_argument()
 @click.option("--rebuild", is_flag=True, help="Build even if an image with the same inputs exists.")
 @click.option("--no-cache", is_flag=True, help="Rebuild every step and layer (implies --rebuild).")
 @platform_option()

@@ -1,0 +1,123 @@
+"""How an image's layers are written is one of its inputs: image.yaml's ``layers`` (gzip unless
+it says estargz) and, for eStargz, the codec whose offsets the TOC holds and the version's
+prefetch profile. A gzip image's inputs digest is what it was before forms existed; a profile
+that is not a list of absolute paths is refused naming its file and line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xpu_release.errors import ManifestError, StaleError
+from xpu_release.image.inputs import BuildInputs, inputs_sha256
+from xpu_release.image.layerform import GZIP, LayerForm, layer_form, read_profile
+from xpu_release.image.profile import Profile, stale
+from xpu_release.image.render import image_layers
+from xpu_release.manifest import Repo
+from xpu_release.manifest.registries import load_registries
+from xpu_release.oci.codec import DEFAULT, Codec
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    for name in ("manifests", "templates", "images", "schema"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "registries.yaml", tmp_path / "registries.yaml")
+    return tmp_path
+
+
+def test_gzip_is_the_default_and_adds_nothing_to_the_inputs() -> None:
+    assert LayerForm() == GZIP
+    assert GZIP.basis() is None
+    assert GZIP.name == "gzip"
+
+
+def test_estargz_holds_its_codec_and_profile_in_the_inputs() -> None:
+    plain = LayerForm(estargz=True)
+    profiled = LayerForm(estargz=True, prefetch=("/usr/bin/python3",))
+    other_codec = LayerForm(estargz=True, codec=Codec("zlib", 6))
+    assert plain.basis() is not None
+    assert plain.basis() != profiled.basis() != other_codec.basis()
+    assert DEFAULT.key in str(plain.basis())
+    assert len({plain.key, profiled.key, other_codec.key}) == 3
+
+
+def test_an_image_that_says_estargz_reads_its_versions_profile(repo: Path) -> None:
+    spec = Repo(repo).load_ref("training-cpu-pytorch:25.03")
+    (repo / "images" / "training-cpu-pytorch" / "image.yaml").write_text(
+        "template: Dockerfile.j2\nlayers: estargz\n"
+    )
+    (repo / "images" / "training-cpu-pytorch" / "25.03" / "prefetch.txt").write_text(
+        "# made by a run\n/opt/venv/bin/python\n\n/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    )
+    form = image_layers(repo, spec)
+    assert form.estargz
+    assert form.prefetch == ("/opt/venv/bin/python", "/usr/lib/x86_64-linux-gnu/libc.so.6")
+
+
+def test_the_form_changes_the_inputs_digest_and_gzip_leaves_it_as_it_was(repo: Path) -> None:
+    spec = Repo(repo).load_ref("training-cpu-pytorch:25.03")
+    before = BuildInputs.read(repo, spec, load_registries(repo))
+    (repo / "images" / "training-cpu-pytorch" / "image.yaml").write_text(
+        "template: Dockerfile.j2\nlayers: estargz\n"
+    )
+    after = BuildInputs.read(repo, spec, load_registries(repo))
+    assert after.form.estargz
+    assert after.digest != before.digest
+    gzip_digest = inputs_sha256(spec, after.dockerfile.text, after.lock, after.platform)
+    assert gzip_digest == inputs_sha256(spec, after.dockerfile.text, after.lock, after.platform, GZIP)
+
+
+def test_an_unknown_form_in_image_yaml_is_refused_naming_the_key(repo: Path) -> None:
+    spec = Repo(repo).load_ref("training-cpu-pytorch:25.03")
+    (repo / "images" / "training-cpu-pytorch" / "image.yaml").write_text(
+        "template: Dockerfile.j2\nlayers: stargz\n"
+    )
+    with pytest.raises(ManifestError) as caught:
+        image_layers(repo, spec)
+    said = str(caught.value)
+    assert "image.yaml" in said
+    assert "layers" in said
+    assert "estargz" in said  # what to write instead
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("relative/path\n", ":1: 'relative/path' is no absolute path"),
+        ("/ok\n/bad\x01\n", ":2:"),
+        ("/same\n/same\n", "listed twice"),
+        (b"\xff\xfe/x\n", "not UTF-8"),
+    ],
+)
+def test_a_profile_that_is_no_list_of_paths_is_refused_naming_the_line(
+    tmp_path: Path, text: str | bytes, said: str
+) -> None:
+    path = tmp_path / "prefetch.txt"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ManifestError) as caught:
+        read_profile(path, "images/x/1/prefetch.txt")
+    assert said in str(caught.value)
+    assert "images/x/1/prefetch.txt" in str(caught.value)
+
+
+def test_no_profile_file_is_an_empty_profile(tmp_path: Path) -> None:
+    assert layer_form(tmp_path, "x", "1", "estargz") == LayerForm(estargz=True)
+    assert layer_form(tmp_path, "x", "1", "gzip") == GZIP
+
+
+def test_a_stale_profile_names_what_the_workload_opens_now(tmp_path: Path) -> None:
+    path = tmp_path / "images" / "x" / "1" / "prefetch.txt"
+    path.parent.mkdir(parents=True)
+    path.write_text("/a\n/b\n")
+    stale(tmp_path, Profile(ref="x:1", path=path, files=("/b", "/a")))  # the same files: current
+    with pytest.raises(StaleError) as caught:
+        stale(tmp_path, Profile(ref="x:1", path=path, files=("/a", "/c")))
+    said = str(caught.value)
+    assert "+ /c" in said
+    assert "- /b" in said
+    assert "xpu-release profile x:1" in said
