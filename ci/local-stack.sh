@@ -10,10 +10,15 @@
 #   ci/local-stack.sh base ARCH...
 #                              on a stack that is up, add ARCH to the base's index (what `up ARCH`
 #                              does, and only that; safe beside running tests)
-#   ci/local-stack.sh env      print `export` lines for eval (DOCKER_HOST, XPU_RELEASE_REGISTRIES, ...)
+#   ci/local-stack.sh lazy     on a stack that is up, start lazy pulling (on demand): the stargz
+#                              snapshotter daemon (built here from Debian's Go source) and a containerd
+#                              of the stack's own that uses it; prints `export` lines (XPU_LAZY_*).
+#                              Idempotent; a start after `down` begins with no images.
+#   ci/local-stack.sh env      print `export` lines for eval (DOCKER_HOST, XPU_RELEASE_REGISTRIES, ...;
+#                              XPU_LAZY_* while lazy pulling runs)
 #   ci/local-stack.sh status   say what runs
 #   ci/local-stack.sh reset    wipe published data and images from earlier runs (keeps the base image)
-#   ci/local-stack.sh down     stop what `up` started, by pid
+#   ci/local-stack.sh down     stop what `up` and `lazy` started, by pid
 #
 # Registries (loopback only):
 #   hub             127.0.0.1:15000  stands in for the upstream hub of base images (plain HTTP)
@@ -303,6 +308,157 @@ seed_base() {  # seed_base [ARCH...]
   exec 9>&-
 }
 
+# Lazy pulling (`lazy`): containerd 1.6 with the stargz snapshotter as a proxy plugin, both the
+# stack's own (root, state, sockets under $LAZY; never the machine's /run/containerd, whose
+# socket directory /run/containerd/s only holds the shims' sockets, as for dockerd's containerd),
+# the CRI plugin off. Debian packages no snapshotter daemon, so tests/tools/stargz-snapshotter
+# is built here, offline, against golang-github-containerd-stargz-snapshotter-dev.
+LAZY="$STACK/lazy"
+LAZY_SRC="$HERE/../tests/tools/stargz-snapshotter/main.go"
+LAZY_BIN="$LAZY/bin/stargz-snapshotter"
+LAZY_SN_ROOT="$LAZY/stargz"
+LAZY_SN_SOCK="$LAZY/stargz.sock"
+LAZY_SOCK="$LAZY/containerd.sock"
+LAZY_GOCODE=/usr/share/gocode
+
+ensure_lazy_packages() {
+  local missing=()
+  command -v go >/dev/null || missing+=(golang-go)
+  command -v ctr-remote >/dev/null || missing+=(stargz-snapshotter)
+  [[ -d "$LAZY_GOCODE/src/github.com/containerd/stargz-snapshotter/fs" ]] \
+    || missing+=(golang-github-containerd-stargz-snapshotter-dev)
+  command -v fusermount3 >/dev/null || missing+=(fuse3)
+  { command -v containerd && command -v ctr && command -v runc; } >/dev/null || missing+=(containerd)
+  if ((${#missing[@]})); then
+    [[ $(id -u) == 0 ]] || die "missing ${missing[*]}; run as root or install them"
+    log "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  [[ -c /dev/fuse ]] || modprobe fuse 2>/dev/null || true
+  [[ -c /dev/fuse ]] || die "no /dev/fuse: the stargz snapshotter mounts layers with FUSE"
+}
+
+build_snapshotter() {  # built again when its source is newer; status 0 when it was built now
+  [[ -x "$LAZY_BIN" && "$LAZY_BIN" -nt "$LAZY_SRC" ]] && return 1
+  log "building the stargz snapshotter daemon (Go, offline; about 20 s, once)"
+  local gopath; gopath="$(mktemp -d)"
+  mkdir -p "$gopath/src/stargzsnapshotter" "$LAZY/bin"
+  cp "$LAZY_SRC" "$gopath/src/stargzsnapshotter/main.go"
+  if ! (cd "$gopath/src/stargzsnapshotter" && GO111MODULE=off GOPATH="$gopath:$LAZY_GOCODE" GOPROXY=off \
+    GOFLAGS='' GOCACHE="$LAZY/go-build" go build -o "$LAZY_BIN.new" . >"$LAZY/build.log" 2>&1); then
+    rm -rf "$gopath"; die "the stargz snapshotter does not build (see $LAZY/build.log)"
+  fi
+  rm -rf "$gopath"
+  mv "$LAZY_BIN.new" "$LAZY_BIN"
+}
+
+lazy_containerd_config() {
+  cat >"$LAZY/containerd.toml" <<EOF
+# Written by ci/local-stack.sh lazy: the stack's own containerd, lazy pulling through stargz.
+version = 2
+root = "$LAZY/containerd/root"
+state = "$LAZY/containerd/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+
+[grpc]
+  address = "$LAZY_SOCK"
+
+[ttrpc]
+  address = "$LAZY_SOCK.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$LAZY/containerd/opt"
+
+[proxy_plugins.stargz]
+  type = "snapshot"
+  address = "$LAZY_SN_SOCK"
+EOF
+}
+
+lazy_ready() {
+  ctr --address "$LAZY_SOCK" plugins ls 2>/dev/null | awk '$2 == "stargz" && $NF == "ok" {ok = 1} END {exit !ok}'
+}
+
+lazy_running() {
+  alive "$LAZY/stargz.pid" "$LAZY_BIN" && alive "$LAZY/containerd.pid" "$LAZY/containerd.toml" && lazy_ready
+}
+
+lazy_env() {
+  echo "export XPU_LAZY_CONTAINERD=$LAZY_SOCK"
+  echo "export XPU_LAZY_SNAPSHOTTER=stargz"
+  echo "export XPU_LAZY_SNAPSHOTTER_ROOT=$LAZY_SN_ROOT"
+}
+
+cmd_lazy() {
+  [[ -f "$STACK/registries.local.yaml" ]] || die "the stack is not up: run ci/local-stack.sh up"
+  mkdir -p "$LAZY" && chmod 700 "$LAZY"
+  # One start at a time (pytest-xdist workers may each ask for it).
+  exec 8>"$LAZY/.lock"
+  flock 8
+  ensure_lazy_packages
+  if build_snapshotter && alive "$LAZY/stargz.pid" "$LAZY_BIN"; then
+    log "the snapshotter was rebuilt: restarting lazy pulling"
+    stop_lazy
+  fi
+  if lazy_running; then lazy_env; exec 8>&-; return; fi
+  stop_lazy  # whatever half of it runs, and mounts a killed daemon left behind
+  # A fresh start forgets what was pulled before: a lazily pulled layer is only good while its
+  # registry answers (a test's proxy is gone by now), and the snapshotter would have to mount
+  # every one again before it serves (failing for good on one whose registry is gone).
+  rm -rf --one-file-system "$LAZY/containerd" "$LAZY_SN_ROOT"
+  log "starting the stargz snapshotter ($LAZY_SN_SOCK)"
+  # Loopback registries are plain HTTP to it; the public one is TLS with the stack's CA and auth.
+  # No background fetch: a layer's bytes come only when read, so a test can count what a start
+  # fetched (upstream fetches whole layers in the background after a few idle seconds).
+  setsid "$LAZY_BIN" -root "$LAZY_SN_ROOT" -address "$LAZY_SN_SOCK" -no-background-fetch \
+    -tls "127.0.0.1:$(port_of public)=$STACK/certs/ca.crt" \
+    -creds "127.0.0.1:$(port_of public)=xpu:$STACK/auth/password" \
+    >"$LAZY/stargz.log" 2>&1 </dev/null 8>&- &
+  echo $! >"$LAZY/stargz.pid"
+  wait_for "the stargz snapshotter (see $LAZY/stargz.log)" 30 test -S "$LAZY_SN_SOCK"
+  log "starting containerd ($LAZY_SOCK)"
+  lazy_containerd_config
+  setsid containerd --config "$LAZY/containerd.toml" >"$LAZY/containerd.log" 2>&1 </dev/null 8>&- &
+  echo $! >"$LAZY/containerd.pid"
+  wait_for "containerd with the stargz snapshotter (see $LAZY/containerd.log)" 60 lazy_ready
+  exec 8>&-
+  lazy_env
+}
+
+unmount_under() {  # unmount_under DIR: every mount below DIR, deepest first
+  local mp
+  awk -v d="$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r mp; do
+    umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null || fusermount3 -uz "$mp" 2>/dev/null || true
+  done
+}
+
+stop_one() {  # stop_one PIDFILE PROGRAM [SIGNAL]: SIGNAL (TERM), then KILL after 20 s
+  alive "$1" "$2" || { rm -f "$1"; return 0; }
+  kill -s "${3:-TERM}" "$(cat "$1")" 2>/dev/null || true
+  local deadline=$((SECONDS + 20))
+  while alive "$1" "$2" && ((SECONDS < deadline)); do sleep 0.2; done
+  if alive "$1" "$2"; then kill -9 "$(cat "$1")" 2>/dev/null || true; sleep 0.5; fi
+  rm -f "$1"
+}
+
+stop_lazy() {
+  [[ -d "$LAZY" ]] || return 0
+  # Containers first (their shims outlive containerd), while containerd still answers.
+  if alive "$LAZY/containerd.pid" "$LAZY/containerd.toml"; then
+    local ns id
+    for ns in $(ctr --address "$LAZY_SOCK" namespaces ls -q 2>/dev/null); do
+      for id in $(ctr --address "$LAZY_SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
+        ctr --address "$LAZY_SOCK" -n "$ns" tasks rm -f "$id" >/dev/null 2>&1 || true
+      done
+    done
+  fi
+  stop_one "$LAZY/containerd.pid" "$LAZY/containerd.toml"
+  stop_one "$LAZY/stargz.pid" "$LAZY_BIN" INT  # on SIGINT it unmounts its layers as it closes
+  unmount_under "$LAZY"
+  rm -f "$LAZY_SOCK" "$LAZY_SOCK.ttrpc" "$LAZY_SN_SOCK"
+}
+
 cmd_up() {  # cmd_up [ARCH...]: the architectures the base must serve beyond amd64
   local arch
   for arch in "$@"; do
@@ -339,6 +495,7 @@ cmd_env() {
   echo "export XPU_STACK_PUBLIC_PASSWORD_FILE=$STACK/auth/password"
   echo "export XPU_STACK_CA=$STACK/certs/ca.crt"
   echo "export XPU_STACK_CERT_DIR=$STACK/trust"
+  if lazy_running; then lazy_env; fi
 }
 
 cmd_status() {
@@ -355,10 +512,14 @@ cmd_status() {
       echo "registry  down  $r"; ok=1
     fi
   done
+  if lazy_running; then echo "lazy      up    containerd $LAZY_SOCK, snapshotter stargz"; fi
   return $ok
 }
 
 cmd_reset() {
+  # Lazy pulling stops (`lazy` starts it again, afresh) and its images and snapshots go.
+  stop_lazy
+  rm -rf --one-file-system "$LAZY/containerd" "$LAZY_SN_ROOT"
   # Bounded disk: drop what earlier runs published and built; the hub (base images) stays.
   for r in "${REGISTRIES[@]}"; do
     [[ "$r" == hub ]] && continue
@@ -396,6 +557,7 @@ cmd_reset() {
 }
 
 cmd_down() {
+  stop_lazy
   for r in "${REGISTRIES[@]}"; do
     local dir="$STACK/registries/$r"
     if alive "$dir/pid"; then kill "$(cat "$dir/pid")"; fi
@@ -413,9 +575,10 @@ cmd_down() {
 case "${1:-}" in
   up) shift; cmd_up "$@" ;;
   base) shift; cmd_base "$@" ;;
+  lazy) cmd_lazy ;;
   env) cmd_env ;;
   status) cmd_status ;;
   reset) cmd_reset ;;
   down) cmd_down ;;
-  *) echo "usage: $0 up [ARCH...]|base ARCH...|env|status|reset|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up [ARCH...]|base ARCH...|lazy|env|status|reset|down" >&2; exit 2 ;;
 esac
