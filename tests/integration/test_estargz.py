@@ -79,6 +79,13 @@ def test_an_estargz_release_serves_the_tested_image_and_the_snapshotters_reader_
         if "opt/blob/hello.txt" in read.stdout:  # the profile's file comes first in its layer
             assert read.stdout.splitlines()[0].startswith("opt/blob/hello.txt")
     assert ".prefetch.landmark" in landmarks
+    # A mirror copies the manifest byte for byte: the annotations travel with it.
+    usb = tmp_path / "usb"
+    mirrored = lazy.run("--registries", str(regs), "mirror", REF, "--to", f"oci:{usb}")
+    raw = skopeo("inspect", "--raw", f"oci:{usb}:1.0", host=ENDPOINTS[0])
+    assert mirrored.returncode == 0, mirrored.stderr
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["layers"] == json.loads(manifest.body)["layers"]
 
 
 def test_two_clean_builds_give_the_same_estargz_image_and_skopeo_keeps_its_digest(
