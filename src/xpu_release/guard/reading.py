@@ -184,7 +184,13 @@ def _constant(text: str) -> Any:
     raise Refused(msg)
 
 
-def parse_json(data: bytes | str, *, what: str, error: Fail = DamagedFileError) -> Any:
+def parse_json(
+    data: bytes | str,
+    *,
+    what: str,
+    error: Fail = DamagedFileError,
+    pairs: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
     """The JSON value of ``data``; ``error`` names ``what`` and the reason it is refused: not
     JSON (JSON is UTF-8: RFC 8259), nested deeper than ``MAX_DEPTH``, a number too long or not
     finite."""
@@ -199,6 +205,7 @@ def parse_json(data: bytes | str, *, what: str, error: Fail = DamagedFileError) 
             parse_int=lambda s: _number(s, "int"),
             parse_float=lambda s: _number(s, "float"),
             parse_constant=_constant,
+            object_pairs_hook=pairs,
         )
     except Refused as exc:
         msg = f"{what}: {exc}"

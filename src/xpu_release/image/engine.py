@@ -287,7 +287,7 @@ class Engine:
                 err = container.logs(stdout=False, stderr=True).decode(errors="replace")
                 msg = f"{' '.join(argv[:2])} in {image} exited {status}: {redact(err.strip()[-500:])}"
                 raise BuildFailed(msg)
-        return out.decode() if isinstance(out, bytes) else str(out)
+        return out.decode("utf-8", "replace") if isinstance(out, bytes) else str(out)
 
     def cpu_count(self) -> int:
         return engine_cpus(self.client)

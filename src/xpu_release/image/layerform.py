@@ -68,6 +68,17 @@ def profile_path(root: Path, image: str, version: str) -> Path:
     return root / "images" / image / version / PROFILE_FILE
 
 
+def is_profile_path(line: str) -> bool:
+    """A path a profile file can hold: absolute, one printable line, no backslash, UTF-8."""
+    return (
+        line.startswith("/")
+        and line.isprintable()
+        and "\\" not in line
+        and len(line) <= 4096
+        and not any("\ud800" <= c <= "\udfff" for c in line)
+    )
+
+
 def read_profile(path: Path, display: str) -> tuple[str, ...]:
     """The paths of a prefetch profile (a missing file: none). Each an absolute path of printable
     characters; comments and blank lines are passed over."""
@@ -83,7 +94,7 @@ def read_profile(path: Path, display: str) -> tuple[str, ...]:
     for n, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue
-        if not line.startswith("/") or not line.isprintable() or "\\" in line or len(line) > 4096:
+        if not is_profile_path(line):
             msg = f"{display}:{n}: {quoted(line)} is no absolute path; remake it with `xpu-release profile`"
             raise ManifestError(msg)
         paths.append(line)

@@ -28,7 +28,7 @@ from ..guard.reading import Refused, parse_json
 from ..guard.shown import shown
 from ..manifest import ImageSpec
 from .engine import Engine
-from .layerform import PROFILE_HEADER, profile_path, read_profile
+from .layerform import PROFILE_HEADER, is_profile_path, profile_path, read_profile
 from .smoke import VENV
 
 # Run by the image's interpreter: the hook, the imports, the workload, then the list.
@@ -110,7 +110,9 @@ def record(root: Path, spec: ImageSpec, engine: Engine, image: str) -> Profile:
     if not isinstance(files, list) or not all(isinstance(f, str) and f.startswith("/") for f in files):
         msg = f"the profile run of {spec.ref} printed something other than a list of paths"
         raise BuildFailed(msg)
-    return Profile(ref=spec.ref, path=profile_path(root, spec.image, spec.version), files=tuple(files))
+    # A file whose name a profile line cannot hold is not prefetched (it is fetched when read).
+    kept = tuple(f for f in files if is_profile_path(f))
+    return Profile(ref=spec.ref, path=profile_path(root, spec.image, spec.version), files=kept)
 
 
 def write(root: Path, profile: Profile) -> bool:

@@ -170,6 +170,15 @@ def _header(info: tarfile.TarInfo) -> bytes:
     return info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
 
 
+def _utf8_names(info: tarfile.TarInfo) -> None:
+    """The entry's names are UTF-8: a TOC is JSON, and a name tarfile kept as bytes (an escaped
+    surrogate) would be read by the snapshotter as another name."""
+    for text in (info.name, info.linkname, *info.pax_headers):
+        if not text.isascii() and any("\udc80" <= c <= "\udcff" for c in text):
+            msg = f"the layer's entry {info.name!r} has a name that is not UTF-8, which a TOC cannot say"
+            raise ValueError(msg)
+
+
 def _toc_entry(info: tarfile.TarInfo) -> dict[str, Any]:
     """The TOC's entry for ``info``, with the fields the snapshotter reads, empty ones left out
     as Go's ``omitempty`` does."""
@@ -177,6 +186,7 @@ def _toc_entry(info: tarfile.TarInfo) -> dict[str, Any]:
     if kind is None:
         msg = f"the layer's entry {info.name!r} is of tar type {info.type!r}, which eStargz cannot hold"
         raise ValueError(msg)
+    _utf8_names(info)
     entry: dict[str, Any] = {"name": info.name, "type": kind}
     if kind == "reg" and info.size:
         entry["size"] = info.size

@@ -22,6 +22,14 @@ BLOCK = 512
 _KINDS = {b"0": "reg", b"\0": "reg", b"1": "hardlink", b"2": "symlink", b"3": "char", b"4": "block",
           b"5": "dir", b"6": "fifo"}  # fmt: skip
 _PAX_MAX = 1 << 20  # bytes of one extended header (a path, a link, a few attributes)
+# The records Go's archive/tar reads as every other puller's unpack does, and that the TOC says
+# (or, uname and gname, that nothing mounts by): any other (GNU.sparse.*, which renames the entry
+# and rewrites its data) is refused. Numbers as ParseInt reads them, refused unless plain digits.
+_PAX_KEYS = frozenset(
+    ("path", "linkpath", "size", "uid", "gid", "mtime", "atime", "ctime", "uname", "gname", "hdrcharset")
+)
+_PAX_NUMBER = re.compile(r"[0-9]{1,18}")
+_PAX_TIME = re.compile(r"(-?[0-9]{1,18})(\.[0-9]{1,9})?")
 
 
 class Broken(Exception):
@@ -74,6 +82,40 @@ def clean(name: str) -> str:
     return "/".join(parts)
 
 
+def _pax_number(pax: dict[str, str], key: str, header: int) -> int:
+    if key not in pax:
+        return header
+    if not _PAX_NUMBER.fullmatch(pax[key]):
+        fail(f"a PAX extended header's {key} is not a number")
+    return int(pax[key])
+
+
+def _pax_mtime(pax: dict[str, str], header: int) -> int:
+    """The mtime in whole seconds, as the TOC's writer rounds it (Go's ``Round(time.Second)``)."""
+    if "mtime" not in pax:
+        return header
+    found = _PAX_TIME.fullmatch(pax["mtime"])
+    if found is None:
+        fail("a PAX extended header's mtime is not a time")
+    seconds, fraction = int(found[1]), found[2] or ""
+    if fraction and fraction[1] >= "5":
+        seconds += -1 if found[1].startswith("-") else 1
+    return seconds
+
+
+def _utf8(text: str, what: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        fail(f"a tar entry's {what} is not UTF-8, which the TOC cannot name")
+    return text
+
+
+def _text(field_bytes: bytes) -> str:
+    """A header's text field: up to its first NUL, bytes that are not UTF-8 escaped."""
+    return field_bytes.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
 def _octal(field_bytes: bytes, what: str) -> int:
     text = field_bytes.rstrip(b"\0 ").lstrip(b" ")
     if not text:
@@ -101,7 +143,10 @@ def _pax(data: bytes) -> dict[str, str]:
         ):
             fail("a PAX extended header is damaged")
         key, _, value = record[:-1].partition(b"=")
-        records[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        name = key.decode("utf-8", "surrogateescape")
+        if name not in _PAX_KEYS and not name.startswith("SCHILY.xattr."):
+            fail(f"a PAX extended header holds {quoted(name)}, which an eStargz layer of ours never holds")
+        records[name] = value.decode("utf-8", "surrogateescape")
         pos += length
     return records
 
@@ -213,23 +258,27 @@ class TarStream:
     def _entry(self, block: bytes, kind: str, size: int) -> None:
         pax, self._pax = self._pax, {}
         name = block[0:100].split(b"\0", 1)[0]
-        if block[257:263] == b"ustar\0" and block[345:500].strip(b"\0"):
-            name = block[345:500].split(b"\0", 1)[0] + b"/" + name
-        text = pax.get("path", name.decode("utf-8", "surrogateescape"))
-        size = int(pax["size"]) if pax.get("size", "").isdigit() else size
+        # The prefix is 155 bytes in ustar, 131 in star (a "tar" trailer), as Go reads them.
+        prefix = block[345:476] if block[508:512] == b"tar\0" else block[345:500]
+        if block[257:263] == b"ustar\0" and prefix.strip(b"\0"):
+            name = prefix.split(b"\0", 1)[0] + b"/" + name
+        text = _utf8(pax.get("path", name.decode("utf-8", "surrogateescape")), "name")
+        size = _pax_number(pax, "size", size)
+        if block[156:157] == b"\0" and text.endswith("/"):
+            kind = "dir"  # Go's archive/tar: an old regular file named as a folder is one
         if len(self.entries) >= limits.MAX_TOC_ENTRIES:
             fail(f"the layer has more than {limits.MAX_TOC_ENTRIES} entries")
         if kind != "reg" and size:
             fail(f"the tar entry {quoted(text)} is a {kind} that holds {size} bytes")
         entry = Entry(
             name=clean(text), kind=kind, size=size, mode=_octal(block[100:108], "mode"),
-            uid=int(pax["uid"]) if pax.get("uid", "").isdigit() else _octal(block[108:116], "uid"),
-            gid=int(pax["gid"]) if pax.get("gid", "").isdigit() else _octal(block[116:124], "gid"),
-            mtime=_octal(block[136:148], "mtime"),
-            link=pax.get("linkpath", block[157:257].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")),
+            uid=_pax_number(pax, "uid", _octal(block[108:116], "uid")),
+            gid=_pax_number(pax, "gid", _octal(block[116:124], "gid")),
+            mtime=_pax_mtime(pax, _octal(block[136:148], "mtime")),
+            link=_utf8(pax.get("linkpath", _text(block[157:257])), "link"),
             major=_octal(block[329:337], "device major"), minor=_octal(block[337:345], "device minor"),
-            xattrs={k[13:]: v.encode("utf-8", "surrogateescape") for k, v in pax.items()
-                    if k.startswith("SCHILY.xattr.")},
+            xattrs={_utf8(k[13:], "extended attribute's name"): v.encode("utf-8", "surrogateescape")
+                    for k, v in pax.items() if k.startswith("SCHILY.xattr.")},
         )  # fmt: skip
         if entry.name == TOC_NAME:
             if size > limits.MAX_TOC_BYTES:

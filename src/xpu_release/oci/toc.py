@@ -34,7 +34,7 @@ from isal import isal_zlib
 
 from ..errors import DamagedFileError
 from ..guard import limits
-from ..guard.reading import is_int, parse_json
+from ..guard.reading import ascii_int, is_int, parse_json
 from ..guard.shown import quoted
 from .estargz import FOOTER_SIZE, TOC_DIGEST_ANNOTATION, TOC_NAME, UNCOMPRESSED_SIZE_ANNOTATION, mtime_text
 from .tarstream import Broken, Entry, TarStream, clean, fail
@@ -64,7 +64,8 @@ class LayerCheck:
         said = annotations.get(UNCOMPRESSED_SIZE_ANNOTATION, "")
         # No more is inflated than the manifest says there is (a member that inflates without
         # end stops there); without the annotation, no more than an int64.
-        self._most = int(said) if said.isdigit() and len(said) < 19 else limits.MAX_INT64
+        most = ascii_int(said, most=18)
+        self._most = most if most is not None else limits.MAX_INT64
 
     def feed(self, block: bytes) -> None:
         self._sha.update(block)
@@ -145,7 +146,21 @@ class LayerCheck:
         size = self.annotations.get(UNCOMPRESSED_SIZE_ANNOTATION)
         if size is not None and size != str(tar.pos):
             fail(f"the layer unpacks to {tar.pos} bytes; the manifest's annotation says {quoted(size)}")
+        _bounded(tar.toc, tar.entries)
         _match(_toc_entries(tar.toc), tar.entries)
+
+
+def _bounded(toc: bytes, entries: list[Entry]) -> None:
+    """No more objects in the TOC than the layer's entries can need (one each, its xattrs', one
+    per chunk, and a brace a name holds), counted before it is parsed: a TOC of ``{},{},…``
+    parses to some 25 bytes of Python a byte, an honest one to 8, so a flood of empty objects
+    is refused before it costs the runner's memory."""
+    most = 1 + sum(
+        2 + len(e.segments) + e.name.count("{") + e.link.count("{") + sum(k.count("{") for k in e.xattrs)
+        for e in entries
+    )
+    if toc.count(b"{") > most:
+        fail(f"the TOC holds more objects than the layer's {len(entries)} entries can need")
 
 
 def _footer_offset(tail: bytes) -> int:
@@ -166,15 +181,30 @@ def _footer_offset(tail: bytes) -> int:
 
 _INTS = ("size", "mode", "uid", "gid", "offset", "devMajor", "devMinor", "chunkOffset", "chunkSize")
 _TEXTS = ("name", "type", "modtime", "linkName", "digest", "chunkDigest", "userName", "groupName")
+# Go's encoding/json takes a key in any case ("Mode" is mode) and decodes a repeated key into the
+# value the first made (merging maps and entries): only the format's own keys, each once.
+_KEYS = frozenset((*_INTS, *_TEXTS, "xattrs"))
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        fail("the TOC repeats a key in one of its objects")
+    return made
 
 
 def _toc_entries(toc: bytes) -> list[dict[str, Any]]:
     """The TOC's entries, each a mapping of the fields it may hold, of the types they must be."""
     try:
-        doc = parse_json(toc, what="the TOC", error=DamagedFileError)
+        doc = parse_json(toc, what="the TOC", error=DamagedFileError, pairs=_unique)
     except DamagedFileError as exc:
         fail(exc.message)
-    if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(doc.get("entries"), list):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != 1
+        or not isinstance(doc.get("entries"), list)
+        or set(doc) != {"version", "entries"}
+    ):
         fail("the TOC is not an eStargz TOC of version 1")
     entries: list[Any] = doc["entries"]
     if len(entries) > 2 * limits.MAX_TOC_ENTRIES:
@@ -186,6 +216,11 @@ def _toc_entries(toc: bytes) -> list[dict[str, Any]]:
             or not isinstance(e.get("type"), str)
         ):
             fail(f"the TOC's entry {i} has no name or type")
+        if set(e) - _KEYS:
+            fail(
+                f"the TOC's entry {i} ({quoted(e['name'])}) has a key the format does not name: "
+                f"{quoted(min(set(e) - _KEYS))}"
+            )
         bad = [k for k in _INTS if k in e and not is_int(e[k])] + [
             k for k in _TEXTS if k in e and not isinstance(e[k], str)
         ]
@@ -221,7 +256,7 @@ def _said(entry: Entry) -> dict[str, Any]:
 
 _DATA = ("offset", "chunkOffset", "chunkSize", "chunkDigest", "digest")  # a file's data, no other kind's
 _CHUNK_KEYS = frozenset(("name", "type", "offset", "chunkOffset", "chunkSize", "chunkDigest"))
-_LINKABLE = ("reg", "dir", "symlink", "char", "block", "fifo")
+_LINKABLE = ("reg", "symlink", "char", "block", "fifo")  # a folder's hard link is a cycle
 
 
 def _same(e: dict[str, Any], entry: Entry, k: int) -> None:
@@ -244,9 +279,13 @@ def _match(toc: list[dict[str, Any]], entries: list[Entry]) -> None:
     for entry in entries:
         start = k
         _same(toc[k], entry, k)
+        # A reader keys entries by name, the last of a name winning (its links, its chunks): one
+        # name, one entry.
+        if entry.name in seen:
+            fail(f"the layer lists {quoted(entry.name)} twice")
         if entry.kind == "hardlink" and seen.get(clean(entry.link)) not in _LINKABLE:
-            fail(f"the hard link {quoted(entry.name)} names no entry before it that is no link")
-        seen.setdefault(entry.name, entry.kind)
+            fail(f"the hard link {quoted(entry.name)} names no entry before it that is no link or folder")
+        seen[entry.name] = entry.kind
         k += 1
         while k < len(toc) and toc[k]["type"] == "chunk":
             if set(toc[k]) - _CHUNK_KEYS or clean(toc[k]["name"]) != entry.name:
