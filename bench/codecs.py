@@ -14,7 +14,9 @@ uplink speeds, under a simple model: the runner's uplink carries every endpoint'
 (publish sends each blob to each endpoint), and compressing and sending do not overlap (an upper
 bound; the push overlaps them per layer). The crossover is the uplink speed below which the
 codec's smaller blob pays for its slower compression against the default (ISA-L level 2).
-Prints a table and writes bench/results/codecs.json.
+The row ``estargz`` is ISA-L level 2 written as eStargz (``oci.estargz.write``: a gzip member per
+file and per 4 MiB chunk, the TOC, on two threads), on the same content as a whole tar (``--codecs
+isal:2,estargz`` measures only those two). Prints a table and writes bench/results/codecs.json.
 """
 
 from __future__ import annotations
@@ -58,6 +60,25 @@ print(json.dumps({{"wall": wall, "cpu": cpu, "size": blob.size, "digest": blob.d
 """
 
 
+_ESTARGZ = """
+import json, os, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+sys.path.insert(0, {src!r})
+from xpu_release.oci import estargz
+from xpu_release.oci.codec import DEFAULT
+blob = Path({spool!r}) / "estargz.blob"
+t0, c0 = time.perf_counter(), time.process_time()
+with open({sample!r}, "rb") as src, open(os.devnull, "wb") as tar, blob.open("wb") as out, \\
+        ThreadPoolExecutor(max_workers=2) as pool:
+    made = estargz.write(src, tar, out, codec=DEFAULT, pool=pool)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+blob.unlink()
+print(json.dumps({{"wall": wall, "cpu": cpu, "size": made.blob_size, "digest": made.blob_digest,
+                  "key": "estargz-" + DEFAULT.key}}))
+"""
+
+
 def find_wheel() -> Path:
     for folder in (Path("/opt/wheels"), Path.home() / ".cache" / "xpu-release" / "blobs"):
         found = sorted(folder.rglob("torch-2.13.0+cpu-*.whl")) if folder.is_dir() else []
@@ -66,8 +87,9 @@ def find_wheel() -> Path:
     sys.exit("no torch-2.13.0+cpu wheel in /opt/wheels or the fetch cache: pass --wheel FILE")
 
 
-def make_sample(wheel: Path, out: Path, limit: int) -> int:
-    """The wheel's files as an uncompressed tar (what the layer holds), cut to ``limit`` bytes."""
+def make_sample(wheel: Path, out: Path, limit: int, *, whole: bool = False) -> int:
+    """The wheel's files as an uncompressed tar (what the layer holds), cut to ``limit`` bytes
+    (``whole``: the tar of the files up to that size, ended as a tar is, for eStargz)."""
     with (
         zipfile.ZipFile(wheel) as z,
         out.open("wb") as raw,
@@ -82,8 +104,9 @@ def make_sample(wheel: Path, out: Path, limit: int) -> int:
             tar.addfile(member, io.BytesIO(data))
             if raw.tell() >= limit:
                 break
-    with out.open("r+b") as f:
-        f.truncate(min(limit, out.stat().st_size))
+    if not whole:
+        with out.open("r+b") as f:
+            f.truncate(min(limit, out.stat().st_size))
     return out.stat().st_size
 
 
@@ -113,16 +136,18 @@ def main() -> None:
     ap.add_argument("--endpoints", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--wheel", type=Path)
+    ap.add_argument("--codecs", default=",".join([*CODECS, "estargz"]), help="which rows, comma-separated")
     args = ap.parse_args()
     wheel = args.wheel or find_wheel()
     rows = []
     with tempfile.TemporaryDirectory(prefix="xpu-bench-codecs-") as tmp:
         sample = Path(tmp) / "layer.tar"
-        size = make_sample(wheel, sample, args.sample_mb << 20)
-        for name in CODECS:
+        size = make_sample(wheel, sample, args.sample_mb << 20, whole=True)
+        for name in args.codecs.split(","):
             runs = []
             for _ in range(args.runs):
-                code = _ONE.format(src=str(ROOT / "src"), name=name, spool=tmp, sample=str(sample))
+                snippet = _ESTARGZ if name == "estargz" else _ONE
+                code = snippet.format(src=str(ROOT / "src"), name=name, spool=tmp, sample=str(sample))
                 out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
                 runs.append(json.loads(out.stdout))
             assert len({r["digest"] for r in runs}) == 1, f"{name}: the same layer gave different blobs"
@@ -132,7 +157,7 @@ def main() -> None:
             rows.append({"codec": name, "key": runs[0]["key"], "mb_s_in": size / wall / 1e6,
                          "cpu_s": cpu, "ratio": ratio, "blob_digest": runs[0]["digest"],
                          "deterministic_runs": args.runs})  # fmt: skip
-    base = next(r for r in rows if r["codec"] == DEFAULT)
+    base = next((r for r in rows if r["codec"] == DEFAULT), rows[0])
     for r in rows:
         r["seconds_25gb"] = {str(m): seconds(r["mb_s_in"], r["ratio"], args.endpoints, m) for m in LINKS_MBIT}
         r["against_default"] = against(r, base, args.endpoints)
@@ -151,7 +176,13 @@ def main() -> None:
     report = {"sample_bytes": size, "wheel": wheel.name, "endpoints": args.endpoints, "runs": args.runs,
               "cpus": os.cpu_count(), "default": DEFAULT, "image_gb": IMAGE_GB, "links_mbit": LINKS_MBIT,
               "codecs": rows}  # fmt: skip
-    out = ROOT / "bench" / "results" / "codecs.json"
+    chosen = args.codecs.split(",")
+    name = (
+        "codecs"
+        if chosen == [*CODECS, "estargz"]
+        else "codecs-" + "-".join(c.replace(":", "") for c in chosen)
+    )
+    out = ROOT / "bench" / "results" / f"{name}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 
