@@ -104,9 +104,12 @@ def read_profile(path: Path, display: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def layer_form(root: Path, image: str, version: str, layers: str) -> LayerForm:
-    """The form ``image.yaml``'s ``layers`` names, with the version's profile if eStargz."""
+def layer_form(root: Path, image: str, version: str, layers: str, extends: str | None = None) -> LayerForm:
+    """The form ``image.yaml``'s ``layers`` names, with the version's profile if eStargz: its
+    own, else (a bump, a patch) the one of the version it extends, until it records its own."""
     if layers != "estargz":
         return GZIP
     path = profile_path(root, image, version)
+    if not path.is_file() and extends:
+        path = profile_path(root, image, extends)
     return LayerForm(estargz=True, prefetch=read_profile(path, str(path.relative_to(root))))

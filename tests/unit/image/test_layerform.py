@@ -121,3 +121,14 @@ def test_a_stale_profile_names_what_the_workload_opens_now(tmp_path: Path) -> No
     assert "+ /c" in said
     assert "- /b" in said
     assert "xpu-release profile x:1" in said
+
+
+def test_a_version_without_a_profile_takes_the_one_of_the_version_it_extends(tmp_path: Path) -> None:
+    earlier = tmp_path / "images" / "x" / "1" / "prefetch.txt"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text("/usr/bin/python3\n")
+    assert layer_form(tmp_path, "x", "2", "estargz", extends="1").prefetch == ("/usr/bin/python3",)
+    own = tmp_path / "images" / "x" / "2" / "prefetch.txt"
+    own.parent.mkdir(parents=True)
+    own.write_text("/opt/venv/bin/python\n")
+    assert layer_form(tmp_path, "x", "2", "estargz", extends="1").prefetch == ("/opt/venv/bin/python",)
