@@ -127,7 +127,7 @@ def library(target: Target) -> tuple[float, float, int]:
 def every_copy(target: Target) -> tuple[float, float, int]:
     """``library`` with every copy of a blob read and hashed on its own, as verify did before it
     read a blob's copies in step and compared them (``copy`` in the table)."""
-    from xpu_release.release.publishing import verify as module
+    from xpu_release.release.publishing import blobjobs as module
 
     real = module.in_step
     module.in_step = lambda blobs: [[i] for i in range(len(blobs))]

@@ -10,6 +10,7 @@ May import: every wing. Nothing imports it.
 from . import (
     ci,
     evaluating,
+    gating,
     housekeeping,
     images,
     lifecycle,
@@ -26,6 +27,7 @@ __all__ = [
     "ci",
     "cli",
     "evaluating",
+    "gating",
     "housekeeping",
     "images",
     "lifecycle",

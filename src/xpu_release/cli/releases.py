@@ -19,8 +19,8 @@ from .app import (
     ref_argument,
     with_login,
 )
+from .gating import advisories_option, gate_policy
 from .housekeeping import cache_limit, cap_cache
-from .images import advisories_option, gate_policy
 from .lifecycle import standing
 from .live import line_sink
 from .output import info, write_output

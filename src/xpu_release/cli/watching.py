@@ -15,7 +15,7 @@ import click
 from ..errors import ConfigError, NotFoundError
 from .app import State, _credentials, _emit_json, cli, json_option, pass_state, ref_argument
 from .app import with_login as login_options
-from .images import advisories_option, gate_policy
+from .gating import advisories_option, gate_policy
 from .live import line_sink
 from .output import info, warn
 from .publishing import signing_key_option

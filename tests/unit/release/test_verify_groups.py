@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xpu_release.release.publishing.verify import in_step
+from xpu_release.release.publishing.blobjobs import in_step
 
 
 @given(sizes=st.lists(st.integers(0, 10**10), min_size=1, max_size=12), endpoints=st.integers(1, 6))

@@ -22,9 +22,8 @@ Neither re-reads what the record says: both ask the endpoints.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ...errors import ReleaseError, is_down
 from ...evidence.attachment import (
@@ -44,55 +43,12 @@ from ...evidence.signing import Verifier, open_envelope
 from ...guard.reading import loads
 from ...guard.shown import shown
 from ...manifest.platforms import Platform
-from ...oci.blobcheck import Source, check_copies
-from ...oci.endpoint import Endpoint
-from ...oci.model import ImageManifest
 from ...oci.registry import Manifest, RegistryClient
-from ...oci.toc import LayerCheck, is_estargz
-from ...progress import Sink, Tally
+from ...progress import Sink
 from ..model.plan import Target
 from ..model.platformindex import platform_images, shape_problem
 from ..model.pool import EndpointPool
-
-CHUNK = 1 << 20
-
-
-class Job(NamedTuple):
-    """One blob to check at one endpoint."""
-
-    endpoint: Endpoint
-    client: RegistryClient
-    repo: str
-    digest: str
-    size: int
-    # An eStargz layer's annotations: deep, its TOC is held against its bytes too (``oci/toc``).
-    toc: tuple[tuple[str, str], ...] = ()
-
-
-def _image_jobs(ep: Endpoint, client: RegistryClient, repo: str, manifest: Manifest) -> list[Job]:
-    """The blobs of an image manifest to check at ``ep``: its config and layers (none of an index)."""
-    view = manifest.view
-    if not isinstance(view, ImageManifest):
-        return []
-    return [
-        Job(
-            ep,
-            client,
-            repo,
-            d.digest,
-            d.size,
-            tuple(sorted(d.annotations.items())) if is_estargz(d.annotations) else (),
-        )
-        for d in view.blobs()
-    ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    endpoint: str
-    what: str  # the ref or the blob digest
-    problem: str
-    down: bool = False  # the endpoint did not answer (``errors.is_down``), rather than answered wrong
+from .blobjobs import Finding, Job, check_blobs, image_jobs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,27 +66,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-def in_step(blobs: list[tuple[str, int]]) -> list[list[int]]:
-    """The jobs (each a blob at one endpoint: digest and size) as groups of indexes read in step:
-    one group a blob, so each blob's bytes are hashed once however many endpoints hold it. (Its
-    copies split over two groups, to keep both cores busy when one layer is nearly the whole
-    image, measured slower on this 2-core runner: bench/verify.py --size 4GB --one-layer.)"""
-    by_blob: dict[tuple[str, int], list[int]] = {}
-    for i, blob in enumerate(blobs):
-        by_blob.setdefault(blob, []).append(i)
-    return list(by_blob.values())
-
-
-def _present(client: RegistryClient, repo: str, digest: str, size: int) -> str | None:
-    """A problem with one blob at one endpoint, by HEAD (None: it is there, of the size listed)."""
-    length = client.blob_size(repo, digest)
-    if length is None:
-        return "missing"
-    if length >= 0 and length != size:
-        return f"has {length} bytes, the manifest lists {size}"
-    return None
 
 
 def _attachments(
@@ -261,11 +196,8 @@ def _platform_images(
             findings.append(Finding(endpoint=ep.name, what=f"{platform} image", problem=exc.message))
             continue
         findings += [Finding(endpoint=ep.name, what=f"{platform} {w}", problem=p) for w, p in problems]
-        jobs += _image_jobs(ep, client, repo, image) + [Job(ep, client, repo, d, size) for d, size in blobs]
+        jobs += image_jobs(ep, client, repo, image) + [Job(ep, client, repo, d, size) for d, size in blobs]
     return findings, jobs
-
-
-PARALLEL = 8  # blobs checked at once
 
 
 def verify(
@@ -290,7 +222,7 @@ def verify(
     on_line(
         f"{'hashing' if deep else 'checking'} {len(jobs)} blobs at {len(endpoints.plan.targets)} endpoints"
     )
-    found, hashed_total = _check_blobs(jobs, deep)
+    found, hashed_total = check_blobs(jobs, deep)
     return VerifyReport(
         ref=endpoints.spec.ref,
         digest=survey.expected,
@@ -322,7 +254,7 @@ class _Survey:
         manifest = self._served(t, client, repo)
         if manifest is None:
             return
-        self.jobs += _image_jobs(ep, client, repo, manifest)
+        self.jobs += image_jobs(ep, client, repo, manifest)
         try:
             found = list_referrers(client, repo, manifest.digest)
             if self.attached is None:
@@ -337,11 +269,11 @@ class _Survey:
         self.jobs += [Job(ep, client, repo, d, size) for d, size in blobs]
         if manifest.is_index:
             top = Job(ep, client, repo, manifest.digest, 0)
-            found_images, image_jobs = _platform_images(
+            found_images, platform_jobs = _platform_images(
                 top, manifest, spec.platforms, self.by_platform, self.key
             )
             self.findings += found_images
-            self.jobs += image_jobs
+            self.jobs += platform_jobs
 
     def _served(self, t: Target, client: RegistryClient, repo: str) -> Manifest | None:
         """The release as ``t``'s endpoint serves it at the version tag (None: a finding says why not)."""
@@ -366,45 +298,3 @@ class _Survey:
             self.findings.append(Finding(endpoint=ep.name, what=t.version_ref, problem=problem))
             return None
         return manifest
-
-
-def _check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
-    """Each blob of ``jobs`` present at its endpoint at its size (``deep``: hashed, each blob once
-    at every endpoint that lists it, the copies compared); the findings and the bytes hashed."""
-    tallies: dict[str, Tally] = {}
-    for job in jobs:
-        tally = tallies.setdefault(job.endpoint.name, Tally(f"hashing at {job.endpoint.name}", 0))
-        tally.total = (tally.total or 0) + job.size
-
-    def finding(job: Job, problem: str | None) -> Finding | None:
-        return Finding(endpoint=job.endpoint.name, what=job.digest, problem=problem) if problem else None
-
-    def shallow(group: list[Job]) -> list[tuple[Finding | None, int]]:
-        (job,) = group
-        try:
-            problem = _present(job.client, job.repo, job.digest, job.size)
-        except ReleaseError as exc:
-            problem = exc.message
-        return [(finding(job, problem), 0)]
-
-    def everywhere(group: list[Job]) -> list[tuple[Finding | None, int]]:
-        """One blob at every endpoint that lists it: hashed once, the copies compared with it; of
-        an eStargz layer, the bytes held against its TOC as they pass (``oci/toc``)."""
-        sources = [Source(job.client, job.repo, tallies[job.endpoint.name].add) for job in group]
-        toc = LayerCheck(dict(group[0].toc)) if group[0].toc else None
-        checked = check_copies(sources, group[0].digest, group[0].size, CHUNK, also=toc.feed if toc else None)
-        # The TOC's verdict is of the blob when the bytes it read are the blob's.
-        lies = toc.problem if toc is not None and toc.digest == group[0].digest else None
-        said = f"its eStargz TOC does not hold: {lies}" if lies else None
-        return [
-            (finding(job, problem or said), got) for job, (problem, got) in zip(group, checked, strict=True)
-        ]
-
-    groups = in_step([(job.digest, job.size) for job in jobs]) if deep else [[i] for i in range(len(jobs))]
-    results: list[tuple[Finding | None, int]] = [(None, 0)] * len(jobs)
-    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        checks = pool.map(everywhere if deep else shallow, [[jobs[i] for i in g] for g in groups])
-        for group, checked in zip(groups, checks, strict=True):
-            for i, result in zip(group, checked, strict=True):
-                results[i] = result  # in the endpoints' order, as the jobs were listed
-    return [f for f, _ in results if f is not None], sum(got for _, got in results)
