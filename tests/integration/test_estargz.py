@@ -188,3 +188,23 @@ def test_the_profile_is_recorded_from_a_run_of_the_image_and_checked_current(laz
     assert all(not f.startswith(("/proc/", "/tmp/")) for f in files)
     assert path.read_text().splitlines()[3:] == files
     assert again.returncode == 0, again.stderr
+
+
+def test_a_runner_that_forgot_the_build_writes_the_same_estargz_layers_again(
+    lazy: Cli, tmp_path: Path
+) -> None:
+    """With an empty cache (another runner, a cache pruned), the push has no blob for the image's
+    eStargz layers: it exports them from the engine and writes them again, which must give the
+    very layers the image holds (their TOC is in the tested image), so the same digest."""
+    from xpu_release.settings import CACHE_ENV
+
+    first, second = ("w" + uuid.uuid4().hex[:10] for _ in range(2))
+    regs = [registries_file(tmp_path / f"{ns}.yaml", ns) for ns in (first, second)]
+    warm = lazy.run("--registries", str(regs[0]), "publish", REF, "--record", str(tmp_path / "warm.json"))
+    cold = lazy.run("--registries", str(regs[1]), "publish", REF, "--record", str(tmp_path / "cold.json"),
+                    env={CACHE_ENV: str(tmp_path / "empty-cache")})  # fmt: skip
+    assert warm.returncode == 0, warm.stderr
+    assert cold.returncode == 0, cold.stderr
+    assert "eStargz ones as they were built" in cold.stderr  # it did write them again
+    digest = json.loads((tmp_path / "warm.json").read_text())["digest"]
+    assert json.loads((tmp_path / "cold.json").read_text())["digest"] == digest

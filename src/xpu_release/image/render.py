@@ -85,11 +85,10 @@ def image_source(root: Path, image: str) -> str:
 
 def image_layers(root: Path, spec: ImageSpec) -> LayerForm:
     """How ``spec``'s own layers are written: ``image.yaml``'s ``layers`` (gzip when unsaid),
-    with the version's prefetch profile if eStargz."""
+    with the version's prefetch profile if eStargz (else the one of the version it extends)."""
     src = _image_file(root, spec.image)
-    return layer_form(
-        root, spec.image, spec.version, str(src.data.get("layers") or "gzip") if src else "gzip"
-    )
+    layers = str(src.data.get("layers") or "gzip") if src else "gzip"
+    return layer_form(root, spec.image, spec.version, layers, spec.extends)
 
 
 def render(root: Path, spec: ImageSpec, registries: Registries, template: str | None = None) -> Rendered:

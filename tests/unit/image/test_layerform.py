@@ -132,3 +132,15 @@ def test_a_version_without_a_profile_takes_the_one_of_the_version_it_extends(tmp
     own.parent.mkdir(parents=True)
     own.write_text("/opt/venv/bin/python\n")
     assert layer_form(tmp_path, "x", "2", "estargz", extends="1").prefetch == ("/opt/venv/bin/python",)
+
+
+def test_a_bump_of_an_estargz_image_keeps_its_predecessors_profile_and_so_its_layers(repo: Path) -> None:
+    """A new SDK that changes only its environment ships no new layer: its eStargz layers are
+    written with the same profile as the version it extends."""
+    (repo / "manifests" / "pytorch-cpu-sdk" / "2.13.1.yaml").write_text(
+        'image: pytorch-cpu-sdk\nversion: "2.13.1"\nextends: "2.13.0"\n'
+    )
+    old = image_layers(repo, Repo(repo).load_ref("pytorch-cpu-sdk:2.13.0"))
+    new = image_layers(repo, Repo(repo).load_ref("pytorch-cpu-sdk:2.13.1"))
+    assert old.prefetch
+    assert new == old
