@@ -182,6 +182,7 @@ def test_the_training_image_is_gated_and_its_vex_travels_to_every_endpoint(
                         justification="vulnerable_code_cannot_be_controlled_by_adversary"))  # fmt: skip
         released = cli.run("--registries", str(regs), "release", CPU, "--advisories", str(folder),
                            *NO_EVALUATE, timeout=1800)  # fmt: skip
+        assert released.returncode == 0, released.stderr[-3000:]  # said here, not as a missing tag below
         published = served(cli, regs, "25.03", "training-cpu-pytorch")["public"] or ""
         first = {h: referrers_index(h, repo, published) for h in ENDPOINTS}
         again = cli.run("--registries", str(regs), "release", CPU, "--advisories", str(folder),

@@ -53,6 +53,13 @@ class LayerForm:
         return {"form": "estargz", "chunk": CHUNK, "codec": self.codec.key, "prefetch": profile}
 
     @property
+    def blob_key(self) -> str:
+        """A name for the map diff_id → blob of this form's layers: an eStargz layer's tar (its
+        TOC, hence its profile, included) and the codec fix its blob, so any image's eStargz
+        layers (an SDK's under its child) are found there, whatever profile wrote them."""
+        return f"estargz-{self.codec.key}-{CHUNK >> 20}M" if self.estargz else "gzip"
+
+    @property
     def key(self) -> str:
         """A name for the maps of this form's layers (raw → written, written → blob)."""
         basis = self.basis()

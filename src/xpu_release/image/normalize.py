@@ -265,7 +265,7 @@ def _rewritten(raw: Path, stem: Path, form: LayerForm, pool: ThreadPoolExecutor)
     if not form.estargz:
         return norm, dest
     lazy = stem.with_suffix(".estargz.tar")
-    norm = spool_estargz(dest, lazy, form.codec, form.key, form.prefetch, pool)
+    norm = spool_estargz(dest, lazy, form.codec, form.blob_key, form.prefetch, pool)
     dest.unlink()
     return norm, lazy.replace(dest)
 

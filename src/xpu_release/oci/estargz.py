@@ -73,6 +73,22 @@ def holds_toc(layer: Path) -> bool:
     return last == TOC_NAME
 
 
+def written_profile(layer: Path) -> tuple[str, ...]:
+    """The prefetch profile an eStargz layer tar was written with: the names before its
+    ``.prefetch.landmark`` (none before ``.no.prefetch.landmark``). Written again with it, the
+    layer comes out the same."""
+    names: list[str] = []
+    with tarfile.open(layer, mode="r:") as tar:
+        for member in tar:
+            name = _clean(member.name)
+            if name == PREFETCH_LANDMARK:
+                return tuple(names)
+            if name == NO_PREFETCH_LANDMARK:
+                return ()
+            names.append(name)
+    return ()
+
+
 def footer(toc_offset: int) -> bytes:
     """The 51-byte footer: an empty gzip member (a stored block) whose extra field is subfield
     ``SG`` holding ``%016xSTARGZ``, the TOC member's offset (``estargz/gzip.go``)."""

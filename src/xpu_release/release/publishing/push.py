@@ -34,7 +34,7 @@ from ...image.layerform import GZIP, LayerForm
 from ...manifest.platforms import Platform
 from ...oci.codec import DEFAULT, Codec, decompressed
 from ...oci.downloads import read_blob
-from ...oci.estargz import holds_toc
+from ...oci.estargz import holds_toc, written_profile
 from ...oci.members import (
     Blob,
     CompressedMap,
@@ -151,8 +151,10 @@ class _Remaking:
             if not holds_toc(self._path):
                 self._on_kept(diff_id, compress(self._path, self._how.spool, self._pool, self._how.codec))
                 return
-            made = spool_estargz(self._path, self._path.with_suffix(".again"), form.codec, form.key,
-                                 form.prefetch, self._pool)  # fmt: skip
+            # The profile the layer was written with is its own (an SDK's layer under its child
+            # was written with the SDK's): the entries before its landmark.
+            made = spool_estargz(self._path, self._path.with_suffix(".again"), form.codec, form.blob_key,
+                                 written_profile(self._path), self._pool)  # fmt: skip
             blob = self._lazy.get(made)
             if made != diff_id or blob is None:
                 msg = (
@@ -229,7 +231,7 @@ class _Push:
         # map, any other layer (its base's) in the codec's.
         form = how.form
         self.local = CompressedMap(how.codec)
-        self.lazy = CompressedMap(form.codec, form.key) if form.estargz else None
+        self.lazy = CompressedMap(form.codec, form.blob_key) if form.estargz else None
         self.blobs: dict[str, Blob] = {}
         self.held: set[str] = set()  # at the endpoint already, or mounted there: nothing to send
 
