@@ -196,13 +196,21 @@ def test_a_runner_that_forgot_the_build_writes_the_same_estargz_layers_again(
     """With an empty cache (another runner, a cache pruned), the push has no blob for the image's
     eStargz layers: it exports them from the engine and writes them again, which must give the
     very layers the image holds (their TOC is in the tested image), so the same digest."""
-    from xpu_release.settings import CACHE_ENV
+    import shutil
+
+    from xpu_release import settings
 
     first, second = ("w" + uuid.uuid4().hex[:10] for _ in range(2))
     regs = [registries_file(tmp_path / f"{ns}.yaml", ns) for ns in (first, second)]
     warm = lazy.run("--registries", str(regs[0]), "publish", REF, "--record", str(tmp_path / "warm.json"))
+    # A cache that knows the image was tested and built here (publish refuses an untested image),
+    # and nothing of its blobs: no spool, no diff_id → blob map, no config.
+    cache = settings.Settings.from_env(lazy.env).cache
+    forgetful = tmp_path / "forgetful-cache"
+    for kept in ("tested", "builds"):
+        shutil.copytree(cache / kept, forgetful / kept)
     cold = lazy.run("--registries", str(regs[1]), "publish", REF, "--record", str(tmp_path / "cold.json"),
-                    env={CACHE_ENV: str(tmp_path / "empty-cache")})  # fmt: skip
+                    env={settings.CACHE_ENV: str(forgetful)})  # fmt: skip
     assert warm.returncode == 0, warm.stderr
     assert cold.returncode == 0, cold.stderr
     assert "eStargz ones as they were built" in cold.stderr  # it did write them again
