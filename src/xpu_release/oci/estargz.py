@@ -50,7 +50,6 @@ FOOTER_SIZE = 51
 # Mtime of the entries this module adds (the landmark, the TOC): the moment every layer's files
 # are clamped to (image.layers.MTIME_EPOCH, repeated here: oci/ is below image/).
 ENTRY_MTIME = 946684800
-_MTIME_TEXT = "2000-01-01T00:00:00Z"
 _XATTR = "SCHILY.xattr."
 _TYPES = {
     tarfile.REGTYPE: "reg", tarfile.AREGTYPE: "reg", tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink",
@@ -64,29 +63,24 @@ class Sink(Protocol):
     def write(self, data: bytes, /) -> object: ...
 
 
-def holds_toc(layer: Path) -> bool:
-    """Whether the layer tar at ``layer`` is an eStargz layer's (its last entry is the TOC)."""
+def written_profile(layer: Path) -> tuple[str, ...] | None:
+    """The prefetch profile the eStargz layer tar at ``layer`` was written with (the names before
+    its ``.prefetch.landmark``; none before ``.no.prefetch.landmark``), read in one pass; None
+    when it is no eStargz layer's (its last entry is not the TOC). Written again with it, the
+    layer comes out the same."""
+    names: list[str] = []
+    profile: tuple[str, ...] | None = None
     last = ""
     with tarfile.open(layer, mode="r:") as tar:
         for member in tar:
-            last = member.name
-    return last == TOC_NAME
-
-
-def written_profile(layer: Path) -> tuple[str, ...]:
-    """The prefetch profile an eStargz layer tar was written with: the names before its
-    ``.prefetch.landmark`` (none before ``.no.prefetch.landmark``). Written again with it, the
-    layer comes out the same."""
-    names: list[str] = []
-    with tarfile.open(layer, mode="r:") as tar:
-        for member in tar:
-            name = _clean(member.name)
-            if name == PREFETCH_LANDMARK:
-                return tuple(names)
-            if name == NO_PREFETCH_LANDMARK:
-                return ()
-            names.append(name)
-    return ()
+            last = clean(member.name)
+            if profile is None and last == PREFETCH_LANDMARK:
+                profile = tuple(names)
+            elif profile is None and last == NO_PREFETCH_LANDMARK:
+                profile = ()
+            elif profile is None:
+                names.append(last)
+    return (profile or ()) if last == TOC_NAME else None
 
 
 def footer(toc_offset: int) -> bytes:
@@ -230,8 +224,6 @@ def _toc_entry(info: tarfile.TarInfo) -> dict[str, Any]:
 
 def mtime_text(epoch: int) -> str:
     """An mtime as the TOC writes it (RFC 3339, UTC; empty for 0, as Go's ``formatModtime``)."""
-    if epoch == ENTRY_MTIME:
-        return _MTIME_TEXT
     if not epoch:
         return ""
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -249,8 +241,19 @@ def _landmark(name: str) -> tarfile.TarInfo:
     return info
 
 
-def _clean(name: str) -> str:
-    return name.removeprefix("./").strip("/")
+def clean(name: str) -> str:
+    """A tar name as the snapshotter keys it (Go's ``cleanEntryName``: ``path.Clean("/"+name)``
+    without its leading slash)."""
+    parts: list[str] = []
+    for part in name.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
 
 
 def ordered(members: Sequence[tarfile.TarInfo], prefetch: Iterable[str]) -> tuple[list[tarfile.TarInfo], int]:
@@ -258,7 +261,7 @@ def ordered(members: Sequence[tarfile.TarInfo], prefetch: Iterable[str]) -> tupl
     profile's files in its order, each after its parent folders and a hard link's target (as
     ``estargz/build.go``'s ``moveRec``), then the rest in the layer's order. A path of the
     profile that is not in this layer is passed over (it is in another layer)."""
-    by_name = {_clean(m.name): m for m in members}
+    by_name = {clean(m.name): m for m in members}
     first: dict[str, tarfile.TarInfo] = {}
 
     def move(name: str, depth: int = 0) -> None:
@@ -268,13 +271,13 @@ def ordered(members: Sequence[tarfile.TarInfo], prefetch: Iterable[str]) -> tupl
         move(parent, depth + 1)
         m = by_name[name]
         if m.islnk():
-            move(_clean(m.linkname), depth + 1)
+            move(clean(m.linkname), depth + 1)
         first[name] = m
 
     for path in prefetch:
-        if _clean(path) in by_name:
-            move(_clean(path))
-    rest = [m for m in members if _clean(m.name) not in first and _clean(m.name) not in _OWN_NAMES]
+        if clean(path) in by_name:
+            move(clean(path))
+    rest = [m for m in members if clean(m.name) not in first and clean(m.name) not in _OWN_NAMES]
     return [*first.values(), *rest], len(first)
 
 

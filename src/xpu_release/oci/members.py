@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,14 +175,20 @@ def compress(
 
 
 def spool_estargz(
-    layer: Path, dest: Path, codec: Codec, form: str, prefetch: tuple[str, ...], pool: ThreadPoolExecutor
+    layer: Path,
+    dest: Path | None,
+    codec: Codec,
+    form: str,
+    prefetch: tuple[str, ...],
+    pool: ThreadPoolExecutor,
 ) -> str:
     """Write the eStargz form of the layer tar ``layer``: its tar to ``dest`` (what the engine
-    loads), its blob to the spool, remembered under the form's map; return its diff_id."""
+    loads; None: only hashed, as when a layer is written again for its blob), its blob to the
+    spool, remembered under the form's map; return its diff_id."""
     spool = spool_dir()
     with (
         layer.open("rb") as src,
-        dest.open("wb") as tar,
+        (dest or Path(os.devnull)).open("wb") as tar,
         Out(spool / "layer", within=spool, what="eStargz layer", durable=False) as out,
     ):
         made = estargz.write(src, tar, out, codec=codec, pool=pool, prefetch=prefetch)

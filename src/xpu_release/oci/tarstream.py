@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from ..guard import limits
 from ..guard.shown import quoted
-from .estargz import TOC_NAME
+from .estargz import TOC_NAME, clean
 
 BLOCK = 512
 _KINDS = {b"0": "reg", b"\0": "reg", b"1": "hardlink", b"2": "symlink", b"3": "char", b"4": "block",
@@ -67,19 +67,6 @@ class Entry:
     xattrs: dict[str, bytes]
     whole: Any = field(default_factory=hashlib.sha256)
     segments: list[Segment] = field(default_factory=list)
-
-
-def clean(name: str) -> str:
-    parts: list[str] = []
-    for part in name.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-            continue
-        parts.append(part)
-    return "/".join(parts)
 
 
 def _pax_number(pax: dict[str, str], key: str, header: int) -> int:

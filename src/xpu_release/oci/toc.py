@@ -36,8 +36,15 @@ from ..errors import DamagedFileError
 from ..guard import limits
 from ..guard.reading import ascii_int, is_int, parse_json
 from ..guard.shown import quoted
-from .estargz import FOOTER_SIZE, TOC_DIGEST_ANNOTATION, TOC_NAME, UNCOMPRESSED_SIZE_ANNOTATION, mtime_text
-from .tarstream import Broken, Entry, TarStream, clean, fail
+from .estargz import (
+    FOOTER_SIZE,
+    TOC_DIGEST_ANNOTATION,
+    TOC_NAME,
+    UNCOMPRESSED_SIZE_ANNOTATION,
+    clean,
+    mtime_text,
+)
+from .tarstream import Broken, Entry, TarStream, fail
 
 _OUT_STEP = 1 << 20  # bytes inflated at a time: a member that inflates without end is cut into these
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")

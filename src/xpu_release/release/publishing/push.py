@@ -34,7 +34,7 @@ from ...image.layerform import GZIP, LayerForm
 from ...manifest.platforms import Platform
 from ...oci.codec import DEFAULT, Codec, decompressed
 from ...oci.downloads import read_blob
-from ...oci.estargz import holds_toc, written_profile
+from ...oci.estargz import written_profile
 from ...oci.members import (
     Blob,
     CompressedMap,
@@ -148,13 +148,12 @@ class _Remaking:
         self._file.close()
         try:
             form = self._how.form
-            if not holds_toc(self._path):
+            profile = written_profile(self._path)
+            if profile is None:  # no eStargz layer: its base's, compressed as any layer is
                 self._on_kept(diff_id, compress(self._path, self._how.spool, self._pool, self._how.codec))
                 return
-            # The profile the layer was written with is its own (an SDK's layer under its child
-            # was written with the SDK's): the entries before its landmark.
-            made = spool_estargz(self._path, self._path.with_suffix(".again"), form.codec, form.blob_key,
-                                 written_profile(self._path), self._pool)  # fmt: skip
+            # With the profile it was written with (an SDK's layer under its child: the SDK's).
+            made = spool_estargz(self._path, None, form.codec, form.blob_key, profile, self._pool)
             blob = self._lazy.get(made)
             if made != diff_id or blob is None:
                 msg = (
