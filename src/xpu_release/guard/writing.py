@@ -34,7 +34,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -269,10 +269,13 @@ def write_proven(
     *,
     within: Path | None = None,
     durable: bool = True,
+    then: Callable[[], str | None] | None = None,
 ) -> Identity:
     """``blocks`` at ``path``, put in place only once they are proven to be the ``size`` bytes
     that hash to ``digest`` (``sha256:<hex>``); else ``NotAsNamed`` and nothing is put there. A
-    source that sends more than ``size`` bytes is cut off as soon as it does."""
+    source that sends more than ``size`` bytes is cut off as soon as it does. ``then``, asked
+    once the bytes are proven, says what else is wrong with them (None: nothing); a problem is
+    ``NotAsNamed`` too, and nothing is put there."""
     h = hashlib.sha256()
     with Out(path, within=within, what=f"blob {digest}", durable=durable) as out:
         for block in blocks:
@@ -285,6 +288,8 @@ def write_proven(
             raise NotAsNamed(digest, size, f"has {out.size} bytes, not the {size} listed for it")
         if got != digest:
             raise NotAsNamed(digest, size, f"hashes to {got}")
+        if then is not None and (problem := then()) is not None:
+            raise NotAsNamed(digest, size, problem)
         return out.commit()
 
 

@@ -41,10 +41,6 @@ class LayerForm:
     # (which would make another image of the same inputs).
     codec: Codec = DEFAULT
 
-    @property
-    def name(self) -> str:
-        return "estargz" if self.estargz else "gzip"
-
     def basis(self) -> dict[str, object] | None:
         """What of the form the image's inputs digest holds (None for gzip: as before forms)."""
         if not self.estargz:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ReleaseError
 from .downloads import read_blob
@@ -73,12 +73,20 @@ class _Copy:
             self.own.update(block)
 
 
+class Checked(NamedTuple):
+    """What ``check_copies`` found."""
+
+    copies: list[tuple[str | None, int]]  # per source, in order: its problem (None: intact), bytes read
+    shared: str | None  # what the bytes the copies shared hash to; None: no copy was read to its end in step
+
+
 def check_copies(
     sources: list[Source], digest: str, size: int, chunk: int, also: Fed | None = None
-) -> list[tuple[str | None, int]]:
+) -> Checked:
     """For each source, in order: the problem with its copy of ``digest`` (None: its bytes hash to
     ``digest`` and there are ``size`` of them) and the bytes read from it. ``also`` is fed the
-    blocks hashed in step (the copies' shared bytes), in order."""
+    blocks hashed in step (the copies' shared bytes), in order: they are the blob when ``shared``
+    is its digest, so what ``also`` makes of them is of the blob, with no second hash."""
     copies = [_Copy(s) for s in sources]
     try:
         for c in copies:
@@ -92,18 +100,20 @@ def check_copies(
                     c.blocks = _exact(blocks, chunk)
             except ReleaseError as exc:
                 c.problem = exc.message
-        _read_in_step([c for c in copies if not c.done], also)
+        shared = _read_in_step([c for c in copies if not c.done], also)
     finally:
         for c in copies:
             if c.blocks is not None:
                 c.blocks.close()
-    return [(c.problem or _judge(c, digest, size), c.got) for c in copies]
+    return Checked([(c.problem or _judge(c, digest, size), c.got) for c in copies], shared)
 
 
-def _read_in_step(step: list[_Copy], also: Fed | None = None) -> None:
+def _read_in_step(step: list[_Copy], also: Fed | None = None) -> str | None:
     """Read every copy to its end: those still equal under one shared hash, block by block, each
-    of the others under its own from where it left; sets each copy's ``final`` (or ``problem``)."""
+    of the others under its own from where it left; sets each copy's ``final`` (or ``problem``).
+    Returns what the shared bytes hash to, if the copies in step ended together (None: none did)."""
     shared = hashlib.sha256()
+    together: str | None = None
     alone: list[_Copy] = []
     while step or alone:
         read = [(c, c.read()) for c in step]
@@ -115,9 +125,11 @@ def _read_in_step(step: list[_Copy], also: Fed | None = None) -> None:
                 c.leave(shared, block)
                 if not c.done:  # it ended where it left: its hash is final already
                     alone.append(c)
-        if lead is None:  # those in step ended together
-            for c in step:
-                c.final = "sha256:" + shared.hexdigest()
+        if lead is None:
+            if step:  # those in step ended together
+                together = "sha256:" + shared.hexdigest()
+                for c in step:
+                    c.final = together
             step = []
         else:
             shared.update(lead)
@@ -128,6 +140,7 @@ def _read_in_step(step: list[_Copy], also: Fed | None = None) -> None:
             if c.problem is None:
                 c.hash(block)
         alone = [c for c in alone if not c.done]
+    return together
 
 
 def _judge(c: _Copy, digest: str, size: int) -> str | None:

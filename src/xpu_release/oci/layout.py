@@ -76,12 +76,17 @@ class Layout:
         """A regular file is there under ``digest`` (never opened: a FIFO there is no blob)."""
         return is_regular(self.blob_path(digest))
 
-    def write_blob(self, digest: str, size: int, blocks: Iterable[bytes]) -> Identity:
+    def write_blob(
+        self, digest: str, size: int, blocks: Iterable[bytes], then: Callable[[], str | None] | None = None
+    ) -> Identity:
         """``blocks`` as the blob ``digest``, put under its name only once proven to be its
-        ``size`` bytes (``guard.writing.NotAsNamed`` if not: nothing is put there). Not synced
+        ``size`` bytes and ``then`` finds nothing wrong with them (``guard.writing.NotAsNamed``
+        if not: nothing is put there). Not synced
         one by one: ``put_manifests`` settles the disk once before ``index.json`` lists them; a
         blob a crash left torn is found by the next run's proof and written again."""
-        return write_proven(self.blob_path(digest), digest, size, blocks, within=self.root, durable=False)
+        return write_proven(
+            self.blob_path(digest), digest, size, blocks, within=self.root, durable=False, then=then
+        )
 
     def proven(self, digest: str, size: int) -> Identity | None:
         """The blob's file, if it is there as a regular file (no link followed) holding the

@@ -56,7 +56,9 @@ def is_estargz(annotations: Mapping[str, str] | None) -> bool:
 
 
 class LayerCheck:
-    """Fed an eStargz blob's bytes in order (``feed``), says what is wrong with it (``problem``)."""
+    """Fed an eStargz blob's bytes in order (``feed``), says what is wrong with it (``problem``).
+    It does not hash them: its verdict is of the blob once the caller has proven the bytes fed
+    were the blob's (``blobcheck.Checked.shared``, ``guard.writing.write_proven``'s ``then``)."""
 
     def __init__(self, annotations: dict[str, str]) -> None:
         self.annotations = annotations
@@ -67,7 +69,6 @@ class LayerCheck:
         self._members: list[tuple[int, int]] = []  # (blob offset, tar position) of every member
         self._tail = b""
         self._broken: str | None = None
-        self._sha = hashlib.sha256()
         said = annotations.get(UNCOMPRESSED_SIZE_ANNOTATION, "")
         # No more is inflated than the manifest says there is (a member that inflates without
         # end stops there); without the annotation, no more than an int64.
@@ -75,7 +76,6 @@ class LayerCheck:
         self._most = most if most is not None else limits.MAX_INT64
 
     def feed(self, block: bytes) -> None:
-        self._sha.update(block)
         if self._broken is not None:
             return
         self._tail = (self._tail + block)[-FOOTER_SIZE:]
@@ -115,11 +115,6 @@ class LayerCheck:
             if not left:
                 return b""
             data = left
-
-    @property
-    def digest(self) -> str:
-        """The digest of the bytes fed: the verdict is of the blob when this is its digest."""
-        return "sha256:" + self._sha.hexdigest()
 
     @property
     def problem(self) -> str | None:

@@ -168,6 +168,34 @@ def test_a_blob_is_put_in_place_only_when_it_is_the_bytes_its_digest_names(tmp_p
     assert names(tmp_path) == ["blob"]
 
 
+def test_what_then_finds_wrong_with_proven_bytes_keeps_them_out_and_is_asked_only_of_proven_ones(
+    tmp_path: Path,
+) -> None:
+    """``then`` (mirror's eStargz TOC check) is asked once the bytes are the blob: its problem
+    keeps them out as a hash would; bytes that are not the blob are named by their hash, and
+    ``then`` is never asked of them."""
+    data = b"layer bytes" * 1000
+    path = tmp_path / "blob"
+    asked: list[str] = []
+
+    def toc_lies() -> str:
+        asked.append("asked")
+        return "its TOC lies"
+
+    with pytest.raises(NotAsNamed) as lies:
+        write_proven(path, digest(data), len(data), [data], then=toc_lies)
+    with pytest.raises(NotAsNamed) as other:
+        write_proven(path, digest(b"something else"), len(data), [data], then=toc_lies)
+    assert names(tmp_path) == []  # neither was put in place, nor left a temporary
+    identity = write_proven(path, digest(data), len(data), [data], then=lambda: None)
+
+    assert lies.value.got == "its TOC lies"
+    assert "hashes to" in other.value.got
+    assert asked == ["asked"]  # once: of the proven bytes alone
+    assert unchanged(path, identity)
+    assert names(tmp_path) == ["blob"]
+
+
 def test_a_source_that_sends_more_than_the_size_listed_is_cut_off_at_once(tmp_path: Path) -> None:
     sent = [0]
 

@@ -70,7 +70,7 @@ def test_copies_equal_to_the_blob_are_all_fine_and_each_counted_whole(three: End
         return Source(source.client, source.repo, lambda n: counted.__setitem__(i, counted[i] + n))
 
     serve(three, [BLOB, BLOB, BLOB])
-    results = check_copies([counter(i) for i in range(3)], DIGEST, len(BLOB), CHUNK)
+    results = check_copies([counter(i) for i in range(3)], DIGEST, len(BLOB), CHUNK).copies
 
     assert results == [(None, len(BLOB))] * 3
     assert counted == {0: len(BLOB), 1: len(BLOB), 2: len(BLOB)}
@@ -83,7 +83,7 @@ def test_a_flipped_byte_in_one_copy_names_that_copy_and_what_it_hashes_to(
     copies = [BLOB, BLOB, BLOB]
     copies[which] = flipped(200_000)
 
-    results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), CHUNK)
+    results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), CHUNK).copies
 
     assert [problem for problem, _ in results] == [alone(c) for c in copies]
     assert results[which][0] is not None
@@ -93,7 +93,7 @@ def test_a_flipped_byte_in_one_copy_names_that_copy_and_what_it_hashes_to(
 def test_a_copy_cut_short_or_grown_is_named_with_its_length(three: Endpoints) -> None:
     copies = [BLOB[: 3 * CHUNK], BLOB, BLOB + b"x"]  # ends on a block's edge; one byte too many
 
-    results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), CHUNK)
+    results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), CHUNK).copies
 
     assert all(says(r, c) for r, c in zip(results, copies, strict=True)), results
     assert results[2][0] is not None
@@ -101,7 +101,7 @@ def test_a_copy_cut_short_or_grown_is_named_with_its_length(three: Endpoints) ->
 
 
 def test_a_missing_copy_is_missing_and_the_others_are_still_checked(three: Endpoints) -> None:
-    results = check_copies(serve(three, [None, flipped(5), BLOB]), DIGEST, len(BLOB), CHUNK)
+    results = check_copies(serve(three, [None, flipped(5), BLOB]), DIGEST, len(BLOB), CHUNK).copies
 
     assert results == [("missing", 0), (alone(flipped(5)), len(BLOB)), (None, len(BLOB))]
 
@@ -110,11 +110,29 @@ def test_a_broken_download_of_the_first_copy_leaves_the_others_checked(three: En
     serve(three, [BLOB, BLOB, flipped(299_999)])
     three[0][1].faults.cut_blob_gets = 1  # half the body, then the connection closes
 
-    results = check_copies([s for s, _ in three], DIGEST, len(BLOB), CHUNK)
+    fed = bytearray()
+    checked = check_copies([s for s, _ in three], DIGEST, len(BLOB), CHUNK, also=fed.extend)
+    results = checked.copies
 
     assert results[0][0] is not None
     assert "broke" in results[0][0]
     assert results[1:] == [(None, len(BLOB)), (alone(flipped(299_999)), len(BLOB))]
+    # What ``also`` was shown went on with the copies still in step: the blob, whole, and said so.
+    assert bytes(fed) == BLOB
+    assert checked.shared == DIGEST
+
+
+def test_also_is_told_nothing_is_whole_when_every_copy_broke_off(three: Endpoints) -> None:
+    serve(three, [BLOB, BLOB, BLOB])
+    for _, state in three:
+        state.faults.cut_blob_gets = 1
+
+    fed = bytearray()
+    checked = check_copies([s for s, _ in three], DIGEST, len(BLOB), CHUNK, also=fed.extend)
+
+    assert all(problem is not None and "broke" in problem for problem, _ in checked.copies)
+    assert checked.shared is None
+    assert len(fed) < len(BLOB)
 
 
 damage = st.one_of(
@@ -146,6 +164,17 @@ def test_every_copys_verdict_is_what_hashing_it_alone_would_say(
 ) -> None:
     copies = [damaged(how) for how in hows]
 
-    results = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), chunk)
+    fed = bytearray()
+    checked = check_copies(serve(three, list(copies)), DIGEST, len(BLOB), chunk, also=fed.extend)
+    results = checked.copies
 
     assert all(says(r, c) for r, c in zip(results, copies, strict=True)), [r[0] for r in results]
+    # ``also`` saw the bytes of the copies that stayed in step to their end, and ``shared`` says
+    # what they hash to: the blob's digest exactly when they are the blob (so what ``also`` made
+    # of them is of the blob), which it is whenever every copy is.
+    assert any(c.startswith(fed) for c in copies)
+    if checked.shared is not None:  # None: no copy was read to its end (each went past the size)
+        assert checked.shared == "sha256:" + hashlib.sha256(fed).hexdigest()
+    assert (checked.shared == DIGEST) == (bytes(fed) == BLOB)
+    if all(c == BLOB for c in copies):
+        assert checked.shared == DIGEST

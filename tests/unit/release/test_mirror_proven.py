@@ -17,7 +17,7 @@ from xpu_release.cli import cli
 from xpu_release.errors import DamagedFileError, WireError
 from xpu_release.oci.layout import REF_NAME, Layout
 from xpu_release.release.publishing.mirror import mirror
-from xpu_release.release.publishing.sides import LayoutSide, RegistrySide
+from xpu_release.release.publishing.sides import LayoutSide, RegistrySide, Then
 
 from ..cli.test_no_internal_error import CLOSED
 from ..fake_registry import State, fake_registry
@@ -99,11 +99,13 @@ def test_a_target_that_keeps_a_damaged_blob_is_a_problem_naming_it_and_gets_no_t
     state.blobs[layer] = b"rotten"  # already there, damaged, before the first copy
 
     class Stubborn(RegistrySide):  # keeps what it holds when it is sent again, as distribution does
-        def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
+        def store_blob(
+            self, digest: str, size: int, blocks: Iterable[bytes], spool: Path, then: Then = None
+        ) -> None:
             if digest in state.blobs:
                 list(blocks)
                 return
-            super().store_blob(digest, size, blocks, spool)
+            super().store_blob(digest, size, blocks, spool, then)
 
     target = Stubborn(client_for(host, state), "m/image")
     report = mirror(LayoutSide(Layout(tmp_path / "src")), target, TAG, tmp_path / "cache")

@@ -107,10 +107,11 @@ def check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
         toc = LayerCheck(dict(group[0].toc)) if group[0].toc else None
         checked = check_copies(sources, group[0].digest, group[0].size, CHUNK, also=toc.feed if toc else None)
         # The TOC's verdict is of the blob when the bytes it read are the blob's.
-        lies = toc.problem if toc is not None and toc.digest == group[0].digest else None
+        lies = toc.problem if toc is not None and checked.shared == group[0].digest else None
         said = f"its eStargz TOC does not hold: {lies}" if lies else None
         return [
-            (finding(job, problem or said), got) for job, (problem, got) in zip(group, checked, strict=True)
+            (finding(job, problem or said), got)
+            for job, (problem, got) in zip(group, checked.copies, strict=True)
         ]
 
     groups = in_step([(job.digest, job.size) for job in jobs]) if deep else [[i] for i in range(len(jobs))]

@@ -140,11 +140,13 @@ class _Copier:
                 if toc is not None:
                     toc.feed(block)
                 yield block
-            if toc is not None and toc.digest == digest and (problem := toc.problem):
-                raise self.source.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")
+
+        def holds() -> str | None:  # asked once the bytes are proven to be the blob
+            problem = toc.problem if toc is not None else None
+            return f"is an eStargz layer whose TOC does not hold: {problem}" if problem else None
 
         try:
-            self.target.store_blob(digest, size, counted(), self.spool)
+            self.target.store_blob(digest, size, counted(), self.spool, holds)
         except NotAsNamed as exc:
             raise self.source.damaged(digest, exc.got) from None
         finally:

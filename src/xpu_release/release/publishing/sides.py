@@ -11,7 +11,7 @@ lists the manifests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from ...progress import Tally
 
 Counted = Tally | None
 Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
+Then = Callable[[], str | None] | None  # asked once a blob's bytes are proven: what else is wrong
 
 
 PROVING_THREADS = 4  # blobs read back at once from a registry target
@@ -55,7 +56,12 @@ class Side(Protocol):
 
     # as the target
     def holds(self, digest: str, size: int) -> bool: ...
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None: ...
+    def store_blob(
+        self, digest: str, size: int, blocks: Iterable[bytes], spool: Path, then: Then = None
+    ) -> None:
+        """``blocks`` stored as ``digest`` once proven to be it (``NotAsNamed`` if not, or if
+        ``then`` names a problem once they are: ``guard.writing.write_proven``)."""
+
     def put_members(self, manifests: list[Manifest]) -> None: ...  # by digest, not listed
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
     def list_referrers(self, subject: Manifest, pushed: list[Manifest]) -> None: ...
@@ -104,9 +110,11 @@ class RegistrySide:
     def holds(self, digest: str, size: int) -> bool:
         return self.client.blob_exists(self.repo, digest)  # proven after the copy: read back
 
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
+    def store_blob(
+        self, digest: str, size: int, blocks: Iterable[bytes], spool: Path, then: Then = None
+    ) -> None:
         path = blob_file(spool, digest)  # this run's own spool: no other run writes it
-        write_proven(path, digest, size, blocks, durable=False)  # uploaded, then removed
+        write_proven(path, digest, size, blocks, durable=False, then=then)  # uploaded, then removed
         try:
             self.client.upload_blob(self.repo, digest, path)
         finally:
@@ -132,7 +140,7 @@ class RegistrySide:
         def one(blob: tuple[str, int]) -> str | None:
             digest, size = blob
             at = Source(self.client, self.repo, counted)
-            ((problem, _),) = check_copies([at], digest, size, COPY_BLOCK)
+            ((problem, _),) = check_copies([at], digest, size, COPY_BLOCK).copies
             return problem
 
         with ThreadPoolExecutor(max_workers=PROVING_THREADS) as pool:
@@ -197,9 +205,11 @@ class LayoutSide:
             self.proven[digest] = identity
         return identity is not None
 
-    def store_blob(self, digest: str, size: int, blocks: Iterable[bytes], spool: Path) -> None:
+    def store_blob(
+        self, digest: str, size: int, blocks: Iterable[bytes], spool: Path, then: Then = None
+    ) -> None:
         self._begin()
-        self.proven[digest] = self.layout.write_blob(digest, size, blocks)
+        self.proven[digest] = self.layout.write_blob(digest, size, blocks, then)
 
     def put_members(self, manifests: list[Manifest]) -> None:
         self._begin()
