@@ -25,6 +25,13 @@ with it on, it downloads every mounted layer whole beside the reads the workload
 trial at 100 MB/s fetched 1.36 GB of a 2 GB variant before the first step (``--background-fetch``
 measures that way).
 
+``--docker`` times instead what the done-means of a plain puller asks: `docker pull` of the
+eStargz release against its gzip twin, each into a Docker engine of the trial's own (started
+empty, its own root, no bridge), interleaved, through the same proxy (writes
+bench/results/pull-docker.json):
+
+    python bench/pull.py --docker --rates 100
+
 The machine is not made quiet: other work on it slows every way alike, and the interval says
 how much the figures moved. Prints a table and writes bench/results/pull.json.
 """
@@ -389,6 +396,91 @@ def trial(stack: Path, ref: str, way: str, rate: float, background: bool) -> tup
         proxy.close()
 
 
+@contextlib.contextmanager
+def engine(stack: Path) -> Iterator[str]:
+    """A Docker engine of this trial's own, from nothing (its own root, no bridge, no iptables
+    rules: the stack's engine is not touched); its DOCKER_HOST."""
+    base = Path(tempfile.mkdtemp(prefix="bench-docker-", dir=stack / "lazy"))
+    host = f"unix://{base}/docker.sock"
+    log = (base / "dockerd.log").open("wb")
+    argv = [
+        "dockerd", "--host", host, "--data-root", str(base / "data"), "--exec-root", str(base / "exec"),
+        "--pidfile", str(base / "dockerd.pid"), "--storage-driver", "overlay2", "--bridge", "none",
+        "--iptables=false", "--ip-masq=false",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(["docker", "-H", host, "info"], capture_output=True, check=False).returncode:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                sys.exit(f"a bench dockerd did not start: {base / 'dockerd.log'}")
+            time.sleep(0.3)
+        yield host
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for line in reversed(Path("/proc/self/mountinfo").read_text().splitlines()):
+            point = line.split()[4]
+            if point.startswith(str(base) + "/"):
+                subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def docker_trial(stack: Path, ref: str, rate: float) -> tuple[float, int]:
+    """Seconds of a plain `docker pull` of ``ref`` into an empty engine, and the bytes fetched."""
+    proxy = Proxy(rate)
+    try:
+        with engine(stack) as host:
+            via = ref.replace(REGISTRY, f"127.0.0.1:{proxy.port}")  # loopback: plain HTTP is allowed
+            started = time.monotonic()
+            done = subprocess.run(["docker", "-H", host, "pull", "-q", via], capture_output=True, text=True,
+                                  check=False, timeout=3600)  # fmt: skip
+            seconds = time.monotonic() - started
+            if done.returncode != 0:
+                sys.exit(f"docker pull {via} failed:\n{done.stderr[-2000:]}")
+            return seconds, proxy.carried
+    finally:
+        proxy.close()
+
+
+def docker_rows(stack: Path, images: list[Image], rates: list[float], trials: int) -> list[dict[str, Any]]:
+    """A plain `docker pull` of the eStargz release against its gzip twin, interleaved."""
+    rows: list[dict[str, Any]] = []
+    for rate in rates:
+        for image in images:
+            got: dict[str, list[tuple[float, int]]] = {"estargz": [], "gzip": []}
+            for n in range(trials):
+                for form in ("estargz", "gzip") if n % 2 == 0 else ("gzip", "estargz"):
+                    got[form].append(docker_trial(stack, image.refs[form], rate))
+                    seconds, carried = got[form][-1]
+                    print(f"  {image.name} at {rate / MB:.0f} MB/s, trial {n + 1}: docker pull {form} "
+                          f"{seconds:.1f} s, {carried / MB:.0f} MB", flush=True)  # fmt: skip
+            ratios = [a[0] / b[0] for a, b in zip(got["estargz"], got["gzip"], strict=True)]
+            rows.append({
+                "image": image.name, "rate_mb_s": rate / MB, "trials": trials,
+                "seconds": {f: [round(t, 2) for t, _ in got[f]] for f in got},
+                "bytes": {f: [b for _, b in got[f]] for f in got},
+                "compressed_bytes": image.sizes,
+                "estargz_over_gzip": round(statistics.median(ratios), 3),
+                "estargz_over_gzip_interval": [round(x, 3) for x in interval(ratios)],
+                "estargz_bytes_over_gzip": round(image.sizes["estargz"] / image.sizes["gzip"], 3),
+            })  # fmt: skip
+    print(
+        f"\n{'image':<16} {'MB/s':>5} {'estargz s':>10} {'gzip s':>8} {'estargz/gzip [95%]':>24} {'bytes':>6}"
+    )
+    for r in rows:
+        med = {f: statistics.median(r["seconds"][f]) for f in ("estargz", "gzip")}
+        lo, hi = r["estargz_over_gzip_interval"]
+        ratio, size = r["estargz_over_gzip"], r["estargz_bytes_over_gzip"]
+        print(f"{r['image']:<16} {r['rate_mb_s']:>5.0f} {med['estargz']:>10.1f} {med['gzip']:>8.1f} "
+              f"{ratio:>10.2f} [{lo:.2f}, {hi:.2f}] {size:>6.2f}")  # fmt: skip
+    return rows
+
+
 # --- the figures ------------------------------------------------------------------------------
 
 
@@ -409,13 +501,24 @@ def main() -> None:
     parser.add_argument(
         "--background-fetch", action="store_true", help="the snapshotter's background fetch on"
     )
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "pull.json"))
+    parser.add_argument(
+        "--docker", action="store_true",
+        help="time a plain `docker pull` of the eStargz release against its gzip twin instead "
+        "(a fresh engine each trial; writes bench/results/pull-docker.json)",
+    )  # fmt: skip
+    parser.add_argument("--out", default=None, help="bench/results/pull.json (pull-docker.json)")
     args = parser.parse_args()
+    out = Path(args.out or ROOT / "bench" / "results" / ("pull-docker.json" if args.docker else "pull.json"))
     stack = Path(os.environ.get("XPU_STACK_DIR") or sys.exit('run: eval "$(ci/local-stack.sh env)"'))
     if not (stack / "lazy" / "bin" / "stargz-snapshotter").is_file():
         sys.exit("the snapshotter is not built: run ci/local-stack.sh lazy")
     with tempfile.TemporaryDirectory(prefix="bench-pull-", dir=stack) as tmp:
         images = prepare(args.source, int(args.variant_gb * 1e9), Path(tmp))
+    if args.docker:
+        docker = docker_rows(stack, images, [float(r) * MB for r in args.rates.split(",")], args.trials)
+        out.write_text(json.dumps({"command": ["docker", "pull"], "rows": docker}, indent=2) + "\n")
+        print(f"\nwrote {out}")
+        return
     rows: list[dict[str, Any]] = []
     for rate in (float(r) * MB for r in args.rates.split(",")):
         for image in images:
@@ -449,8 +552,8 @@ def main() -> None:
               f"{med['gzip']:>8.1f} {r['lazy_over_full']:>8.2f} [{lo:.2f}, {hi:.2f}] {lazy_mb:>8.0f} "
               f"{r['estargz_full_over_gzip']:>10.2f} {r['estargz_bytes_over_gzip']:>6.2f}")  # fmt: skip
     doc = {"command": COMMAND, "background_fetch": args.background_fetch, "rows": rows}
-    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":
