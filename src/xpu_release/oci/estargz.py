@@ -111,9 +111,11 @@ class Written:
 
 @dataclass
 class _Member:
-    """One gzip member being filled: its uncompressed bytes so far."""
+    """One gzip member being filled: its uncompressed bytes so far, and how many of its first
+    bytes are a chunk of a file, hashed with the member's compression (0: none)."""
 
     parts: list[bytes] = field(default_factory=list)
+    chunk: int = 0
 
     def add(self, data: bytes) -> None:
         if data:
@@ -135,7 +137,8 @@ class _Out:
         self.offsets: list[int] = []  # the blob offset of every member written so far
         self.blob_size = 0
         self.current = _Member()
-        self.pending: list[Future[bytes]] = []
+        self.pending: list[Future[tuple[bytes, str]]] = []
+        self.digests: list[str] = []  # of every member written so far: the digest of its chunk ("": none)
 
     def put(self, data: bytes) -> None:
         self.diff.update(data)
@@ -143,18 +146,25 @@ class _Out:
         self.tar_size += len(data)
         self.current.add(data)
 
-    def cut(self) -> int:
-        """Close the current member (if it holds anything); return the index the next one has."""
+    def cut(self, chunk: int = 0) -> int:
+        """Close the current member (if it holds anything) and start the next, whose first
+        ``chunk`` bytes are a chunk of a file; return the index the next one has."""
         if self.current.parts:
-            piece = b"".join(self.current.parts)
-            self.current = _Member()
-            self.pending.append(self.pool.submit(self.compress, piece))
+            piece, first = b"".join(self.current.parts), self.current.chunk
+            self.pending.append(self.pool.submit(self._pack, piece, first))
             while len(self.pending) > 8:
                 self._write_oldest()
+        self.current = _Member(chunk=chunk)
         return len(self.offsets) + len(self.pending)
 
+    def _pack(self, piece: bytes, chunk: int) -> tuple[bytes, str]:
+        """On the pool: the member compressed, and the digest of the chunk it starts with."""
+        digest = "sha256:" + hashlib.sha256(memoryview(piece)[:chunk]).hexdigest() if chunk else ""
+        return self.compress(piece), digest
+
     def _write_oldest(self) -> None:
-        member = self.pending.pop(0).result()
+        member, digest = self.pending.pop(0).result()
+        self.digests.append(digest)
         self.offsets.append(self.blob_size)
         self.blob.update(member)
         self.blob_out.write(member)
@@ -232,7 +242,11 @@ def mtime_text(epoch: int) -> str:
 @dataclass
 class _Chunk:
     entry: dict[str, Any]
-    member: int  # the index of the member the chunk starts
+    member: int  # the index of the member the chunk starts (hashed with its compression)
+    whole: dict[str, Any] | None = None  # the file's entry, when this chunk is all of the file
+
+
+_EMPTY = "sha256:" + hashlib.sha256(b"").hexdigest()
 
 
 def _landmark(name: str) -> tarfile.TarInfo:
@@ -315,7 +329,7 @@ def write(
                 fh = tar.extractfile(info)
                 assert fh is not None  # a regular file has data
                 pieces = _pieces(fh, info.size, chunk)
-            _write_file(out, entry, entries, chunks, pieces, chunk)
+            _write_file(out, entry, entries, chunks, pieces, chunk, info.size)
             out.put(_pad(info.size))
     toc = _toc_bytes(entries, chunks, out)
     return _finish(out, toc)
@@ -340,12 +354,15 @@ def _pieces(fh: IO[bytes], size: int, chunk: int) -> Iterator[bytes]:
 
 def _write_file(
     out: _Out, entry: dict[str, Any], entries: list[dict[str, Any]], chunks: list[_Chunk],
-    pieces: Iterator[bytes], chunk: int,
+    pieces: Iterator[bytes], chunk: int, size: int,
 ) -> None:  # fmt: skip
     """A regular file's data: each chunk of it in a member of its own, the first chunk's fields
     on the file's own entry, the others on ``chunk`` entries after it (``estargz.go``'s
-    ``appendTar``: a chunk's size is named when it is a whole chunk)."""
-    whole, written, current = hashlib.sha256(), 0, entry
+    ``appendTar``: a chunk's size is named when it is a whole chunk). Each chunk is hashed with
+    its member's compression, on the pool, and named in the TOC once it is written; a file of
+    one chunk has that chunk's digest, and only a longer one is hashed whole here."""
+    whole = hashlib.sha256() if size > chunk else None
+    written, current = 0, entry
     for part in pieces:
         if current is not entry:
             entries.append(current)
@@ -353,13 +370,16 @@ def _write_file(
             current["chunkOffset"] = written
         if len(part) == chunk:
             current["chunkSize"] = chunk
-        current["chunkDigest"] = "sha256:" + hashlib.sha256(part).hexdigest()
-        chunks.append(_Chunk(current, out.cut()))
-        whole.update(part)
+        chunks.append(_Chunk(current, out.cut(len(part)), None if whole else entry))
+        if whole is not None:
+            whole.update(part)
         out.put(part)
         written += len(part)
         current = {"name": entry["name"], "type": "chunk"}
-    entry["digest"] = "sha256:" + whole.hexdigest()
+    if whole is not None:
+        entry["digest"] = "sha256:" + whole.hexdigest()
+    elif not size:
+        entry["digest"] = _EMPTY
 
 
 def _toc_bytes(entries: list[dict[str, Any]], chunks: list[_Chunk], out: _Out) -> bytes:
@@ -369,6 +389,9 @@ def _toc_bytes(entries: list[dict[str, Any]], chunks: list[_Chunk], out: _Out) -
         offset = out.offsets[c.member]
         if offset:
             c.entry["offset"] = offset
+        c.entry["chunkDigest"] = out.digests[c.member]
+        if c.whole is not None:
+            c.whole["digest"] = c.entry["chunkDigest"]
     # Key order as the snapshotter writes them (estargz/types.go), for a reader's eye only.
     order = (
         "name", "type", "size", "modtime", "linkName", "mode", "uid", "gid", "offset",
