@@ -236,6 +236,7 @@ def publish(
 
     from xpu_release import settings as current
     from xpu_release.image.engine import Engine
+    from xpu_release.image.layerform import LayerForm
     from xpu_release.manifest import Repo
     from xpu_release.manifest.registries import load_registries
     from xpu_release.oci.credentials import CredentialStore
@@ -264,7 +265,10 @@ def publish(
             # The same publisher `xpu-release publish` runs; only its "was it smoke-tested" gate
             # is skipped, since this synthetic image has no smoke tests.
             registries = load_registries(repo, str(regs))
-            options = Options(engine_push=engine_push, line=Line(Repo(repo)))
+            form = LayerForm(
+                estargz=estargz_layers()
+            )  # an eStargz image's layers as its release publishes them
+            options = Options(engine_push=engine_push, line=Line(Repo(repo)), form=form)
             credentials = CredentialStore.from_settings(settings)
             pool = EndpointPool(spec, registries, credentials)
             publisher = Publisher(pool, engine, options, lambda _: None)
@@ -300,8 +304,10 @@ def prepare_spool(cache: Path) -> float:
     from xpu_release import settings as current
     from xpu_release.image.engine import Engine
     from xpu_release.image.export import save_layers
+    from xpu_release.image.layerform import LayerForm
     from xpu_release.oci.codec import DEFAULT
-    from xpu_release.oci.members import spool_layer
+    from xpu_release.oci.estargz import written_profile
+    from xpu_release.oci.members import spool_estargz, spool_layer
     from xpu_release.oci.store import remember_config
     from xpu_release.settings import Settings
 
@@ -317,7 +323,13 @@ def prepare_spool(cache: Path) -> float:
             started = time.monotonic()
             with ThreadPoolExecutor(max_workers=2) as pool:
                 for diff_id, path in files.items():
-                    spool_layer(path, diff_id, DEFAULT, pool)
+                    # An eStargz image's own layers as its build spools them (normalize writes
+                    # each with its profile); its base's gzip layers as any layer.
+                    profile = written_profile(path) if estargz_layers() else None
+                    if profile is None:
+                        spool_layer(path, diff_id, DEFAULT, pool)
+                    else:
+                        spool_estargz(path, None, DEFAULT, LayerForm(estargz=True).blob_key, profile, pool)
             return time.monotonic() - started
     finally:
         current.use(base)
@@ -416,10 +428,32 @@ def measured_run(name: str, regions: int, storage: str, repo: Path, image_bytes:
         }
 
 
+def estargz_layers() -> bool:
+    """The bench image's own layers are eStargz (``large`` says so to every run's process)."""
+    return os.environ.get("XPU_BENCH_ESTARGZ") == "1"
+
+
+def estargz_image(ref: str) -> bool:
+    """Whether ``ref`` (``[REPOSITORY/]IMAGE:VERSION``) is a release of this repository whose
+    layers are eStargz (``image.yaml``'s ``layers``): its publish then writes them as eStargz."""
+    from xpu_release.errors import ReleaseError
+    from xpu_release.image.render import image_layers
+    from xpu_release.manifest import Repo
+
+    name, _, version = ref.rsplit("/", 1)[-1].partition(":")
+    try:
+        return image_layers(ROOT, Repo(ROOT).load(name, version)).estargz
+    except ReleaseError:
+        return False
+
+
 def large(args: argparse.Namespace) -> None:
     """``--size`` or ``--image``: every method at the size users publish, with all its figures."""
     if args.image:
         sh("docker", "tag", args.image, IMAGE)  # the image as it is, under the bench's name
+        if estargz_image(args.image):
+            os.environ["XPU_BENCH_ESTARGZ"] = "1"  # for each run's process
+            print(f"{args.image}: eStargz layers, published as its release publishes them")
     else:
         make_large_image(parse_size(args.size))
     import docker
@@ -470,6 +504,7 @@ def large(args: argparse.Namespace) -> None:
     }
     if args.image:
         report["image"] = args.image
+        report["layers"] = "estargz" if estargz_layers() else "gzip"
     name = args.image.replace(":", "-").replace("/", "-") if args.image else args.size
     if args.methods:
         name += "-" + args.methods.replace(",", "-")
