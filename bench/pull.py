@@ -340,18 +340,23 @@ def daemons(stack: Path, background: bool) -> Iterator[Path]:
             time.sleep(0.2)
         yield sock
     finally:
-        for proc in (ctrd, snap):
-            proc.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(20)
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        for line in reversed(Path("/proc/self/mountinfo").read_text().splitlines()):
-            point = line.split()[4]
-            if point.startswith(str(base) + "/"):
-                subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        _stop([ctrd, snap], base)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], base: Path) -> None:
+    """A trial's daemons stopped (killed if they linger), their mounts let go, their folder gone."""
+    for proc in procs:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for line in reversed(Path("/proc/self/mountinfo").read_text().splitlines()):
+        point = line.split()[4]
+        if point.startswith(str(base) + "/"):
+            subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def _ready(sock: Path) -> bool:
@@ -417,17 +422,7 @@ def engine(stack: Path) -> Iterator[str]:
             time.sleep(0.3)
         yield host
     finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(30)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for line in reversed(Path("/proc/self/mountinfo").read_text().splitlines()):
-            point = line.split()[4]
-            if point.startswith(str(base) + "/"):
-                subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        _stop([proc], base)
 
 
 def docker_trial(stack: Path, ref: str, rate: float) -> tuple[float, int]:
