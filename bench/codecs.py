@@ -14,7 +14,7 @@ uplink speeds, under a simple model: the runner's uplink carries every endpoint'
 (publish sends each blob to each endpoint), and compressing and sending do not overlap (an upper
 bound; the push overlaps them per layer). The crossover is the uplink speed below which the
 codec's smaller blob pays for its slower compression against the default (ISA-L level 2).
-The row ``estargz`` is ISA-L level 2 written as eStargz (``oci.estargz.write``: a gzip member per
+The row ``estargz`` is ISA-L level 2 written as eStargz (``oci.estargzwrite.write``: a gzip member per
 file and per 4 MiB chunk, the TOC, on two threads), on the same content as a whole tar (``--codecs
 isal:2,estargz`` measures only those two). Prints a table and writes bench/results/codecs.json.
 """
@@ -65,13 +65,13 @@ import json, os, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 sys.path.insert(0, {src!r})
-from xpu_release.oci import estargz
+from xpu_release.oci import estargzwrite
 from xpu_release.oci.codec import DEFAULT
 blob = Path({spool!r}) / "estargz.blob"
 t0, c0 = time.perf_counter(), time.process_time()
 with open({sample!r}, "rb") as src, open(os.devnull, "wb") as tar, blob.open("wb") as out, \\
         ThreadPoolExecutor(max_workers=2) as pool:
-    made = estargz.write(src, tar, out, codec=DEFAULT, pool=pool)
+    made = estargzwrite.write(src, tar, out, codec=DEFAULT, pool=pool)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 blob.unlink()
 print(json.dumps({{"wall": wall, "cpu": cpu, "size": made.blob_size, "digest": made.blob_digest,

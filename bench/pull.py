@@ -176,7 +176,7 @@ def _gzip_twin(repo: str, manifest: dict[str, Any], tmp: Path) -> dict[str, Any]
 def _bulk_layer(tmp: Path, size: int, form: str) -> tuple[Path, str, dict[str, str]]:
     """A layer of random files (64 MB each) under /opt/bulk, ``size`` bytes in all: its blob,
     its diff_id and its annotations (eStargz: written by our writer; gzip: plain)."""
-    from xpu_release.oci import estargz
+    from xpu_release.oci import estargzwrite
     from xpu_release.oci.codec import DEFAULT
 
     tar_path = tmp / "bulk.tar"
@@ -199,7 +199,7 @@ def _bulk_layer(tmp: Path, size: int, form: str) -> tuple[Path, str, dict[str, s
         return blob, "sha256:" + hashlib.sha256(tar_path.read_bytes()).hexdigest(), {}
     with tar_path.open("rb") as src, (tmp / "bulk.estargz.tar").open("wb") as out, blob.open("wb") as bout, \
             ThreadPoolExecutor(2) as pool:  # fmt: skip
-        made = estargz.write(src, out, bout, codec=DEFAULT, pool=pool)
+        made = estargzwrite.write(src, out, bout, codec=DEFAULT, pool=pool)
     return blob, made.diff_id, made.annotations()
 
 

@@ -34,7 +34,7 @@ from urllib.request import ProxyHandler, Request, build_opener
 
 import pytest
 
-from xpu_release.oci import codec, estargz
+from xpu_release.oci import codec, estargzwrite
 
 from ..needs import ROOT, missing
 
@@ -219,7 +219,7 @@ def _estargz(tar: Path, prefetch: tuple[str, ...] = ()) -> Layer:
     with tar.open("rb") as source, ThreadPoolExecutor(2) as pool:
         blob_path = tar.with_suffix(".estargz")
         with blob_path.open("wb") as out:
-            w = estargz.write(source, _Discard(), out, codec=codec.DEFAULT, pool=pool, prefetch=prefetch)
+            w = estargzwrite.write(source, _Discard(), out, codec=codec.DEFAULT, pool=pool, prefetch=prefetch)
     blob = blob_path.read_bytes()
     assert ("sha256:" + hashlib.sha256(blob).hexdigest(), len(blob)) == (w.blob_digest, w.blob_size)
     return Layer(blob, w.diff_id, w.annotations())

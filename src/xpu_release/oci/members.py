@@ -20,7 +20,7 @@ from pathlib import Path
 from ..guard.writing import Out
 from ..progress import Tally
 from ..settings import cache_folder
-from . import estargz
+from . import estargzwrite
 from .codec import DEFAULT, GZIP_TYPE, Codec
 from .store import DigestMap
 
@@ -191,7 +191,7 @@ def spool_estargz(
         (dest or Path(os.devnull)).open("wb") as tar,
         Out(spool / "layer", within=spool, what="eStargz layer", durable=False) as out,
     ):
-        made = estargz.write(src, tar, out, codec=codec, pool=pool, prefetch=prefetch)
+        made = estargzwrite.write(src, tar, out, codec=codec, pool=pool, prefetch=prefetch)
         out.commit(blob_file(spool, made.blob_digest).name)
     blob = Blob(digest=made.blob_digest, size=made.blob_size, media_type=codec.media_type,
                 annotations=tuple(made.annotations().items()))  # fmt: skip

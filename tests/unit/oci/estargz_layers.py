@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from xpu_release.oci import estargz, toc
+from xpu_release.oci import estargz, estargzwrite, toc
 from xpu_release.oci.codec import DEFAULT, Codec
 from xpu_release.oci.estargz import (
     FOOTER_SIZE,
@@ -62,7 +62,9 @@ def written(
 ) -> tuple[Written, bytes, bytes]:
     tar_out, blob_out = io.BytesIO(), io.BytesIO()
     with ThreadPoolExecutor(2) as pool:
-        w = estargz.write(io.BytesIO(source), tar_out, blob_out, codec=codec, pool=pool, prefetch=prefetch)
+        w = estargzwrite.write(
+            io.BytesIO(source), tar_out, blob_out, codec=codec, pool=pool, prefetch=prefetch
+        )
     return w, tar_out.getvalue(), blob_out.getvalue()
 
 
