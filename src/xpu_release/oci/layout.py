@@ -19,9 +19,10 @@ from ..errors import ConfigError, DamagedFileError, OutputError, TagConflict
 from ..files import describe
 from ..guard import limits
 from ..guard.locks import folder_lock
+from ..guard.proven import landed, write_proven
 from ..guard.reading import file_chunks, is_regular, read_file, read_json
 from ..guard.shown import shown
-from ..guard.writing import Identity, landed, open_folder, settle, write_bytes, write_proven
+from ..guard.writing import Identity, open_folder, settle, write_bytes
 from .model import Descriptor, ImageIndex, is_sha256, parse_index
 from .registry import OCI_INDEX, Manifest
 from .store import canonical_json, sha256_digest
@@ -80,7 +81,7 @@ class Layout:
         self, digest: str, size: int, blocks: Iterable[bytes], then: Callable[[], str | None] | None = None
     ) -> Identity:
         """``blocks`` as the blob ``digest``, put under its name only once proven to be its
-        ``size`` bytes and ``then`` finds nothing wrong with them (``guard.writing.NotAsNamed``
+        ``size`` bytes and ``then`` finds nothing wrong with them (``guard.proven.NotAsNamed``
         if not: nothing is put there). Not synced
         one by one: ``put_manifests`` settles the disk once before ``index.json`` lists them; a
         blob a crash left torn is found by the next run's proof and written again."""

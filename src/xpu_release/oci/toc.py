@@ -58,7 +58,7 @@ def is_estargz(annotations: Mapping[str, str] | None) -> bool:
 class LayerCheck:
     """Fed an eStargz blob's bytes in order (``feed``), says what is wrong with it (``problem``).
     It does not hash them: its verdict is of the blob once the caller has proven the bytes fed
-    were the blob's (``blobcheck.Checked.shared``, ``guard.writing.write_proven``'s ``then``)."""
+    were the blob's (``blobcheck.Checked.shared``, ``guard.proven.write_proven``'s ``then``)."""
 
     def __init__(self, annotations: dict[str, str]) -> None:
         self.annotations = annotations

@@ -15,17 +15,8 @@ import pytest
 
 from xpu_release.errors import OutputError
 from xpu_release.guard.limits import TEMPORARY_GRACE_SECONDS
-from xpu_release.guard.writing import (
-    LinkRefused,
-    NotAsNamed,
-    Out,
-    is_temporary,
-    landed,
-    sweep,
-    unchanged,
-    write_bytes,
-    write_proven,
-)
+from xpu_release.guard.proven import NotAsNamed, landed, unchanged, write_proven
+from xpu_release.guard.writing import LinkRefused, Out, is_temporary, sweep, write_bytes
 
 from .hostile import deadline, snapshot
 

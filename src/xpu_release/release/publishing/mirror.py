@@ -15,7 +15,7 @@ release's to move.
 A copy is proven where it lands. A blob the target already holds is skipped only once proven
 intact (in a layout: hashed; in a registry: read back after the copy), and a damaged one is
 copied again, not trusted. Every blob is moved into place only once its bytes are proven to be
-the size and digest the manifest lists (``guard.writing.write_proven``); one that is not is
+the size and digest the manifest lists (``guard.proven.write_proven``); one that is not is
 blamed on its source (a damaged layout: exit 12; a registry that sent other bytes: exit 7).
 After the copy the target is checked: the tag names the digest, every blob hashes to its name,
 every referrer is listed. Each run spools into a folder of its own (``xpu-mirror-*`` in the
@@ -46,7 +46,7 @@ from ...errors import (
 )
 from ...evidence.cosign import att_tag
 from ...evidence.referrers import kind_of
-from ...guard.writing import NotAsNamed
+from ...guard.proven import NotAsNamed
 from ...oci.model import ImageManifest
 from ...oci.registry import Manifest
 from ...oci.toc import LayerCheck, is_estargz

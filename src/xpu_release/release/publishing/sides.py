@@ -20,7 +20,8 @@ from typing import ClassVar, Protocol
 from ...errors import DamagedFileError, NotFoundError, ReleaseError, WireError
 from ...evidence.referrers import findable, list_referrers
 from ...guard.limits import COPY_BLOCK
-from ...guard.writing import Identity, sweep, unchanged, write_proven
+from ...guard.proven import unchanged, write_proven
+from ...guard.writing import Identity, sweep
 from ...oci.blobcheck import Source, check_copies
 from ...oci.downloads import read_blob
 from ...oci.layout import REF_NAME, Layout
@@ -60,7 +61,7 @@ class Side(Protocol):
         self, digest: str, size: int, blocks: Iterable[bytes], spool: Path, then: Then = None
     ) -> None:
         """``blocks`` stored as ``digest`` once proven to be it (``NotAsNamed`` if not, or if
-        ``then`` names a problem once they are: ``guard.writing.write_proven``)."""
+        ``then`` names a problem once they are: ``guard.proven.write_proven``)."""
 
     def put_members(self, manifests: list[Manifest]) -> None: ...  # by digest, not listed
     def put_manifests(self, manifests: Listing, version_tag: str | None) -> None: ...
