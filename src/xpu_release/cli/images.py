@@ -115,15 +115,16 @@ def profile(state: State, ref: str, check: bool, as_json: bool) -> None:
       xpu-release profile training-cpu-pytorch:25.03 --check
     """
     from ..image.engine import Engine
-    from ..image.profile import record, stale, write
+    from ..image.profile import committed, record, stale, write
 
     spec = state.repo.load_ref(ref)
+    listed = committed(state.root, spec) if check else ()  # the file's problems before a run
     engine = Engine.connect()
     engine.require_image(spec.ref)
     made = record(state.root, spec, engine, spec.ref)
     rel = state.repo.rel(made.path)
     if check:
-        stale(state.root, made)
+        stale(state.root, made, listed)
     changed = False if check else write(state.root, made)
     if as_json:
         _emit_json({"profile": rel, "files": list(made.files), "current": True, "written": changed})

@@ -54,16 +54,24 @@ def validate(state: State, refs: tuple[str, ...], as_json: bool) -> None:
     state.registries()
     problems: list[Problem]
     if refs:
-        problems = []
+        problems, specs = [], []
         for ref in refs:
             try:
-                repo.load_ref(ref)
+                specs.append(repo.load_ref(ref))
             except ManifestError as exc:
                 problems.extend(exc.problems)
         count = len(refs)
     else:
         specs, problems = repo.load_all()
         count = len(specs) + len({p.file for p in problems})
+    # An eStargz image's prefetch profile (images/<image>/<version>/prefetch.txt) is an input.
+    from ..image.render import image_layers
+
+    for spec in specs:
+        try:
+            image_layers(repo.root, spec)
+        except ManifestError as exc:
+            problems.extend(exc.problems)
     # The reviewed exceptions of the vulnerability gate (images/<image>/vex.openvex.json).
     from ..evidence.vex import read_vex, vex_path
 

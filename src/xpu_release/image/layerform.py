@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ManifestError
+from ..errors import ManifestError, Problem
 from ..guard import limits
 from ..guard.reading import read_file
 from ..guard.shown import quoted
@@ -71,39 +71,69 @@ def profile_path(root: Path, image: str, version: str) -> Path:
     return root / "images" / image / version / PROFILE_FILE
 
 
+MAX_PROFILE_PATH = 4096  # characters of a path (Linux's PATH_MAX)
+MAX_PROFILE_PROBLEMS = 20  # listed at once; the rest counted
+
+
+def profile_path_problem(line: str) -> str | None:
+    """What keeps ``line`` from being a path a profile holds (None: it is one): absolute, one
+    printable line of UTF-8, no backslash, no white space at either end (an edit would hide a
+    difference there), at most ``MAX_PROFILE_PATH`` characters."""
+    if any("\ud800" <= c <= "\udfff" for c in line):
+        return "is not UTF-8"
+    if len(line) > MAX_PROFILE_PATH:
+        return f"is {len(line):,} characters long; a path has at most {MAX_PROFILE_PATH:,}"
+    if not line.startswith("/"):
+        return f"{quoted(line)} is not absolute (a path starts with /)"
+    if not line.isprintable():
+        bad = next(c for c in line if not c.isprintable())
+        return f"{quoted(line)} holds the control character U+{ord(bad):04X}"
+    if "\\" in line:
+        return f"{quoted(line)} holds a backslash"
+    if line != line.strip():
+        return f"{quoted(line)} begins or ends with white space"
+    return None
+
+
 def is_profile_path(line: str) -> bool:
-    """A path a profile file can hold: absolute, one printable line, no backslash, UTF-8."""
-    return (
-        line.startswith("/")
-        and line.isprintable()
-        and "\\" not in line
-        and len(line) <= 4096
-        and not any("\ud800" <= c <= "\udfff" for c in line)
-    )
+    return profile_path_problem(line) is None
 
 
 def read_profile(path: Path, display: str) -> tuple[str, ...]:
-    """The paths of a prefetch profile (a missing file: none). Each an absolute path of printable
-    characters; comments and blank lines are passed over."""
+    """The paths of a prefetch profile (a missing file: none): one a line (lines end at ``\\n``
+    alone), comments and blank lines passed over. Every problem is listed, with its line
+    (``ManifestError``, exit 2)."""
     if not path.is_file():
         return ()
     text = read_file(path, what=display, limit=limits.MAX_PROFILE_BYTES, error=ManifestError)
-    try:
-        lines = text.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        msg = f"{display} is not UTF-8 text"
-        raise ManifestError(msg) from None
-    paths: list[str] = []
-    for n, line in enumerate(lines, start=1):
+    paths: dict[str, int] = {}  # path → its line
+    problems: list[Problem] = []
+    for n, raw in enumerate(text.split(b"\n"), start=1):
+        line = raw.decode("utf-8", "surrogateescape")
         if not line.strip() or line.startswith("#"):
             continue
-        if not is_profile_path(line):
-            msg = f"{display}:{n}: {quoted(line)} is no absolute path; remake it with `xpu-release profile`"
-            raise ManifestError(msg)
-        paths.append(line)
-    if len(paths) != len(set(paths)):
-        msg = f"{display}: a path is listed twice; remake the file with `xpu-release profile`"
-        raise ManifestError(msg)
+        problem = profile_path_problem(line)
+        if problem is None and line in paths:
+            problem = f"{quoted(line)} is listed before, at line {paths[line]}"
+        if problem is not None:
+            problems.append(
+                Problem(
+                    file=display,
+                    line=n,
+                    column=1,
+                    path="",
+                    message=f"{problem}; remake the file with `xpu-release profile`",
+                )
+            )
+        paths.setdefault(line, n)
+    if len(problems) > MAX_PROFILE_PROBLEMS:
+        more = len(problems) - MAX_PROFILE_PROBLEMS
+        problems = [
+            *problems[:MAX_PROFILE_PROBLEMS],
+            Problem(file=display, line=0, column=0, path="", message=f"and {more:,} more lines like these"),
+        ]
+    if problems:
+        raise ManifestError(problems)
     return tuple(paths)
 
 

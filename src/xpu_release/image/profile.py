@@ -111,7 +111,7 @@ def record(root: Path, spec: ImageSpec, engine: Engine, image: str) -> Profile:
         msg = f"the profile run of {spec.ref} printed something other than a list of paths"
         raise BuildFailed(msg)
     # A file whose name a profile line cannot hold is not prefetched (it is fetched when read).
-    kept = tuple(f for f in files if is_profile_path(f))
+    kept = tuple(dict.fromkeys(f for f in files if is_profile_path(f)))  # each once, first opened first
     return Profile(ref=spec.ref, path=profile_path(root, spec.image, spec.version), files=kept)
 
 
@@ -124,11 +124,21 @@ def write(root: Path, profile: Profile) -> bool:
     return True
 
 
-def stale(root: Path, profile: Profile) -> None:
-    """StaleError naming what differs, when the committed profile does not list the files the
+def committed(root: Path, spec: ImageSpec) -> tuple[str, ...]:
+    """The profile committed for ``spec``, read (and its every problem named, exit 2) before any
+    image runs; StaleError when there is none."""
+    path = profile_path(root, spec.image, spec.version)
+    rel = path.relative_to(root)
+    if not path.is_file():
+        msg = f"{rel} is missing: record it with `xpu-release profile {spec.ref}` and commit it"
+        raise StaleError(msg)
+    return read_profile(path, str(rel))
+
+
+def stale(root: Path, profile: Profile, committed: tuple[str, ...]) -> None:
+    """StaleError naming what differs, when the ``committed`` profile does not list the files the
     run opened (the set: the order is the run's, which threads may vary)."""
     rel = profile.path.relative_to(root)
-    committed = read_profile(profile.path, str(rel))
     if set(committed) == set(profile.files):
         return
     added = sorted(set(profile.files) - set(committed))

@@ -223,6 +223,7 @@ class Release:
 
     def _validate(self) -> Outcome[ImageSpec]:
         spec = self.repo.load_ref(self.ref)
+        image_layers(self.repo.root, spec)  # its prefetch profile, an input too, read before anything runs
         return done(f"{spec.manifest_path} (sha256 {spec.content_hash[:12]})", spec)
 
     def _render(self, spec: ImageSpec) -> Outcome[Rendered]:
