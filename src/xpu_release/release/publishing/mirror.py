@@ -121,7 +121,7 @@ class _Copier:
         """What the target lacks: checked at the source before the first write (a damaged layout
         leaves the target as it was), then copied."""
         total = sum(size for _, size in self.missing)
-        self.source.check(self.missing, Tally(f"checking {self.source.name}", total))
+        self.source.check(self.missing, Tally(f"checking {self.source.name}", total), self.tocs)
         step = max(1, len(self.missing) // 20)
         for i, (digest, size) in enumerate(self.missing, 1):
             self.copy(digest, size)
@@ -132,7 +132,8 @@ class _Copier:
         """One blob copied; an eStargz layer's bytes held against its TOC on the way, so that one
         whose TOC lies is never stored (``oci/toc``)."""
         blocks = self.source.blocks(digest, size)
-        toc = LayerCheck(self.tocs[digest]) if digest in self.tocs else None
+        # Its TOC, unless the source held it whole before the first write (a layout).
+        toc = LayerCheck(self.tocs[digest]) if digest in self.tocs and not self.source.checks_whole else None
 
         def counted() -> Iterator[bytes]:
             for block in blocks:

@@ -11,7 +11,8 @@ lists the manifests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +28,13 @@ from ...oci.downloads import read_blob
 from ...oci.layout import REF_NAME, Layout
 from ...oci.members import blob_file
 from ...oci.registry import Manifest, RegistryClient
+from ...oci.toc import LayerCheck
 from ...progress import Tally
 
 Counted = Tally | None
 Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
 Then = Callable[[], str | None] | None  # asked once a blob's bytes are proven: what else is wrong
+Tocs = Mapping[str, Mapping[str, str]]  # an eStargz layer's digest → its annotations
 
 
 PROVING_THREADS = 4  # blobs read back at once from a registry target
@@ -42,6 +45,7 @@ class Side(Protocol):
     answer of it that cannot be used (a registry's: exit 7; a layout's damage: exit 12)."""
 
     wrong: ClassVar[type[ReleaseError]]
+    checks_whole: ClassVar[bool]  # ``check`` holds every blob (and TOC) whole before the copy
 
     @property
     def name(self) -> str: ...
@@ -51,7 +55,7 @@ class Side(Protocol):
     def referrers(self, subject: str) -> list[Manifest]: ...
 
     # as the source
-    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None: ...
+    def check(self, blobs: list[tuple[str, int]], tally: Counted, tocs: Tocs) -> None: ...
     def blocks(self, digest: str, size: int) -> Iterator[bytes]: ...
     def damaged(self, digest: str, why: str) -> ReleaseError: ...
 
@@ -98,9 +102,13 @@ class RegistrySide:
                 out.append(m)
         return out
 
-    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None:
+    # Whether ``check`` held the blobs (and eStargz layers' TOCs) whole before the copy.
+    checks_whole: ClassVar[bool] = False
+
+    def check(self, blobs: list[tuple[str, int]], tally: Counted, tocs: Tocs) -> None:
         """Nothing before the copy (reading every blob twice over the network would double the
-        copy): each blob is proven as it is copied, before it is put in place."""
+        copy): each blob is proven as it is copied, before it is put in place, an eStargz
+        layer's TOC with it."""
 
     def blocks(self, digest: str, size: int) -> Iterator[bytes]:
         return read_blob(self.client, self.repo, digest, COPY_BLOCK, size=size)
@@ -169,17 +177,35 @@ class LayoutSide:
     def referrers(self, subject: str) -> list[Manifest]:
         return self.layout.referrers(subject) if self.layout.exists() else []
 
-    def check(self, blobs: list[tuple[str, int]], tally: Counted) -> None:
+    checks_whole: ClassVar[bool] = True
+
+    def check(self, blobs: list[tuple[str, int]], tally: Counted, tocs: Tocs) -> None:
         """Every blob to be copied hashed before the first write (a layout is local: reading it
-        twice is cheap beside a damaged copy): one missing, of another size or hash is damage,
-        and the target is left as it was."""
+        twice is cheap beside a damaged copy), an eStargz layer's bytes held against its TOC in
+        the same read: one missing, of another size or hash, or whose TOC does not hold is
+        damage, and the target is left as it was."""
         for digest, size in blobs:
             if not self.layout.has_blob(digest):
                 raise self.damaged(digest, "is missing, or is not a regular file")
-            if self.layout.proven(digest, size) is None:
+            toc = LayerCheck(dict(tocs[digest])) if digest in tocs else None
+            if toc is None and self.layout.proven(digest, size) is None:
                 raise self.damaged(digest, f"is not the {size} bytes that hash to its name")
+            if toc is not None:
+                self._hold(digest, size, toc)
             if tally is not None:
                 tally.add(size)
+
+    def _hold(self, digest: str, size: int, toc: LayerCheck) -> None:
+        """The eStargz layer ``digest`` read once: hashed, and held against its TOC."""
+        sha, got = hashlib.sha256(), 0
+        for block in self.layout.blob_chunks(digest, size):
+            sha.update(block)
+            toc.feed(block)
+            got += len(block)
+        if got != size or "sha256:" + sha.hexdigest() != digest:
+            raise self.damaged(digest, f"is not the {size} bytes that hash to its name")
+        if problem := toc.problem:
+            raise self.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")
 
     def blocks(self, digest: str, size: int) -> Iterator[bytes]:
         """The blob's bytes, bounded by ``size`` (a regular file only: never a link followed or
