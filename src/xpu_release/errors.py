@@ -288,8 +288,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         meaning="publish, verify or mirror failed at an endpoint: a push or copy failed, a registry "
         "answered against the protocol or its TLS certificate did not verify, an endpoint does not "
         "serve the release as recorded",
-        example="`verify --deep`: an endpoint's blob does not hash to its digest (the endpoint and "
-        "the blob named)",
+        example="`verify --deep`: an endpoint's blob does not hash to its digest, or an eStargz "
+        "layer's TOC does not hold (the endpoint and the blob named)",
     ),
     ExitCode(
         code=8,
@@ -318,7 +318,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=12,
         meaning="a damaged file: a release record that is not what xpu-release wrote (a directory, "
-        "a FIFO, edited by hand, of another shape); checked against its schema on every read",
+        "a FIFO, edited by hand, of another shape), checked against its schema on every read; a "
+        "layout to mirror from whose blob is missing, not its digest's bytes, or an eStargz layer "
+        "whose TOC does not hold",
         example="out/releases/training-cpu-pytorch/25.03.json: the release record has no 'ref', …",
     ),
     ExitCode(

@@ -377,7 +377,9 @@ def compression_options(f: F) -> F:
         "--compression",
         metavar="LIBRARY[:LEVEL]",
         help="How new layers are compressed: isal (the default, level 2), zlib-ng, zlib (gzip, "
-        "levels 0-9; isal 0-3) or zstd (1-19); also $XPU_RELEASE_COMPRESSION.",
+        "levels 0-9; isal 0-3) or zstd (1-19); also $XPU_RELEASE_COMPRESSION. An eStargz image's "
+        "own layers (image.yaml `layers: estargz`) are always isal level 2: their TOC's offsets are "
+        "part of the image.",
     )(f)
 
 

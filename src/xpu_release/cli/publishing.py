@@ -233,7 +233,8 @@ def verify(
     """Check that every endpoint serves NAME:VERSION blob for blob (exit 7 naming what is wrong).
 
     Without --deep: the version tag names the recorded manifest and every blob exists with its
-    size. With --deep: every blob is downloaded and hashed, at every endpoint.
+    size. With --deep: every blob is downloaded and hashed, at every endpoint, and each eStargz
+    layer is held against its TOC (offsets, chunk digests, entries) as it passes.
 
     \b
     Examples:

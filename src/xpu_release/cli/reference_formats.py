@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..guard import limits
+from ..image.layerform import MAX_PROFILE_PATH
 from ..image.render import IMAGE_FILE
 from ..manifest.registries import FILE as REGISTRIES_FILE
 from ..manifest.schema import LOCALIZED, MANIFEST, NOT_INHERITED
@@ -113,6 +115,15 @@ def formats_page() -> str:
         f"{IMAGE_FILE.description} Without the file, an image renders with `templates/Dockerfile.j2`; "
         "with it, `template` must be given.",
         table(IMAGE_FILE),
+        "## Prefetch profiles: `images/<image>/<version>/prefetch.txt`",
+        "An eStargz image's prefetch profile, made by `xpu-release profile NAME:VERSION` and "
+        "reviewed as a lock ([../using/lazy-pulling.md](../using/lazy-pulling.md)): UTF-8 text, "
+        "one path a line (a line ends at `\\n` alone), in the order the workload first opened "
+        "them; blank lines and lines starting with `#` are passed over. Each path is absolute, "
+        f"at most {MAX_PROFILE_PATH:,} characters, printable (no control or line-separator "
+        "character), without a backslash or white space at either end, and listed once; the file "
+        f"is at most {limits.MAX_PROFILE_BYTES >> 20} MiB. `validate` names every line that breaks "
+        "a rule (exit 2). A version without the file takes the one of the version it extends.",
         "## Registries files: `registries.yaml` and its overrides",
         "`registries.yaml` names the real endpoints; a second file (`--registries FILE`, "
         "`XPU_RELEASE_REGISTRIES`) overrides it field by field. How: "
