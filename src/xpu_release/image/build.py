@@ -31,7 +31,7 @@ from . import baseimage, fetch, stages
 from .engine import Engine, LineSink
 from .inputs import BuildInputs, require_pinned
 from .lock import Lock
-from .normalize import Normalized, iso, normalize
+from .normalize import Normalized, Normalizing, iso, normalize
 from .workload import carried
 
 RAW_REPOSITORY = "xpu-release-build"  # what the classic builder made, kept as the build cache
@@ -199,11 +199,11 @@ def build_image(
         name=ref if not spec.platformed else f"{spec.ref} for {platform}",
     )
     shutil.rmtree(context, ignore_errors=True)
-    made: Normalized = normalize(
-        engine, raw_id, base_layers=base_layers, epoch=epoch, tag=ref, on_line=on_line,
-        stage_layers=_stage_layers(engine, raw_id, log), keep_layers=keep_layers, rewrite_all=no_cache,
-        codec=codec, platform=platform, form=inputs.form,
+    how = Normalizing(
+        base_layers=base_layers, epoch=epoch, tag=ref, stage_layers=_stage_layers(engine, raw_id, log),
+        keep_layers=keep_layers, rewrite_all=no_cache, codec=codec, platform=platform, form=inputs.form,
     )  # fmt: skip
+    made: Normalized = normalize(engine, raw_id, how, on_line)
     image_id = made.image_id
     remember_build(image_id, builder, wall_started, time.time())
     info = engine.require_image(image_id)

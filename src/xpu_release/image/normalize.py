@@ -34,7 +34,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -167,37 +167,47 @@ def _sizes_match(attrs: dict[str, Any], history: list[dict[str, Any]]) -> bool:
     return sum(1 for h in history if h.get("Size")) == len(_layers(attrs))
 
 
-def normalize(
-    engine: Engine,
-    raw_id: str,
-    *,
-    base_layers: int,
-    epoch: int,
-    tag: str,
-    on_line: LineSink,
-    stage_layers: Mapping[str, str] | None = None,
-    keep_layers: Path | None = None,
-    rewrite_all: bool = False,
-    codec: Codec | None = None,
-    platform: Platform = AMD64,
-    form: LayerForm = GZIP,
-) -> Normalized:
-    """Assemble and load the reproducible image of the built ``raw_id``; tag it ``tag``.
+@dataclass(frozen=True, kw_only=True)
+class Normalizing:
+    """How ``normalize`` assembles the reproducible image of a build.
 
     ``base_layers``: how many of the bottom layers are the pinned base's, kept as they are.
-    ``stage_layers``: raw diff_id → the stage image whose ``/out`` that layer copied
-    (``stages.layer_stages``); such a layer is read from there, the others out of the image's
-    export, which then streams the whole image. ``keep_layers``: a folder to keep every layer
-    above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
+    ``epoch``: the moment every file and the config are clamped to. ``tag``: the name it is
+    loaded under. ``stage_layers``: raw diff_id → the stage image whose ``/out`` that layer
+    copied (``stages.layer_stages``); such a layer is read from there, the others out of the
+    image's export, which then streams the whole image. ``keep_layers``: a folder to keep every
+    layer above the base in, as ``<diff_id hex>.tar`` (to compare two builds). With it, or
     ``rewrite_all``, every layer is rewritten, none is taken from the cache. ``codec``: compress
     each rewritten layer into the publish spool with it (None: leave that to the push).
     ``platform``: what the config says the image is for (``normalized_config``). ``form``: an
     eStargz form writes each rewritten layer as eStargz (its tar loaded, its blob spooled with
     the form's codec, whatever ``codec`` says)."""
+
+    base_layers: int
+    epoch: int
+    tag: str
+    stage_layers: Mapping[str, str] = field(default_factory=dict)
+    keep_layers: Path | None = None
+    rewrite_all: bool = False
+    codec: Codec | None = None
+    platform: Platform = AMD64
+    form: LayerForm = GZIP
+
+
+def normalize(engine: Engine, raw_id: str, how: Normalizing, on_line: LineSink) -> Normalized:
+    """Assemble and load the reproducible image of the built ``raw_id`` as ``how`` says; tag it
+    ``how.tag``."""
+    base_layers, keep_layers, codec, form, tag = (
+        how.base_layers,
+        how.keep_layers,
+        how.codec,
+        how.form,
+        how.tag,
+    )
     raw = engine.inspect_raw(raw_id)
     raw_diffs: list[str] = list((raw.get("RootFS") or {}).get("Layers") or ())
     mapping = _layer_map(form)
-    fresh = rewrite_all or keep_layers is not None
+    fresh = how.rewrite_all or keep_layers is not None
     known = {} if fresh else {d: mapping.digest(d) for d in raw_diffs[base_layers:]}
     present = _engine_chains(engine)
 
@@ -219,7 +229,7 @@ def normalize(
     with tempfile.TemporaryDirectory(prefix="xpu-normalize-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
         files: dict[str, Path] = {}
-        raw_layers = _read_layers(engine, raw_id, need, tmp, raw_diffs, dict(stage_layers or {}))
+        raw_layers = _read_layers(engine, raw_id, need, tmp, raw_diffs, dict(how.stage_layers))
         if need:
             on_line(
                 f"normalizing {len(need)} of {len(raw_diffs) - base_layers} layers "
@@ -241,7 +251,7 @@ def normalize(
                 for norm, dest in files.items():
                     spool_layer(dest, norm, codec, pool)
         diff_ids = [*raw_diffs[:base_layers], *(str(known[d]) for d in raw_diffs[base_layers:])]
-        config = config_bytes(normalized_config(raw_layers.config, diff_ids, epoch, platform))
+        config = config_bytes(normalized_config(raw_layers.config, diff_ids, how.epoch, how.platform))
         image_id = remember_config(config)
         load_image(engine, tmp, config, diff_ids, files, tag)
     loaded = engine.require_image(tag)
