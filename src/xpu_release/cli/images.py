@@ -156,7 +156,7 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, platform_names:
     """
     from dataclasses import asdict
 
-    from ..image.build import build_image
+    from ..image.build import Building, build_image
     from ..image.engine import Engine
     from ..image.inputs import BuildInputs
 
@@ -168,11 +168,11 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, platform_names:
     for inputs in BuildInputs.each(state.root, spec, registries):
         if inputs.platform not in platforms:
             continue
-        made.append(build_image(
-            state.root, inputs, registries, engine, rebuild=rebuild or no_cache, no_cache=no_cache,
-            keep_layers=None, builder=state.builder, on_line=live,
+        how = Building(
+            builder=state.builder, rebuild=rebuild or no_cache, no_cache=no_cache,
             codec=layer_codec(state, None, accept_zstd=False),  # as `publish` will compress, unless told
-        ))  # fmt: skip
+        )  # fmt: skip
+        made.append(build_image(state.root, inputs, registries, engine, how, live))
     live.close()
     if as_json:
         _emit_json(

@@ -129,23 +129,27 @@ def _assemble_context(root: Path, spec: ImageSpec, dockerfile: str, lock: Lock, 
     return ctx
 
 
+@dataclass(frozen=True, kw_only=True)
+class Building:
+    """How ``build_image`` builds. ``builder``: who builds, kept with the image id for its
+    provenance; ``rebuild``: even when an image of the same inputs exists; ``no_cache``: every
+    step and layer made again; ``keep_layers``: a folder to keep the layers above the base in
+    (``repro``); ``codec``: the layers it writes are compressed into the publish spool with it,
+    for the push to find (None: left to the push)."""
+
+    builder: str
+    rebuild: bool = False
+    no_cache: bool = False
+    keep_layers: Path | None = None
+    codec: Codec | None = None
+
+
 def build_image(
-    root: Path,
-    inputs: BuildInputs,
-    registries: Registries,
-    engine: Engine,
-    *,
-    rebuild: bool = False,
-    no_cache: bool = False,
-    keep_layers: Path | None = None,
-    builder: str,
-    on_line: LineSink,
-    codec: Codec | None = None,
+    root: Path, inputs: BuildInputs, registries: Registries, engine: Engine, how: Building, on_line: LineSink
 ) -> BuiltImage:
-    """Build the image of ``inputs`` (skipped when an image of the same inputs exists, unless
-    ``rebuild``); ``builder`` is who builds, kept with the image id for its provenance.
-    ``codec``: the layers it writes are compressed into the publish spool with it, for the push
-    to find."""
+    """Build the image of ``inputs`` as ``how`` says (skipped when an image of the same inputs
+    exists, unless ``how.rebuild``)."""
+    rebuild, no_cache, keep_layers, codec = how.rebuild, how.no_cache, how.keep_layers, how.codec
     started = time.monotonic()
     wall_started = time.time()
     spec, lock, platform, ref = inputs.spec, inputs.lock, inputs.platform, inputs.ref
@@ -199,13 +203,13 @@ def build_image(
         name=ref if not spec.platformed else f"{spec.ref} for {platform}",
     )
     shutil.rmtree(context, ignore_errors=True)
-    how = Normalizing(
+    assembling = Normalizing(
         base_layers=base_layers, epoch=epoch, tag=ref, stage_layers=_stage_layers(engine, raw_id, log),
         keep_layers=keep_layers, rewrite_all=no_cache, codec=codec, platform=platform, form=inputs.form,
     )  # fmt: skip
-    made: Normalized = normalize(engine, raw_id, how, on_line)
+    made: Normalized = normalize(engine, raw_id, assembling, on_line)
     image_id = made.image_id
-    remember_build(image_id, builder, wall_started, time.time())
+    remember_build(image_id, how.builder, wall_started, time.time())
     info = engine.require_image(image_id)
     return BuiltImage(
         ref=ref,

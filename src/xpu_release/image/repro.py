@@ -17,7 +17,7 @@ from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..settings import cache_dir
 from . import layers
-from .build import build_image
+from .build import Building, build_image
 from .engine import Engine, LineSink
 from .inputs import BuildInputs
 
@@ -73,17 +73,8 @@ def check(
             folder = tmp / n
             folder.mkdir()
             on_line(f"==> {n} build of {inputs.ref}, from scratch")
-            made = build_image(
-                root,
-                inputs,
-                registries,
-                engine,
-                rebuild=True,
-                no_cache=True,
-                keep_layers=folder,
-                builder=builder,
-                on_line=on_line,
-            )
+            how = Building(builder=builder, rebuild=True, no_cache=True, keep_layers=folder)
+            made = build_image(root, inputs, registries, engine, how, on_line)
             diffs = tuple((engine.inspect_raw(made.image_id).get("RootFS") or {}).get("Layers") or ())
             built.append((made.image_id, diffs, folder))
         (id_a, diffs_a, dir_a), (id_b, diffs_b, dir_b) = built

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xpu_release.image.build import build_image
+from xpu_release.image.build import Building, build_image
 from xpu_release.image.inputs import BuildInputs
 from xpu_release.image.repro import check
 from xpu_release.image.smoke import check_spec
@@ -48,7 +48,7 @@ def build_all(root: Path, engine: BuildEngine) -> dict[str, str]:
     out = {}
     for inputs in BuildInputs.each(root, spec, registries):
         built = build_image(
-            root, inputs, registries, engine, builder="test", on_line=lambda _: None, codec=DEFAULT
+            root, inputs, registries, engine, Building(builder="test", codec=DEFAULT), lambda _: None
         )
         assert built.platform == inputs.platform.name
         out[inputs.platform.name] = built.image_id

@@ -15,7 +15,7 @@ from ...evidence.attest import Documents, image_sbom
 from ...evidence.scan import Gated, plan_of_gate, run_gate
 from ...evidence.vex import published_at
 from ...guard.generated import write_generated
-from ...image.build import build_image
+from ...image.build import Building, build_image
 from ...image.engine import Engine
 from ...image.evaluation import skipped
 from ...image.smoke import already_tested, smoke_test
@@ -47,8 +47,8 @@ def build(ctx: ReleaseContext, engine: Engine) -> Outcome[str]:
     if pulled is not None:
         detail = f"{pulled[:19]} from an endpoint that serves it (same inputs)"
         return Outcome(status=Status.PULLED, detail=detail, value=pulled)
-    built = build_image(ctx.repo.root, ctx.inputs, ctx.registries, engine, builder=ctx.builder,
-                        on_line=ctx.on_line, codec=ctx.options.codec)  # fmt: skip
+    how = Building(builder=ctx.builder, codec=ctx.options.codec)
+    built = build_image(ctx.repo.root, ctx.inputs, ctx.registries, engine, how, ctx.on_line)
     state = Status.SKIPPED if built.skipped else Status.DONE
     return Outcome(
         status=state, detail=f"{built.image_id[:19]} ({built.size / 1e6:.0f} MB)", value=built.image_id
