@@ -254,6 +254,9 @@ def verify(
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
     creds = _credentials(username, password_stdin, state.registries())
+    if record is None:  # what is checked then is that the endpoints agree, not what was released
+        said = "each endpoint is held against the others (what their version tags serve), not a release"
+        notice(f"no release record at {state.repo.rel(path)}: {said}; --record FILE names one")
     expected = record.digest if record else None
     attached = (record.attachments or None) if record else None
     key = load_verifier(key_file) if key_file else None

@@ -417,3 +417,23 @@ def test_a_status_table_keeps_its_columns_whatever_a_cell_holds() -> None:
     assert starts == {lines[0].index("serves")}
     assert [line.index("attached") for line in lines[:1]] == [lines[1].index("sbom+prov(unsigned)")]
     assert len(lines[2]) <= 100
+
+
+def test_verify_without_a_release_record_says_it_holds_the_endpoints_against_each_other(
+    repo: Path, tmp_path: Path
+) -> None:
+    down = tmp_path / "down.yaml"  # every endpoint refuses the connection: nothing to hold against
+    down.write_text(
+        "registries:\n  hub: {host: '127.0.0.1:1', insecure: true}\n"
+        "  public: {host: '127.0.0.1:1', insecure: true}\n"
+        "  vpc: {hosts: {cn-beijing: '127.0.0.1:1', cn-wulanchabu: '127.0.0.1:1'}, insecure: true}\n"
+    )
+
+    result = run(repo, "--registries", str(down), "--deadline", "3", "verify", f"{XPU}:25.03")
+
+    assert result.exit_code == 10, result.stderr
+    assert (
+        f"no release record at out/releases/{XPU}/25.03.json: each endpoint is held against the"
+        in result.stderr
+    )
+    assert "--record FILE names one" in result.stderr
