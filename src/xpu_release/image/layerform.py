@@ -13,6 +13,7 @@ profile are in the inputs digest (``basis``); a gzip image's inputs are what the
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from ..guard import limits
 from ..guard.reading import read_file
 from ..guard.shown import quoted
 from ..oci.codec import DEFAULT, Codec
-from ..oci.estargz import CHUNK
+from ..oci.estargz import CHUNK, clean
 
 PROFILE_FILE = "prefetch.txt"
 PROFILE_HEADER = (
@@ -78,7 +79,8 @@ MAX_PROFILE_PROBLEMS = 20  # listed at once; the rest counted
 def profile_path_problem(line: str) -> str | None:
     """What keeps ``line`` from being a path a profile holds (None: it is one): absolute, one
     printable line of UTF-8, no backslash, no white space at either end (an edit would hide a
-    difference there), at most ``MAX_PROFILE_PATH`` characters."""
+    difference there), at most ``MAX_PROFILE_PATH`` characters, written plainly (as the layer's
+    writer keys the file: one spelling a file, so "listed once" means once)."""
     if any("\ud800" <= c <= "\udfff" for c in line):
         return "is not UTF-8"
     if len(line) > MAX_PROFILE_PATH:
@@ -92,6 +94,8 @@ def profile_path_problem(line: str) -> str | None:
         return f"{quoted(line)} holds a backslash"
     if line != line.strip():
         return f"{quoted(line)} begins or ends with white space"
+    if line != (plain := "/" + clean(line)):  # the name a layer's writer keys it by (Go's path.Clean)
+        return f"{quoted(line)} is not written plainly: write {quoted(plain)}"
     return None
 
 
@@ -103,8 +107,9 @@ def read_profile(path: Path, display: str) -> tuple[str, ...]:
     """The paths of a prefetch profile (a missing file: none): one a line (lines end at ``\\n``
     alone), comments and blank lines passed over. Every problem is listed, with its line
     (``ManifestError``, exit 2)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return ()
+    # Anything else there (a link to nothing, a FIFO, a folder) is the guarded reader's to refuse.
     text = read_file(path, what=display, limit=limits.MAX_PROFILE_BYTES, error=ManifestError)
     paths: dict[str, int] = {}  # path → its line
     problems: list[Problem] = []
@@ -143,6 +148,6 @@ def layer_form(root: Path, image: str, version: str, layers: str, extends: str |
     if layers != "estargz":
         return GZIP
     path = profile_path(root, image, version)
-    if not path.is_file() and extends:
+    if not os.path.lexists(path) and extends:
         path = profile_path(root, image, extends)
     return LayerForm(estargz=True, prefetch=read_profile(path, str(path.relative_to(root))))
