@@ -121,7 +121,9 @@ def formats_page() -> str:
         "one path a line (a line ends at `\\n` alone), in the order the workload first opened "
         "them; blank lines and lines starting with `#` are passed over. Each path is absolute, "
         f"at most {MAX_PROFILE_PATH:,} characters, printable (no control or line-separator "
-        "character), without a backslash or white space at either end, and listed once; the file "
+        "character), without a backslash or white space at either end, written plainly (no `//`, "
+        "`/./`, `/../` or `/` at the end: one spelling a file, as a layer's writer keys it) and "
+        "listed once; the file "
         f"is at most {limits.MAX_PROFILE_BYTES >> 20} MiB. `validate` names every line that breaks "
         "a rule (exit 2). A version without the file takes the one of the version it extends.",
         "## Registries files: `registries.yaml` and its overrides",

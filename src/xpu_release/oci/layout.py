@@ -74,8 +74,10 @@ class Layout:
     # --- blobs ---------------------------------------------------------------------------------
 
     def has_blob(self, digest: str) -> bool:
-        """A regular file is there under ``digest`` (never opened: a FIFO there is no blob)."""
-        return is_regular(self.blob_path(digest))
+        """A regular file is there under ``digest``, itself (never opened: a FIFO there is no
+        blob; a link is not followed: a layout's blob is a file of its own)."""
+        path = self.blob_path(digest)
+        return not path.is_symlink() and is_regular(path)
 
     def write_blob(
         self, digest: str, size: int, blocks: Iterable[bytes], then: Callable[[], str | None] | None = None

@@ -55,6 +55,18 @@ def is_estargz(annotations: Mapping[str, str] | None) -> bool:
     return bool(annotations) and TOC_DIGEST_ANNOTATION in (annotations or {})
 
 
+TocNamed = tuple[tuple[str, str], ...]  # what a descriptor says of a layer's TOC, its keys sorted
+
+
+def toc_named(annotations: Mapping[str, str] | None) -> TocNamed:
+    """What a layer descriptor says of its eStargz TOC (the TOC's digest, the unpacked size), the
+    annotations ``LayerCheck`` holds the layer against; empty for a layer that is no eStargz."""
+    if not is_estargz(annotations):
+        return ()
+    keys = (TOC_DIGEST_ANNOTATION, UNCOMPRESSED_SIZE_ANNOTATION)
+    return tuple((k, (annotations or {})[k]) for k in keys if k in (annotations or {}))
+
+
 class LayerCheck:
     """Fed an eStargz blob's bytes in order (``feed``), says what is wrong with it (``problem``).
     It does not hash them: its verdict is of the blob once the caller has proven the bytes fed

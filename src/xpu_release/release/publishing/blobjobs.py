@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ...errors import ReleaseError
-from ...oci.blobcheck import Source, check_copies
+from ...oci.blobcheck import Checked, Source, check_copies
 from ...oci.endpoint import Endpoint
 from ...oci.model import ImageManifest
 from ...oci.registry import Manifest, RegistryClient
-from ...oci.toc import LayerCheck, is_estargz
+from ...oci.toc import LayerCheck, TocNamed, toc_named
 from ...progress import Tally
 
 CHUNK = 1 << 20
@@ -28,7 +28,7 @@ class Job(NamedTuple):
     digest: str
     size: int
     # An eStargz layer's annotations: deep, its TOC is held against its bytes too (``oci/toc``).
-    toc: tuple[tuple[str, str], ...] = ()
+    toc: TocNamed = ()
 
 
 def image_jobs(ep: Endpoint, client: RegistryClient, repo: str, manifest: Manifest) -> list[Job]:
@@ -43,7 +43,7 @@ def image_jobs(ep: Endpoint, client: RegistryClient, repo: str, manifest: Manife
             repo,
             d.digest,
             d.size,
-            tuple(sorted(d.annotations.items())) if is_estargz(d.annotations) else (),
+            toc_named(d.annotations),
         )
         for d in view.blobs()
     ]
@@ -81,6 +81,29 @@ def _present(client: RegistryClient, repo: str, digest: str, size: int) -> str |
 PARALLEL = 8  # blobs checked at once
 
 
+def _toc_said(
+    named: set[TocNamed], toc: LayerCheck | None, checked: Checked,
+    sources: list[Source], digest: str, size: int,
+) -> str | None:  # fmt: skip
+    """What is wrong with the eStargz TOC a blob is named with (None: it holds, or it is no
+    eStargz layer). Its verdict is of the blob when the bytes it read are the blob's; when the
+    copies in step were not (the first endpoint's copy damaged), it is held again against an
+    intact copy, so one endpoint's damage never hides the others' lie."""
+    if len(named) > 1:
+        return "it is named with more than one eStargz TOC (the manifests disagree): at most one holds"
+    if toc is None:
+        return None
+    if checked.shared != digest:
+        intact = [s for s, (problem, _) in zip(sources, checked.copies, strict=True) if problem is None]
+        if not intact:
+            return None  # no endpoint has the blob: each says so already
+        toc = LayerCheck(toc.annotations)
+        if check_copies(intact[:1], digest, size, CHUNK, also=toc.feed).shared != digest:
+            return None  # it changed since: the copy's own finding is the next run's
+    lies = toc.problem
+    return f"its eStargz TOC does not hold: {lies}" if lies else None
+
+
 def check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
     """Each blob of ``jobs`` present at its endpoint at its size (``deep``: hashed, each blob once
     at every endpoint that lists it, the copies compared); the findings and the bytes hashed."""
@@ -103,12 +126,12 @@ def check_blobs(jobs: list[Job], deep: bool) -> tuple[list[Finding], int]:
     def everywhere(group: list[Job]) -> list[tuple[Finding | None, int]]:
         """One blob at every endpoint that lists it: hashed once, the copies compared with it; of
         an eStargz layer, the bytes held against its TOC as they pass (``oci/toc``)."""
+        digest, size = group[0].digest, group[0].size
         sources = [Source(job.client, job.repo, tallies[job.endpoint.name].add) for job in group]
-        toc = LayerCheck(dict(group[0].toc)) if group[0].toc else None
-        checked = check_copies(sources, group[0].digest, group[0].size, CHUNK, also=toc.feed if toc else None)
-        # The TOC's verdict is of the blob when the bytes it read are the blob's.
-        lies = toc.problem if toc is not None and checked.shared == group[0].digest else None
-        said = f"its eStargz TOC does not hold: {lies}" if lies else None
+        named = {job.toc for job in group if job.toc}  # every TOC a manifest names it with
+        toc = LayerCheck(dict(next(iter(named)))) if len(named) == 1 else None
+        checked = check_copies(sources, digest, size, CHUNK, also=toc.feed if toc else None)
+        said = _toc_said(named, toc, checked, sources, digest, size)
         return [
             (finding(job, problem or said), got)
             for job, (problem, got) in zip(group, checked.copies, strict=True)

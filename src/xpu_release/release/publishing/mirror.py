@@ -29,6 +29,7 @@ once for all of them (under the layout's lock), not once per referrer.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from pathlib import Path
 from ...errors import (
     NotFoundError,
     RegistryAuthError,
+    ReleaseError,
     StackError,
     TagConflict,
     TLSVerifyFailed,
@@ -49,7 +51,7 @@ from ...evidence.referrers import kind_of
 from ...guard.proven import NotAsNamed
 from ...oci.model import ImageManifest
 from ...oci.registry import Manifest
-from ...oci.toc import LayerCheck, is_estargz
+from ...oci.toc import LayerCheck, TocNamed, toc_named
 from ...progress import Sink, Tally
 from .attached import blobs_of, is_index, members
 from .sides import Side
@@ -99,15 +101,20 @@ class _Copier:
     on_line: Sink
     blobs: dict[str, int] = field(default_factory=dict)  # digest → size, in the order met
     missing: list[tuple[str, int]] = field(default_factory=list)  # what the target lacks
-    tocs: dict[str, dict[str, str]] = field(default_factory=dict)  # eStargz layers: their annotations
+    tocs: dict[str, TocNamed] = field(default_factory=dict)  # eStargz layers: what names their TOC
+    held: set[str] = field(default_factory=set)  # eStargz layers held against their TOC in this run
 
     def __post_init__(self) -> None:
         self.tally = Tally(f"copying to {self.target.name}")
 
     def plan(self, manifest: Manifest) -> None:
         view = manifest.view
-        if isinstance(view, ImageManifest):
-            self.tocs |= {d.digest: dict(d.annotations) for d in view.layers if is_estargz(d.annotations)}
+        for d in view.layers if isinstance(view, ImageManifest) else ():
+            if not (named := toc_named(d.annotations)):
+                continue
+            if self.tocs.setdefault(d.digest, named) != named:  # two manifests, two TOCs: one lies
+                why = "is named with more than one eStargz TOC (the manifests disagree): at most one holds"
+                raise self.source.damaged(d.digest, why)
         for digest, size in blobs_of(self.source, manifest):
             if digest in self.blobs:
                 continue
@@ -122,18 +129,42 @@ class _Copier:
         leaves the target as it was), then copied."""
         total = sum(size for _, size in self.missing)
         self.source.check(self.missing, Tally(f"checking {self.source.name}", total), self.tocs)
+        if self.source.checks_whole:  # a layout: its eStargz layers were held in that read
+            self.held |= {d for d, _ in self.missing if d in self.tocs}
         step = max(1, len(self.missing) // 20)
         for i, (digest, size) in enumerate(self.missing, 1):
             self.copy(digest, size)
             if len(self.missing) >= 100 and (i % step == 0 or i == len(self.missing)):
                 self.on_line(f"blobs: {i:,} of {len(self.missing):,} copied")
+        self.hold_the_rest()
+
+    def hold_the_rest(self) -> None:
+        """An eStargz layer the target held already is held against its TOC there, before any
+        manifest that names it is written: what the target holds is the blob's bytes, but the
+        manifest being copied may lie about them. One whose bytes there are not the blob is left
+        to ``prove``, which copies it again, its TOC held on the way."""
+        for digest, named in self.tocs.items():
+            if digest in self.held or digest not in self.blobs:
+                continue
+            toc, sha, size = LayerCheck(dict(named)), hashlib.sha256(), self.blobs[digest]
+            try:
+                for block in self.target.blocks(digest, size):
+                    sha.update(block)
+                    toc.feed(block)
+            except ReleaseError:
+                continue  # not readable there as the blob: prove's to find and copy again
+            if "sha256:" + sha.hexdigest() != digest:
+                continue
+            if problem := toc.problem:
+                raise self.source.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")
+            self.held.add(digest)
 
     def copy(self, digest: str, size: int) -> None:
         """One blob copied; an eStargz layer's bytes held against its TOC on the way, so that one
         whose TOC lies is never stored (``oci/toc``)."""
         blocks = self.source.blocks(digest, size)
-        # Its TOC, unless the source held it whole before the first write (a layout).
-        toc = LayerCheck(self.tocs[digest]) if digest in self.tocs and not self.source.checks_whole else None
+        # Its TOC, unless it was held in this run already (a layout's check before the first write).
+        toc = LayerCheck(dict(self.tocs[digest])) if digest in self.tocs and digest not in self.held else None
 
         def counted() -> Iterator[bytes]:
             for block in blocks:
@@ -154,6 +185,8 @@ class _Copier:
             close = getattr(blocks, "close", None)
             if close is not None:
                 close()
+        if toc is not None:
+            self.held.add(digest)
         self.report.blobs_copied += 1
         self.report.bytes_copied += size
         if size > 50 << 20:

@@ -28,13 +28,13 @@ from ...oci.downloads import read_blob
 from ...oci.layout import REF_NAME, Layout
 from ...oci.members import blob_file
 from ...oci.registry import Manifest, RegistryClient
-from ...oci.toc import LayerCheck
+from ...oci.toc import LayerCheck, TocNamed
 from ...progress import Tally
 
 Counted = Tally | None
 Listing = list[tuple[Manifest, str | None]]  # manifests to put, each at its tag (None: by digest)
 Then = Callable[[], str | None] | None  # asked once a blob's bytes are proven: what else is wrong
-Tocs = Mapping[str, Mapping[str, str]]  # an eStargz layer's digest → its annotations
+Tocs = Mapping[str, TocNamed]  # an eStargz layer's digest → what names its TOC
 
 
 PROVING_THREADS = 4  # blobs read back at once from a registry target
