@@ -27,7 +27,7 @@ measures that way).
 
 ``--docker`` times instead what the done-means of a plain puller asks: `docker pull` of the
 eStargz release against its gzip twin, each into a Docker engine of the trial's own (started
-empty, its own root, no bridge), interleaved, through the same proxy (writes
+empty, its own root and bridge), interleaved, through the same proxy (writes
 bench/results/pull-docker.json):
 
     python bench/pull.py --docker --rates 100
@@ -401,16 +401,24 @@ def trial(stack: Path, ref: str, way: str, rate: float, background: bool) -> tup
         proxy.close()
 
 
+BENCH_NET = "192.168.213.1/24"  # assumed: a private range nothing else on this machine uses
+
+
 @contextlib.contextmanager
 def engine(stack: Path) -> Iterator[str]:
-    """A Docker engine of this trial's own, from nothing (its own root, no bridge, no iptables
-    rules: the stack's engine is not touched); its DOCKER_HOST."""
+    """A Docker engine of this trial's own, from nothing (its own root, no iptables rules); its
+    DOCKER_HOST. Its default network is a bridge of its own, made here and removed after: a
+    dockerd told ``--bridge none`` deletes the machine's ``docker0`` as it starts, which takes
+    the stack's engine's network away (it did, 2026-12-07)."""
     base = Path(tempfile.mkdtemp(prefix="bench-docker-", dir=stack / "lazy"))
     host = f"unix://{base}/docker.sock"
+    bridge = f"xpb{uuid.uuid4().hex[:8]}"  # an interface name of at most 15 characters
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    subprocess.run(["ip", "addr", "add", BENCH_NET, "dev", bridge], check=True)
     log = (base / "dockerd.log").open("wb")
     argv = [
         "dockerd", "--host", host, "--data-root", str(base / "data"), "--exec-root", str(base / "exec"),
-        "--pidfile", str(base / "dockerd.pid"), "--storage-driver", "overlay2", "--bridge", "none",
+        "--pidfile", str(base / "dockerd.pid"), "--storage-driver", "overlay2", "--bridge", bridge,
         "--iptables=false", "--ip-masq=false",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
@@ -423,6 +431,7 @@ def engine(stack: Path) -> Iterator[str]:
         yield host
     finally:
         _stop([proc], base)
+        subprocess.run(["ip", "link", "del", bridge], check=False, capture_output=True)
 
 
 def docker_trial(stack: Path, ref: str, rate: float) -> tuple[float, int]:
