@@ -27,7 +27,7 @@ import binascii
 import hashlib
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from isal import isal_zlib
@@ -65,6 +65,16 @@ def toc_named(annotations: Mapping[str, str] | None) -> TocNamed:
         return ()
     keys = (TOC_DIGEST_ANNOTATION, UNCOMPRESSED_SIZE_ANNOTATION)
     return tuple((k, (annotations or {})[k]) for k in keys if k in (annotations or {}))
+
+
+def held(blocks: Iterable[bytes], digest: str, check: LayerCheck) -> bool:
+    """Feed ``check`` every block of a blob, hashing them on the way: whether they were the blob
+    ``digest`` names (only then is ``check.problem`` the blob's)."""
+    sha = hashlib.sha256()
+    for block in blocks:
+        sha.update(block)
+        check.feed(block)
+    return "sha256:" + sha.hexdigest() == digest
 
 
 class LayerCheck:

@@ -29,7 +29,6 @@ once for all of them (under the layout's lock), not once per referrer.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -51,7 +50,7 @@ from ...evidence.referrers import kind_of
 from ...guard.proven import NotAsNamed
 from ...oci.model import ImageManifest
 from ...oci.registry import Manifest
-from ...oci.toc import LayerCheck, TocNamed, toc_named
+from ...oci.toc import LayerCheck, TocNamed, held, toc_named
 from ...progress import Sink, Tally
 from .attached import blobs_of, is_index, members
 from .sides import Side
@@ -146,14 +145,12 @@ class _Copier:
         for digest, named in self.tocs.items():
             if digest in self.held or digest not in self.blobs:
                 continue
-            toc, sha, size = LayerCheck(dict(named)), hashlib.sha256(), self.blobs[digest]
+            toc = LayerCheck(dict(named))
             try:
-                for block in self.target.blocks(digest, size):
-                    sha.update(block)
-                    toc.feed(block)
+                whole = held(self.target.blocks(digest, self.blobs[digest]), digest, toc)
             except ReleaseError:
                 continue  # not readable there as the blob: prove's to find and copy again
-            if "sha256:" + sha.hexdigest() != digest:
+            if not whole:
                 continue
             if problem := toc.problem:
                 raise self.source.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")

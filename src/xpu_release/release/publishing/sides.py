@@ -11,7 +11,6 @@ lists the manifests.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from ...oci.downloads import read_blob
 from ...oci.layout import REF_NAME, Layout
 from ...oci.members import blob_file
 from ...oci.registry import Manifest, RegistryClient
-from ...oci.toc import LayerCheck, TocNamed
+from ...oci.toc import LayerCheck, TocNamed, held
 from ...progress import Tally
 
 Counted = Tally | None
@@ -197,12 +196,7 @@ class LayoutSide:
 
     def _hold(self, digest: str, size: int, toc: LayerCheck) -> None:
         """The eStargz layer ``digest`` read once: hashed, and held against its TOC."""
-        sha, got = hashlib.sha256(), 0
-        for block in self.layout.blob_chunks(digest, size):
-            sha.update(block)
-            toc.feed(block)
-            got += len(block)
-        if got != size or "sha256:" + sha.hexdigest() != digest:
+        if not held(self.layout.blob_chunks(digest, size), digest, toc):
             raise self.damaged(digest, f"is not the {size} bytes that hash to its name")
         if problem := toc.problem:
             raise self.damaged(digest, f"is an eStargz layer whose TOC does not hold: {problem}")
