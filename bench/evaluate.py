@@ -41,6 +41,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,20 +153,31 @@ class LocalRunner:
             exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr.decode(errors="replace")
         )
 
+    def prepare(
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+    ) -> None:
+        pass  # each run is a process of its own
+
     def cpu_count(self) -> int:
         return os.cpu_count() or 1
 
 
 def verdicts_measured(
-    runner: Runner, image: str, case: Case, trials: int, spec: EvaluationSpec
+    runs: Callable[[], AbstractContextManager[Runner]],
+    image: str,
+    case: Case,
+    trials: int,
+    spec: EvaluationSpec,
 ) -> list[dict[str, Any]]:
+    """Each trial an evaluation of its own: its arms started anew (served arms too)."""
     out = []
     for i in range(trials):
         # The arm under test is "this" (B), the reference "base" (A): B's env is the slowdown.
         arms = [Arm(image="this", ref=image, image_id=image, variant="plain", env=case.slow_env),
                 Arm(image="base", ref=image, image_id=image, variant="plain")]  # fmt: skip
         started = time.monotonic()
-        got = measure(runner, arms, spec, LIMITS, on_line=lambda _: None)
+        with runs() as runner:
+            got = measure(runner, arms, spec, LIMITS, on_line=lambda _: None)
         b, a = (got.of(r, "plain") for r in ("this", "base"))
         assert a is not None
         assert b is not None
@@ -230,20 +243,22 @@ def main() -> int:
                 )
     else:
         command = ["xpu-bench", "--steps", str(args.steps)]
-        declared = {"command": command, "metric": "tokens_per_second", "better": "higher",
-                    "rounds": args.rounds, "budget_seconds": 3600}  # fmt: skip
+        declared = {"carry": "xpu-bench", "command": command, "metric": "tokens_per_second",
+                    "better": "higher", "rounds": args.rounds, "budget_seconds": 3600}  # fmt: skip
         spec = EvaluationSpec.from_dict(declared)
+        runs: Callable[[], AbstractContextManager[Runner]]
         if args.mode == "local":
-            runner: Runner = LocalRunner(args.python)
-            image = "xpu-bench (local process)"
+            local = LocalRunner(args.python)
+            runs, image = (lambda: nullcontext(local)), "xpu-bench (local process)"
         else:
-            from xpu_release.image.bounded import Containers
             from xpu_release.image.engine import Engine
+            from xpu_release.release.run.evaluate import runner_for
 
             engine = Engine.connect()
-            runner, image = Containers(engine.client), engine.require_image(args.image).id
+            # As a release runs it: the carried workload served, one container an arm.
+            runs, image = (lambda: runner_for(engine.client, spec)), engine.require_image(args.image).id
         for case in (Case("A/A", (), 1.0), Case("fewer threads (1 of 2)", (("XPU_BENCH_THREADS", "1"),), 0)):
-            trial_rows = verdicts_measured(runner, image, case, trials, spec)
+            trial_rows = verdicts_measured(runs, image, case, trials, spec)
             details[case.name] = trial_rows
             rows.append(summary(case.name, [g["verdict"] for g in trial_rows], bool(case.slow_env)))
             ratios = sorted(g["ratio"] for g in trial_rows)

@@ -1,6 +1,8 @@
 """Make the local stack's base image from a debootstrapped root, reproducibly.
 
-    python ci/base-image.py ROOTFS_TARBALL TAG [ARCH]      make and load one platform's image
+    python ci/base-image.py ROOTFS_TARBALL TAG [ARCH [TOOLCHAIN_TARBALL]]
+                                                          make and load one platform's image
+                                                          (with a toolchain: a second layer)
     python ci/base-image.py --index TAG MEMBER_TAG...     put an index of pushed images at TAG
 
 Two runs on two machines that install the same Debian package versions give the same image id
@@ -73,28 +75,36 @@ PLATFORMS = {"amd64": {"architecture": "amd64", "os": "linux"},
              "arm64": {"architecture": "arm64", "os": "linux", "variant": "v8"}}  # fmt: skip
 
 
-def main(tarball: str, tag: str, arch: str = "amd64") -> None:
+def main(tarball: str, tag: str, arch: str = "amd64", toolchain: str | None = None) -> None:
     # The amd64 image's config is what it was before arm64 was made too (its digest is pinned by
     # committed locks): arm64 adds its variant and names its debootstrap.
     how = "debootstrap " + ("" if arch == "amd64" else f"--arch={arch} ") + "--variant=minbase"
+    made = f"{how} --include=python3,python3-venv bookworm (ci/local-stack.sh)"
+    history = [{"created": iso(EPOCH), "created_by": made}]
     with tempfile.TemporaryDirectory(prefix="xpu-base-") as tmp_name:
         tmp = Path(tmp_name)
         raw = tmp / "raw.tar"
         fix_tarball(Path(tarball), raw)
         layer = tmp / "layer.tar"
-        diff_id = layers.normalize_layer(raw, layer, EPOCH)
+        diff_ids = [layers.normalize_layer(raw, layer, EPOCH)]
+        files = {diff_ids[0]: layer}
+        if toolchain is not None:
+            second = tmp / "toolchain.tar"
+            diff_ids.append(layers.normalize_layer(Path(toolchain), second, EPOCH))
+            files[diff_ids[1]] = second
+            made = "g++, libpython3-dev and what they need, unpacked from bookworm main (ci/toolchain.py)"
+            history.append({"created": iso(EPOCH), "created_by": made})
         raw.unlink()
         config = config_bytes(
             {
                 **PLATFORMS[arch],
                 "created": iso(EPOCH),
                 "config": {"Env": [f"PATH={PATH}"], "Cmd": ["/bin/bash"]},
-                "history": [{"created": iso(EPOCH), "created_by": f"{how} "
-                             "--include=python3,python3-venv bookworm (ci/local-stack.sh)"}],
-                "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+                "history": history,
+                "rootfs": {"type": "layers", "diff_ids": diff_ids},
             }
-        )  # fmt: skip
-        load_image(Engine.connect(), tmp, config, [diff_id], {diff_id: layer}, tag)
+        )
+        load_image(Engine.connect(), tmp, config, diff_ids, files, tag)
     print(sha256_digest(config))
 
 

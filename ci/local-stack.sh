@@ -32,7 +32,9 @@ STACK="${XPU_STACK_DIR:-/var/lib/xpu-release-stack}"
 BASE_PORT="${XPU_STACK_BASE_PORT:-15000}"
 REGIONS=(cn-beijing cn-wulanchabu cn-shanghai)
 OWN_SOCK="$STACK/docker/docker.sock"
-BASE_REF_PATH="base/debian/bookworm-python:12"  # matches manifests/training-cpu-pytorch (hub alias)
+BASE_REF_PATH="base/debian/bookworm-python:12"  # the fixtures' base (hub alias)
+# The same root with g++ as a second layer (ci/toolchain.py): the base of manifests/pytorch-cpu-sdk.
+CXX_REF_PATH="base/debian/bookworm-python-cxx:12"
 DEBIAN_MIRROR="${XPU_STACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 log() { printf 'local-stack: %s\n' "$*" >&2; }
@@ -235,7 +237,8 @@ ensure_emulation() {
 
 # The base recipe: bump it when ci/base-image.py changes what it makes, so hubs seeded by an
 # older recipe are seeded again. 3: the base is an index of linux/amd64 and linux/arm64 (#43).
-BASE_RECIPE=3
+# 4: a second base, the same root with g++ (bookworm-python-cxx).
+BASE_RECIPE=4
 
 base_tarball() {  # the debootstrapped root of one architecture (amd64 keeps its first name)
   if [[ "$1" == amd64 ]]; then echo "$STACK/base/bookworm-python.tar"; else echo "$STACK/base/bookworm-python-$1.tar"; fi
@@ -272,10 +275,22 @@ base_arches() {  # base_arches [ARCH...]
   echo "${out[*]}"
 }
 
-seed_base() {  # seed_base [ARCH...]
-  local ref repo="${BASE_REF_PATH%%:*}" tag="${BASE_REF_PATH##*:}" url arches
-  ref="127.0.0.1:$(port_of hub)/$BASE_REF_PATH"
-  url="http://127.0.0.1:$(port_of hub)/v2/$repo/manifests/$tag"
+toolchain_tarball() {  # the g++ layer of one architecture, made from its base's package database
+  echo "$STACK/base/toolchain-$1.tar"
+}
+
+make_toolchain() {  # make_toolchain ARCH: made once a machine, kept across resets
+  local arch="$1" tarball python="$2"; tarball="$(toolchain_tarball "$1")"
+  [[ -s "$tarball" ]] && return
+  log "toolchain ($arch): g++, Python's headers and what they need from bookworm main, unpacked (about 20 s)"
+  "$python" "$HERE/toolchain.py" "$arch" "$(base_tarball "$arch")" "$tarball" "$DEBIAN_MIRROR" \
+    >"$STACK/base/toolchain-$arch.log" 2>&1 || die "the $arch toolchain failed (see $STACK/base/toolchain-$arch.log)"
+}
+
+seed_base() {  # seed_base [ARCH...]: both bases (the python root, and it with g++), each an index
+  local hub url arches
+  hub="127.0.0.1:$(port_of hub)"
+  url="http://$hub/v2/${CXX_REF_PATH%%:*}/manifests/${CXX_REF_PATH##*:}"
   mkdir -p "$STACK/base"
   # One seeding at a time (a test may ask for arm64 while ci/test.sh makes it in the background).
   exec 9>"$STACK/base/.lock"
@@ -286,26 +301,36 @@ seed_base() {  # seed_base [ARCH...]
     exec 9>&-
     return
   fi
-  local python="$HERE/../.venv/bin/python" arch members=()
+  local python="$HERE/../.venv/bin/python" arch members=() cxx_members=()
   [[ -x "$python" ]] || python=python3
   for arch in $arches; do
     debootstrap_base "$arch"
+    make_toolchain "$arch" "$python"
     # Reproducible: the same Debian packages give the same image on any machine (ci/base-image.py),
     # so the digest a committed lock pins is the one a fresh stack serves.
-    log "seeding $ref-$arch"
-    DOCKER_HOST="$(engine_host)" "$python" "$HERE/base-image.py" "$(base_tarball "$arch")" "$ref-$arch" "$arch" \
-      >/dev/null || die "could not make the $arch base image from $(base_tarball "$arch")"
-    DOCKER_HOST="$(engine_host)" docker push -q "$ref-$arch" >/dev/null
-    members+=("$ref-$arch")
+    seed_one "$python" "$hub/$BASE_REF_PATH-$arch" "$arch"
+    seed_one "$python" "$hub/$CXX_REF_PATH-$arch" "$arch" "$(toolchain_tarball "$arch")"
+    members+=("$hub/$BASE_REF_PATH-$arch")
+    cxx_members+=("$hub/$CXX_REF_PATH-$arch")
   done
   # The tag the manifests name serves an index of every architecture made (a lock of
   # linux/amd64 alone pins the amd64 image through it, whatever else the index holds); each
   # platform's image stays at its own tag too.
-  log "seeding $ref (an index of $arches)"
-  "$python" "$HERE/base-image.py" --index "$ref" "${members[@]}" >/dev/null \
-    || die "could not put the base index at $ref"
+  log "seeding $hub/$BASE_REF_PATH and $hub/$CXX_REF_PATH (each an index of $arches)"
+  "$python" "$HERE/base-image.py" --index "$hub/$BASE_REF_PATH" "${members[@]}" >/dev/null \
+    || die "could not put the base index at $hub/$BASE_REF_PATH"
+  "$python" "$HERE/base-image.py" --index "$hub/$CXX_REF_PATH" "${cxx_members[@]}" >/dev/null \
+    || die "could not put the base index at $hub/$CXX_REF_PATH"
   echo "$BASE_RECIPE $arches" >"$STACK/base/recipe"
   exec 9>&-
+}
+
+seed_one() {  # seed_one PYTHON REF ARCH [TOOLCHAIN_TARBALL]: make, load and push one platform's base
+  local python="$1" ref="$2" arch="$3"
+  log "seeding $ref"
+  DOCKER_HOST="$(engine_host)" "$python" "$HERE/base-image.py" "$(base_tarball "$arch")" "$ref" "$arch" \
+    ${4:+"$4"} >/dev/null || die "could not make the $arch base image $ref"
+  DOCKER_HOST="$(engine_host)" docker push -q "$ref" >/dev/null
 }
 
 # Lazy pulling (`lazy`): containerd 1.6 with the stargz snapshotter as a proxy plugin, both the

@@ -33,6 +33,9 @@ from .bootstrap import (
     per_look,
 )
 from .experiment import ArmRuns, Measurement
+from .workload import serves
+
+SERVED = "one container an arm, asked each round"  # the record's method.runs of a served workload
 
 THIS = "this"
 NOT_COMPARED = "not compared"  # measured, but no comparison with another image could be judged
@@ -47,7 +50,8 @@ def method(ev: EvaluationSpec) -> dict[str, Any]:
     """How the figures were compared, as the record says it."""
     return {"statistic": "median of the rounds' ratios", "interval": "paired percentile bootstrap",
             "confidence": round(confidence_of(ev), 6), "overall_confidence": CONFIDENCE,
-            "looks": list(looks(ev.rounds, ev.max_rounds)), "resamples": RESAMPLES, "seed": SEED}  # fmt: skip
+            "looks": list(looks(ev.rounds, ev.max_rounds)), "resamples": RESAMPLES, "seed": SEED,
+            "runs": SERVED if serves(ev.carry, ev.command) else "a container a run"}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -48,6 +48,9 @@ STDERR_LINES, STDERR_CHARS = 3, 200  # what a failure quotes of a workload's std
 class Runner(Protocol):
     """What the experiment needs of the engine (``bounded.Containers``; a fake in the tests)."""
 
+    def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
+                limits: Limits) -> None: ...  # fmt: skip
+
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float) -> Finished: ...  # fmt: skip
 
@@ -114,6 +117,8 @@ def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limit
     ``decided``: look after look up to ``spec.max_rounds``, until it says yes), within
     ``spec.budget_seconds``. ``required``: the arm without which nothing is measured (this
     image's plain workload): if it says it cannot run, the evaluation cannot be made."""
+    for arm in arms:  # a served arm starts now, all at once: their preparing overlaps
+        runner.prepare(arm.image_id, list(spec.command), env=dict(arm.env), purpose="evaluate", limits=limits)
     rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms], clock)
     schedule = looks(spec.rounds, spec.max_rounds) if decided is not None else (spec.rounds,)
     total = spec.warmup_rounds + schedule[-1]

@@ -32,6 +32,7 @@ from ..manifest import ImageSpec
 
 WORKLOADS_DIR = Path(__file__).with_name("workloads")
 WORKLOADS = {"xpu-bench": WORKLOADS_DIR / "xpu_bench.py"}  # name → the file, shipped with the package
+SERVING = frozenset({"xpu-bench"})  # the shipped workloads that serve (--serve, --ask SECONDS)
 DESTINATION = "/usr/local/bin"  # where a carried workload is installed, under its name
 
 WHY_CHARS = 300  # an "unsupported" reason, as the notes say it
@@ -62,6 +63,13 @@ def carried(spec: ImageSpec) -> Carried | None:
     name = spec.evaluation.carry
     source = WORKLOADS[name]
     return Carried(name=name, source=source, sha256=hashlib.sha256(source.read_bytes()).hexdigest())
+
+
+def serves(carry: str | None, command: tuple[str, ...]) -> bool:
+    """Whether ``command`` runs a carried workload that serves: then an arm is one container
+    for the whole evaluation (``bounded.Served``), else one a run. Every arm compared runs the
+    very build this image carries (an image carrying another is not compared), so all serve."""
+    return carry in SERVING and bool(command) and command[0] in (carry, f"{DESTINATION}/{carry}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from xpu_release.manifest import Repo
 
 from ..helpers import write_manifest
 from ..image.test_lock_keeps_pins import first_lock, wheel
-from ..release.published_kit import Calendar, World, sbom, world
+from ..release.published_kit import BASE, Calendar, World, sbom, world
 from ..release.test_lifecycle_publish import released  # noqa: F401  (a fixture: publish with a fake engine)
 from ..release.test_patch import KIT, kit_manifest
 
@@ -50,9 +50,7 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calendar: Calendar) -> 
         write_manifest(w.root, KIT, "1.0", kit_manifest(house))
         spec = Repo(w.root).load(KIT, "1.0")
         lock_path(w.root, spec).parent.mkdir(parents=True)
-        lock_path(w.root, spec).write_text(
-            first_lock(spec, house, f"debian/bookworm-python:12@{digest}").render(spec)
-        )
+        lock_path(w.root, spec).write_text(first_lock(spec, house, f"{BASE}:12@{digest}").render(spec))
         for name, version, *needs in [("alpha", "2.0", "beta"), ("beta", "1.1"), ("beta", "1.2")]:
             wheel(house, name, version, *needs)
         w.publish(KIT, "1.0", sbom(("alpha", "1.0"), ("beta", "1.0"), ("gamma", "1.0")))

@@ -126,4 +126,4 @@ def test_the_command_line_says_a_missing_command_as_the_workload_failing_not_exi
     got = run(repo, "evaluate", REF, "--against", OTHER)
     assert got.exit_code == 18, got.stderr
     assert "internal error" not in got.stderr
-    assert len(engine.client.removed) == len(engine.client.created) == 1  # nothing left behind
+    assert len(engine.client.removed) == len(engine.client.created) > 0  # nothing left behind

@@ -93,7 +93,7 @@ def test_one_run_that_read_no_advisory_does_not_restart_the_sla_clocks(
 def test_a_child_whose_base_release_could_not_be_checked_is_not_up_to_date(published: World) -> None:
     bare = published.publish(SDK, "2.13.0", None, salt="no sbom")  # the SDK as served: no SBOM attached
     published.pin(CPU, "25.03", bare)
-    published.state.manifests.pop(("base/debian/bookworm-python", "12"))  # and the SDK's base tag gone
+    published.state.manifests.pop(("base/debian/bookworm-python-cxx", "12"))  # and the SDK's base tag gone
 
     result = run(published.root, "--registries", str(published.registries), "watch", f"{CPU}:25.03",
                  "--advisories", str(published.osv), "--today", "2026-12-03", "--json")  # fmt: skip

@@ -7,7 +7,9 @@ manifests, images, templates and carried workload as of xpu-bench 2, which chang
 Dockerfiles, the inputs and the training lock's base; the script: the commit's message). Since
 the family's layers became eStargz (image.yaml's ``layers``), the inputs digest holds the form
 too: what is pinned here is the digest of the same inputs as gzip, which is what it was; and
-the training lock pins the eStargz SDK's digest (its lock and inputs figures moved with it)."""
+the training lock pins the eStargz SDK's digest (its lock and inputs figures moved with it).
+Recomputed the same way (ac98566's code, the image.yaml ``layers`` key left out, which that code
+does not know) for xpu-bench 3 (it serves) and the SDK's base with g++ (bookworm-python-cxx)."""
 
 from __future__ import annotations
 
@@ -27,18 +29,18 @@ ROOT = Path(__file__).resolve().parents[3]
 
 BEFORE = {
     "pytorch-cpu-sdk:2.13.0": {
-        "content": "1b684a26616920e9e4e870d9a37c545dfc017a8df0499cf32d563681d773728a",
+        "content": "abec2ca9a28792afd200373871d4142c606208d0e195f34daf10711db4c1c075",
         "pins": "a1dccac5bd368ff813d90c2d204f345458245931347ae6c43e96a9c1ddbe9788",
-        "inputs": "3ca908527ce5ec42ea401b9a45be1df2ff82465f61c3856a22a35e8e45d015bf",
-        "dockerfile": "6513a70a48b5df32d000969c678edd166b15baacb1fbc1886a5f3b318013b905",
-        "lock": "f9838890141c3a553c1750629d8e9fd8380c716206cb7a6e2f5f6a730b6ee8b2",
+        "inputs": "a78ff140156ecc505080ef29869c8e7d61ec1ff70989798e81460630e27afcae",
+        "dockerfile": "b24092149de73535af363b9eced5455528dce9d8d1976a6d1515edf9b57485b1",
+        "lock": "34daa9265c120df94b2278a6e54ae2140d54a639457846b9bd3794f197eccdcc",
     },
     "training-cpu-pytorch:25.03": {
-        "content": "8982d2ba4fdd2a05b320f3d1fa8eba6e7eb23a8387c4c06fe02357d567f29f95",
+        "content": "4ec690264b226323134450d5dac92d4b3aad91a7c641642cf420814ab96b4357",
         "pins": "f46b89d0b45c598a42ae6752057f57d630297e22f6226f77d71f5ad66fdc0f52",
-        "inputs": "e3470082cfd968c711f85e022b838a608409aac6b0b34ba2047e2ab6d457cae2",
-        "dockerfile": "5ea05df85a5caec50003f8e7cb05094755ce62599304bda9170e8cbf06e7a0b5",
-        "lock": "4fb4936695b3114176f0fdd39a2f86df887108627863a33af6a32c0ce4d314ba",
+        "inputs": "552ca667ee5287c4718f1658e3d9a2225e7e71e228c6cc4e6293c24bd8647b73",
+        "dockerfile": "ef8cc83be25354f2b92c085a367b2a77c1169c27d00f832c7ced04020a141ee6",
+        "lock": "ee5c2c35e45f1fa6493b11143b38fc4a09b36948dacda7ea5bad4cd976f7fb66",
     },
 }
 

@@ -7,7 +7,7 @@ removed, also when the run times out or is interrupted."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,11 @@ class FakeRunner:
         self.runs.append((image, tuple(sorted(env.items()))))
         self.clock[0] += min(self.seconds_per_run, timeout)
         return self.answer(image, env)
+
+    def prepare(
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+    ) -> None:
+        pass  # each run is a process of its own
 
     def cpu_count(self) -> int:
         return 2
@@ -171,8 +176,12 @@ def test_a_budget_too_small_for_the_fewest_rounds_fails_saying_what_to_raise() -
 
 
 class FakeContainer:
-    def __init__(self, wait: Callable[[], dict[str, int]]) -> None:
+    def __init__(self, wait: Callable[[], dict[str, int]], name: str = "") -> None:
         self._wait = wait
+        self.id, self.status, self.attrs = name, "running", {"State": {"ExitCode": 0}}
+
+    def reload(self) -> None:
+        pass
 
     def wait(self, timeout: float) -> dict[str, int]:
         return self._wait()
@@ -197,7 +206,19 @@ class FakeClient:
 
     def run(self, image: str, **kwargs: Any) -> FakeContainer:
         self.created.append(kwargs)
-        return FakeContainer(self.wait)
+        return FakeContainer(self.wait, kwargs.get("name", ""))
+
+    # A served arm (bounded.Served): each ask answers as a run of its own would have.
+    def exec_create(self, container: str, cmd: list[str]) -> dict[str, str]:
+        return {"Id": container}
+
+    def exec_start(self, exec_id: str, stream: bool, demux: bool) -> Iterator[tuple[bytes, bytes]]:
+        self._code = self.wait()["StatusCode"]
+        said = FakeContainer(self.wait)
+        yield said.logs(stdout=True, stderr=False, tail=50), said.logs(stdout=False, stderr=True, tail=20)
+
+    def exec_inspect(self, exec_id: str) -> dict[str, int]:
+        return {"ExitCode": self._code}
 
     def remove_container(self, name: str, force: bool) -> None:
         assert force

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FAST = RetryPolicy(attempts=2, base_delay=0.0, max_delay=0.0, timeout=10.0)
 NS = "egslingjun"  # the public and VPC namespace of registries.yaml
 SDK, CPU = "pytorch-cpu-sdk", "training-cpu-pytorch"
-BASE = "debian/bookworm-python"
+BASE = "debian/bookworm-python-cxx"  # the SDK's base (manifests/pytorch-cpu-sdk)
 
 
 @dataclass

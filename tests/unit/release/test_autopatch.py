@@ -93,7 +93,7 @@ def test_a_moved_base_patches_the_sdk_then_the_child_and_a_second_run_does_nothi
         (f"{SDK}:2.13.0", "released", f"{SDK}:2.13.0.1"),
         (f"{CPU}:25.03", "released", f"{CPU}:25.03.1"),
     ]
-    assert said["patched"][0]["why"][0].startswith("its base debian/bookworm-python:12 moved")
+    assert said["patched"][0]["why"][0].startswith("its base debian/bookworm-python-cxx:12 moved")
     assert said["patched"][1]["why"] == [f"its base {SDK}:2.13.0 is patched: {SDK}:2.13.0.1 is published"]
     assert all(s["digest"].startswith("sha256:") for s in said["patched"])
     assert Repo(w.root).load(CPU, "25.03.1").base.tag == "2.13.0.1"

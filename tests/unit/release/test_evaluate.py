@@ -67,6 +67,11 @@ class Fake:
             exit_code=0, stdout=json.dumps({"tokens_per_second": figure}).encode() + b"\n", stderr=""
         )
 
+    def prepare(
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+    ) -> None:
+        pass  # each run is a process of its own
+
     def cpu_count(self) -> int:
         return 2
 

@@ -43,6 +43,11 @@ class Runner:
         self.now += 1.0
         return Finished(exit_code=0, stdout=self.line, stderr="")
 
+    def prepare(
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+    ) -> None:
+        pass  # each run is a process of its own
+
     def cpu_count(self) -> int:
         return 2
 

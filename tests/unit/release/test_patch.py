@@ -17,7 +17,7 @@ from xpu_release.manifest import Repo
 
 from ..helpers import run, write_manifest
 from ..image.test_lock_keeps_pins import first_lock, wheel
-from .published_kit import World, sbom, world
+from .published_kit import BASE, World, sbom, world
 
 KIT = "kit"
 
@@ -26,7 +26,7 @@ def kit_manifest(house: Path) -> str:
     return (
         f'image: {KIT}\nversion: "1.0"\ntitle: {{en: kit 1.0, zh: kit 1.0}}\nscenario: [training]\n'
         "framework: pytorch\naccelerator: {name: CPU, kind: cpu}\n"
-        'base: {registry: hub, repository: debian/bookworm-python, tag: "12", python: /usr/bin/python3}\n'
+        f'base: {{registry: hub, repository: {BASE}, tag: "12", python: /usr/bin/python3}}\n'
         f"pip: {{find_links: [{house}]}}\nfloating_tags: [latest]\n"
         "components:\n  alpha: {kind: pip, version: '1.0'}\n  gamma: {kind: pip, version: '1.0'}\n"
     )
@@ -47,9 +47,7 @@ def kit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         write_manifest(w.root, KIT, "1.0", kit_manifest(house))
         spec = Repo(w.root).load(KIT, "1.0")
         lock_path(w.root, spec).parent.mkdir(parents=True)
-        lock_path(w.root, spec).write_text(
-            first_lock(spec, house, f"debian/bookworm-python:12@{digest}").render(spec)
-        )
+        lock_path(w.root, spec).write_text(first_lock(spec, house, f"{BASE}:12@{digest}").render(spec))
         for name, version, *needs in [("alpha", "2.0", "beta"), ("beta", "1.1"), ("beta", "1.2")]:
             wheel(house, name, version, *needs)  # published since kit 1.0 was locked
         w.publish(KIT, "1.0", sbom(("alpha", "1.0"), ("beta", "1.0"), ("gamma", "1.0")))

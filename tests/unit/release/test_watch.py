@@ -158,7 +158,7 @@ def test_a_finding_the_images_vex_excepts_is_not_open(w: World) -> None:
 
 
 def test_a_moved_base_tag_needs_a_patch_and_the_child_needs_one_through_it(w: World) -> None:
-    pinned = w.client.head_manifest("base/debian/bookworm-python", "12")
+    pinned = w.client.head_manifest("base/debian/bookworm-python-cxx", "12")
     moved = w.serve_base(salt="rebuilt")
 
     code, found = watch(w)
@@ -167,7 +167,7 @@ def test_a_moved_base_tag_needs_a_patch_and_the_child_needs_one_through_it(w: Wo
     sdk = found[f"{SDK}:2.13.0"]
     assert sdk["state"] == "needs a patch"
     assert [(r["kind"], r["base"], r["old"], r["new"]) for r in sdk["reasons"]] == [
-        ("base-moved", "debian/bookworm-python:12", pinned, moved)
+        ("base-moved", "debian/bookworm-python-cxx:12", pinned, moved)
     ]
     training = found[f"{CPU}:25.03"]
     assert training["state"] == "needs a patch"

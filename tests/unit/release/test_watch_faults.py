@@ -85,7 +85,7 @@ def test_an_sbom_whose_bytes_are_not_what_its_digest_says_is_damaged(w: World) -
 
 
 def test_a_base_tag_that_vanished_is_said_and_the_release_is_still_scanned(w: World) -> None:
-    del w.state.manifests[("base/debian/bookworm-python", "12")]
+    del w.state.manifests[("base/debian/bookworm-python-cxx", "12")]
 
     code, found, _ = watch(w)
 
@@ -93,7 +93,7 @@ def test_a_base_tag_that_vanished_is_said_and_the_release_is_still_scanned(w: Wo
     sdk = found[f"{SDK}:2.13.0"]
     assert sdk["state"] == "could not check"
     assert [u["what"] for u in sdk["unchecked"]] == ["base"]
-    assert "its base tag debian/bookworm-python:12 is no longer served" in sdk["unchecked"][0]["message"]
+    assert "its base tag debian/bookworm-python-cxx:12 is no longer served" in sdk["unchecked"][0]["message"]
     assert sdk["scanned"] is True
     assert found[f"{CPU}:25.03"]["reasons"][0]["id"] == "CVE-2026-0009"  # still answered for
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import ReleaseError
 from ...guard.shown import shown_cell
-from ...image.evaluation import NOT_COMPARED
+from ...image.evaluation import NOT_COMPARED, SERVED
 from ...manifest import ImageSpec, Repo
 from ...manifest.diff import Change
 from ..model.record import ReleaseRecord, default_path, read_optional
@@ -27,12 +27,15 @@ LABELS: dict[str, dict[str, str]] = {
         "undecided_passed": "Undecided, passed by the manifest's `evaluation.undecided: pass`",
         "improvement": "improvement", "accepted": "accepted regression", "skipped": "Not evaluated",
         "method": "Measured with `{command}`: {rounds} rounds per image and variant ({warmup} warm-up "
-                  "discarded), interleaved, in containers with CPU set {cpuset} and {memory} MB; each "
+                  "discarded), interleaved, {how} with CPU set {cpuset} and {memory} MB; each "
                   "figure is the median of the rounds' ratios of {metric} ({better} is better) with its "
                   "{confidence} % bootstrap interval (rounds were added, look after look, until each "
                   "comparison was decided: {looks}). A regression is worse by more than {threshold} % over "
                   "its whole interval.",
         "higher": "higher", "lower": "lower", "rounds_needed": "about {n} rounds would decide it",
+        "served": "in one container per image and variant, started once (its start, import and compile "
+                  "in the warm-up)",
+        "a container a run": "in a container per run",
         "not_compared": "Not compared with any other image",
     },
     "zh": {
@@ -44,10 +47,12 @@ LABELS: dict[str, dict[str, str]] = {
         "undecided_passed": "无法判定，按清单的`evaluation.undecided: pass`放行",
         "improvement": "性能提升", "accepted": "已接受的性能回退", "skipped": "未评估",
         "method": "使用`{command}`测量：每个镜像与对比项各{rounds}轮（另有{warmup}轮预热，不计入），"
-                  "交替运行，容器使用CPU集合{cpuset}与{memory} MB内存；每个数值为{metric}（越{better}"
+                  "交替运行，{how}，容器使用CPU集合{cpuset}与{memory} MB内存；每个数值为{metric}（越{better}"
                   "越好）中位数之比及其{confidence}% bootstrap置信区间（逐次增加轮数直至每项对比可判定："
                   "{looks}）。整个区间超出{threshold}%才判定为性能回退。",
         "higher": "高", "lower": "低", "rounds_needed": "约需{n}轮才能判定",
+        "served": "每个镜像与对比项一个容器，只启动一次（启动、导入与编译计入预热）",
+        "a container a run": "每次运行一个容器",
         "not_compared": "未与任何其他镜像对比",
     },
 }  # fmt: skip
@@ -114,7 +119,7 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
     metric = str(ev.get("metric"))
     method = t["method"].format(
         command=" ".join(ev.get("command") or ()), rounds=ev.get("rounds"), warmup=ev.get("warmup_rounds"),
-        cpuset=ev.get("cpuset"), memory=ev.get("memory_mb"), metric=metric,
+        cpuset=ev.get("cpuset"), memory=ev.get("memory_mb"), metric=metric, how=_how(ev, t),
         better=t.get(str(ev.get("better")), ""), threshold=ev.get("threshold_percent"),
         confidence=_percent((ev.get("method") or {}).get("confidence")),
         looks=", ".join(str(n) for n in ev.get("looked") or ()) or str(ev.get("rounds")),
@@ -136,6 +141,11 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
     undecided = f"**{t['undecided_passed']}**: {shown_cell(ev.get('reason'))}" if open_ else None
     return Section(skipped=None, not_compared=not_compared, undecided=undecided, method=method, header=header,
                    rows=tuple(rows), contributions=contributions, accepted=accepted)  # fmt: skip
+
+
+def _how(ev: dict[str, Any], t: dict[str, str]) -> str:
+    """How the arms ran, as the record's method says (a record from before it said: a container a run)."""
+    return t["served"] if (ev.get("method") or {}).get("runs") == SERVED else t["a container a run"]
 
 
 def _percent(confidence: object) -> str:

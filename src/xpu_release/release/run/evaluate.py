@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,12 +25,12 @@ from ...guard.reading import Refused, read_json
 from ...guard.shown import shown
 from ...guard.writing import write_bytes
 from ...image.baseimage import pinned_ref, pull_auth
-from ...image.bounded import Containers, Limits
+from ...image.bounded import Containers, Limits, Served
 from ...image.engine import ImageInfo
 from ...image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, decided, entry, method
 from ...image.experiment import Arm, Measurement, Runner, measure
 from ...image.lock import Lock
-from ...image.workload import carried
+from ...image.workload import carried, serves
 from ...labels import WORKLOAD_LABEL_PREFIX
 from ...manifest import ImageSpec, Repo
 from ...manifest.evaluation import PLAIN, EvaluationSpec
@@ -177,7 +178,22 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
     arms = [Arm(image=THIS, ref=spec.ref, image_id=image_id, variant=n, env=e) for n, e in variants]
     arms += [Arm(image=r.role, ref=r.ref, image_id=str(r.image_id), variant=n, env=e)
              for r in measured_refs for n, e in variants]  # fmt: skip
-    runner = runner or Containers(engine.client)
+    if runner is None:
+        with runner_for(engine.client, ev) as made:
+            return _measured(spec, image_id, refs, arms, made, on_line)
+    return _measured(spec, image_id, refs, arms, runner, on_line)
+
+
+def runner_for(client: Any, ev: EvaluationSpec) -> AbstractContextManager[Runner]:
+    """The engine as ``ev``'s arms run in it: one container an arm (``Served``) when the command
+    runs the carried workload, else one a run; every container gone when the block ends."""
+    return Served(client) if serves(ev.carry, ev.command) else nullcontext(Containers(client))
+
+
+def _measured(spec: ImageSpec, image_id: str, refs: tuple[Reference, ...], arms: list[Arm], runner: Runner,
+              on_line: Sink) -> Evaluated:  # fmt: skip
+    ev = spec.evaluation
+    assert ev is not None
     limits = limits_for(ev, runner)
     on_line(f"evaluating {spec.ref}: {len(arms)} arms, {ev.warmup_rounds}+{ev.rounds} rounds (up to "
             f"{ev.max_rounds} until decided), CPU set {limits.cpuset}, {limits.memory_mb} MB, budget "

@@ -1,0 +1,334 @@
+"""A served arm (image/bounded.py ``Served``; xpu-bench ``--serve`` and ``--ask``): the workload
+is started once an arm and asked once a round.
+
+The protocol runs here for real, without PyTorch (a variant the machine cannot run is answered
+as such, ask after ask); the runner is held against a fake engine: one container an arm, started
+with ``--serve`` under the same limits, each run an ``--ask`` bounded by the run's timeout, a
+server that ended said as a run that ended, and every container removed at the block's end,
+also on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from docker.errors import APIError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xpu_release.guard.limits import MAX_WORKLOAD_LOG_BYTES
+from xpu_release.image import bounded
+from xpu_release.image.bounded import Limits, Served
+from xpu_release.image.workload import WORKLOADS, serves
+from xpu_release.secrets import register
+
+from ...conftest import examples
+
+BENCH = WORKLOADS["xpu-bench"]
+LIMITS = Limits(cpuset="0-1", memory_mb=2048)
+
+
+def bench_env(folder: Path, **more: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("XPU_BENCH_", "CHECKPOINT_"))}
+    return {**clean, "PATH": "/nonexistent", "XPU_BENCH_SERVE_DIR": str(folder), **more}
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, str]]]:
+    env = bench_env(tmp_path, XPU_BENCH_ACCELERATE="1")  # no accelerate here: answered "unsupported"
+    started = subprocess.Popen([sys.executable, str(BENCH), "--serve", "--steps", "3"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        yield started, env
+    finally:
+        started.kill()
+        started.wait()
+
+
+def ask(env: dict[str, str], seconds: str = "20") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH), "--ask", seconds], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_the_server_answers_every_ask_with_one_line_and_writes_nothing_itself(server: Any) -> None:
+    started, env = server
+    answers = [ask(env) for _ in range(3)]
+    for done in answers:
+        assert done.returncode == 0, done.stderr
+        [line] = done.stdout.splitlines()
+        data = json.loads(line)
+        assert data["workload"] == "xpu-bench"
+        assert "accelerate library" in data["unsupported"]
+    assert started.poll() is None  # still serving
+    started.kill()
+    out, _ = started.communicate()
+    assert out == b""  # its answers go to the asker, never to the container's log
+
+
+def test_an_ask_that_gets_no_answer_in_time_exits_124_saying_so(server: Any) -> None:
+    started, env = server
+    assert ask(env).returncode == 0  # the FIFOs are made
+    started.kill()
+    started.wait()
+    began = time.monotonic()
+    done = ask(env, "1")
+    assert done.returncode == 124
+    assert "no answer from the server within 1 s" in done.stderr
+    assert done.stdout == ""
+    assert time.monotonic() - began < 15
+
+
+def test_an_ask_before_the_server_made_its_fifos_waits_for_them(tmp_path: Path) -> None:
+    env = bench_env(tmp_path, XPU_BENCH_ACCELERATE="1")
+    asking = subprocess.Popen([sys.executable, str(BENCH), "--ask", "30"], env=env, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    time.sleep(0.5)
+    started = subprocess.Popen([sys.executable, str(BENCH), "--serve"], env=env, stdout=subprocess.DEVNULL)
+    try:
+        out, _ = asking.communicate(timeout=30)
+        assert asking.returncode == 0
+        assert "unsupported" in json.loads(out)
+    finally:
+        started.kill()
+        started.wait()
+
+
+@pytest.mark.parametrize(
+    ("carry", "command", "served"),
+    [
+        ("xpu-bench", ("xpu-bench", "--steps", "30"), True),
+        ("xpu-bench", ("/usr/local/bin/xpu-bench",), True),
+        ("xpu-bench", ("ljperf", "--action", "train"), False),  # an image's own tool: a container a run
+        (None, ("xpu-bench",), False),  # not carried: whatever xpu-bench the image has may not serve
+        ("xpu-bench", (), False),
+    ],
+)
+def test_only_the_carried_workload_is_served(
+    carry: str | None, command: tuple[str, ...], served: bool
+) -> None:
+    assert serves(carry, command) is served
+
+
+# --- the runner, against a fake engine -------------------------------------------------------------
+
+
+@dataclass
+class FakeContainer:
+    id: str
+    status: str = "running"
+    exit_code: int = 0
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return {"State": {"ExitCode": self.exit_code}}
+
+    killed: bool = False
+
+    def reload(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def logs(self, *, stdout: bool, stderr: bool, tail: int) -> bytes:
+        return b"" if stdout else b"Traceback (most recent call last):\nRuntimeError: token=hunter2\n"
+
+
+@dataclass
+class FakeEngine:
+    """The engine's client as Served asks it: containers.run, api.exec_*, api.remove_container."""
+
+    answers: list[tuple[int, bytes, bytes]] = field(default_factory=list)  # each exec: code, stdout, stderr
+    created: list[dict[str, Any]] = field(default_factory=list)
+    execs: list[tuple[str, list[str]]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    made: dict[str, FakeContainer] = field(default_factory=dict)
+    refuse: str | None = None
+
+    @property
+    def containers(self) -> FakeEngine:
+        return self
+
+    @property
+    def api(self) -> FakeEngine:
+        return self
+
+    def run(self, image: str, **kwargs: Any) -> FakeContainer:
+        if self.refuse:
+            raise APIError(self.refuse)
+        self.created.append({"image": image, **kwargs})
+        container = FakeContainer(id=kwargs["name"])
+        self.made[kwargs["name"]] = container
+        return container
+
+    def exec_create(self, container: str, cmd: list[str]) -> dict[str, str]:
+        if self.made[container].status != "running":
+            msg = f"container {container} is not running"
+            raise APIError(msg)
+        self.execs.append((container, cmd))
+        return {"Id": str(len(self.execs))}
+
+    def exec_start(
+        self, exec_id: str, stream: bool, demux: bool
+    ) -> Iterator[tuple[bytes | None, bytes | None]]:
+        code, out, err = self.answers.pop(0)
+        self._last = code
+        if code == HANGS:
+            time.sleep(3600)  # an --ask that never answers nor ends: only a stopped server ends it
+        yield out, None
+        yield None, err
+        while code == ENDLESS:
+            yield b"x" * 65536, None
+
+    def exec_inspect(self, exec_id: str) -> dict[str, int]:
+        return {"ExitCode": self._last}
+
+    def remove_container(self, name: str, force: bool) -> None:
+        assert force
+        self.removed.append(name)
+
+    def info(self) -> dict[str, int]:
+        return {"NCPU": 2}
+
+
+ANSWER = b'{"workload": "xpu-bench", "tokens_per_second": 5.0}\n'
+HANGS, ENDLESS = -1, -2  # an image's --ask that ignores its timeout; one that writes without end
+
+
+def run(
+    runner: Served, image: str = "img:1", env: dict[str, str] | None = None, timeout: float = 30.0
+) -> Any:
+    return runner.run_bounded(image, ["xpu-bench", "--steps", "30"], env=env or {}, purpose="evaluate",
+                              limits=LIMITS, timeout=timeout)  # fmt: skip
+
+
+def test_one_container_an_arm_started_to_serve_and_asked_once_a_run() -> None:
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 5)
+    with Served(engine) as runner:
+        for _ in range(2):
+            assert run(runner).stdout == ANSWER
+            assert run(runner, env={"XPU_BENCH_COMPILE": "1"}).exit_code == 0
+        assert run(runner, image="img:2").exit_code == 0
+        assert engine.removed == []
+    assert len(engine.created) == 3  # one an arm, whatever the rounds
+    for made in engine.created:
+        assert made["command"] == ["xpu-bench", "--steps", "30", "--serve"]
+        assert made["cpuset_cpus"] == "0-1"
+        assert made["mem_limit"] == made["memswap_limit"] == "2048m"
+        assert made["network_mode"] == "none"
+        assert made["labels"] == {bounded.CONTAINER_LABEL: "evaluate"}
+    assert [cmd for _, cmd in engine.execs][:1] == [["xpu-bench", "--ask", "30.0"]]
+    assert sorted(engine.removed) == sorted(m["name"] for m in engine.created)
+
+
+def test_an_ask_bounded_by_the_run_timeout_that_times_out_is_a_run_still_going() -> None:
+    engine = FakeEngine(answers=[(124, b"", b"xpu-bench: no answer from the server within 7 s\n")])
+    with Served(engine) as runner:
+        done = run(runner, timeout=7.0)
+    assert engine.execs[0][1] == ["xpu-bench", "--ask", "7.0"]
+    assert done.exit_code is None
+
+
+def test_a_server_that_ended_is_said_as_a_run_that_ended_its_stderr_redacted() -> None:
+    register("hunter2")
+    engine = FakeEngine(answers=[(0, ANSWER, b"")])
+    with Served(engine) as runner:
+        assert run(runner).exit_code == 0
+        [container] = engine.made.values()
+        container.status, container.exit_code = "exited", 137  # out of memory, say
+        done = run(runner)
+    assert done.exit_code == 137
+    assert "RuntimeError: token=***" in done.stderr
+    assert "hunter2" not in done.stderr
+
+
+def test_an_engine_that_will_not_start_the_server_is_a_refusal_and_nothing_is_left() -> None:
+    engine = FakeEngine(refuse="exec: xpu-bench: not found")
+    with Served(engine) as runner:
+        done = run(runner)
+    assert done.refused is not None
+    assert "not found" in done.refused
+    assert engine.created == []
+
+
+def test_every_server_is_removed_on_ctrl_c() -> None:
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
+
+    def interrupted() -> None:
+        with Served(engine) as runner:
+            run(runner)
+            run(runner, image="img:2")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    assert len(engine.removed) == 2
+
+
+def test_an_answer_is_read_bounded_however_much_the_image_writes() -> None:
+    engine = FakeEngine(answers=[(ENDLESS, b"", b"")])
+    with Served(engine) as runner:
+        done = run(runner)
+    assert done.exit_code == 1
+    assert f"more than {MAX_WORKLOAD_LOG_BYTES} bytes in answer to one ask" in done.stderr
+    assert done.stdout == b""
+
+
+def test_an_ask_that_ignores_its_timeout_stops_its_server_at_our_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bounded, "ASK_GRACE", 0.2)
+    engine = FakeEngine(answers=[(HANGS, b"", b"")])
+    began = time.monotonic()
+    with Served(engine) as runner:
+        done = run(runner, timeout=0.5)
+        [container] = engine.made.values()
+    assert done.exit_code is None  # a run still going at its deadline
+    assert time.monotonic() - began < 5
+    assert container.killed
+
+
+class Streamed:
+    """An engine whose exec streams ``chunks`` (as docker's demuxed stream: stdout or stderr)."""
+
+    def __init__(self, chunks: list[tuple[bytes | None, bytes | None]]) -> None:
+        self.chunks = chunks
+
+    def exec_start(
+        self, exec_id: str, stream: bool, demux: bool
+    ) -> Iterator[tuple[bytes | None, bytes | None]]:
+        yield from self.chunks
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.binary(max_size=64), st.integers(1, 600_000).map(lambda n: b"o" * n)),
+            st.one_of(st.none(), st.binary(max_size=64), st.integers(1, 600_000).map(lambda n: b"e" * n)),
+        ),
+        max_size=12,
+    )
+)
+def test_an_answer_keeps_what_the_image_wrote_or_says_it_wrote_too_much(
+    chunks: list[tuple[bytes | None, bytes | None]],
+) -> None:
+    got = bounded._Answer()
+    got.read(Streamed(chunks), "1")
+    wrote = sum(len(o or b"") + len(e or b"") for o, e in chunks)
+    kept = len(got.out) + len(got.err)
+    biggest = max((len(o or b"") + len(e or b"") for o, e in chunks), default=0)
+    assert kept <= MAX_WORKLOAD_LOG_BYTES + biggest  # never more than the bound and the chunk that crossed it
+    assert got.over == (wrote > MAX_WORKLOAD_LOG_BYTES and kept > MAX_WORKLOAD_LOG_BYTES)
+    if not got.over:
+        assert bytes(got.out) == b"".join(o or b"" for o, _ in chunks)
+        assert bytes(got.err) == b"".join(e or b"" for _, e in chunks)
+    assert got.failed is None
