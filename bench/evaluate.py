@@ -142,7 +142,7 @@ class LocalRunner:
         self.taskset = shutil.which("taskset")
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         script = ROOT / "src" / "xpu_release" / "image" / "workloads" / "xpu_bench.py"
         cmd = [self.python, str(script), *argv[1:]]
         if self.taskset:
@@ -159,7 +159,7 @@ class LocalRunner:
         )
 
     def prepare(
-        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits, arm: str = ""
     ) -> None:
         pass  # each run is a process of its own
 

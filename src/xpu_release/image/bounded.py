@@ -15,6 +15,7 @@ Two ways to run an arm, one answer (``Finished``) each run:
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -141,11 +142,11 @@ class Containers:
         self.client = client
 
     def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits) -> None:  # fmt: skip
+                limits: Limits, arm: str = "") -> None:  # fmt: skip
         """Nothing: each run starts a container of its own."""
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         return run(self.client, image, argv, env=env, labels={CONTAINER_LABEL: purpose}, name=_named(purpose),
                    limits=limits, timeout=timeout)  # fmt: skip
 
@@ -158,7 +159,7 @@ def _named(purpose: str) -> str:
 
 
 ASK_TIMED_OUT = 124  # xpu-bench --ask: no answer within its seconds (the server preparing, or hung)
-ASK_GRACE = 10.0  # seconds past an ask's own timeout before its server is stopped
+ASK_GRACE = 1.0  # seconds past an ask's own timeout before its server is stopped
 
 
 class _Answer:
@@ -184,16 +185,22 @@ class _Answer:
 
 class Served(Containers):
     """The engine as the evaluation asks it for a workload that serves: ``prepare`` (or the first
-    run) of an arm (an image, a command, an environment, the limits) starts its container with
-    ``--serve``, and every run of it asks that container once (``--ask SECONDS``, bounded by the
-    run's timeout).
-    A server that ended is said as a run that ended (its exit status, its last lines). A context
-    manager: every container it started is removed when the block ends, however it ends."""
+    run) of an arm (``arm`` names it; an image, a command, an environment, the limits) starts its
+    container with ``--serve``, all at once, so that their starts overlap. At the first run every
+    server started answers once, unrecorded (its import and compile done), and is paused; from
+    then on each run unpauses the one server it asks (``--ask SECONDS``, bounded by the run's
+    timeout) and pauses it again, so that only the server asked runs: another arm's server, even a
+    hostile image's, cannot take the CPU from a measurement. A server that ended is said as a run
+    that failed (its exit status, its last lines). A context manager: every container it started
+    is removed when the block ends, however it ends."""
 
     def __init__(self, client: Any) -> None:
         super().__init__(client)
         self._open: dict[tuple[Any, ...], Any] = {}
         self._stack = ExitStack()
+        self._settled = False
+        self._paused: set[str] = set()
+        self._stopped: set[str] = set()  # servers killed for an ask that ignored its timeout
 
     def __enter__(self) -> Served:
         return self
@@ -203,24 +210,36 @@ class Served(Containers):
         self._stack.close()
 
     def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits) -> None:  # fmt: skip
+                limits: Limits, arm: str = "") -> None:  # fmt: skip
         """Start the arm's server now (it imports and compiles while the others start): an
         engine's refusal is kept for the arm's first run to say."""
-        self._server(image, argv, env=env, purpose=purpose, limits=limits)
+        self._server(image, argv, env=env, purpose=purpose, limits=limits, arm=arm)
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
-        server = self._server(image, argv, env=env, purpose=purpose, limits=limits)
-        return server if isinstance(server, Finished) else self._ask(server, argv[0], timeout)
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
+        server = self._server(image, argv, env=env, purpose=purpose, limits=limits, arm=arm)
+        if isinstance(server, Finished):
+            return server
+        if not self._settled:
+            began = time.monotonic()
+            self._settle(argv[0], timeout)
+            timeout -= time.monotonic() - began
+        if timeout <= 0 or server.id in self._stopped:  # its time went on settling; or we stopped it
+            return Finished(exit_code=None, stdout=b"", stderr="")
+        self._unpause(server)
+        try:
+            return self._ask(server, argv[0], timeout)
+        finally:
+            self._pause(server)
 
     def _server(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits) -> Any:  # fmt: skip
+                limits: Limits, arm: str) -> Any:  # fmt: skip
         """The arm's container, started at the first call; or the engine's refusal (``Finished``)."""
         from docker.errors import APIError
 
         from ..settings import current
 
-        key = (image, tuple(argv), tuple(sorted(env.items())), limits)
+        key = (arm, image, tuple(argv), tuple(sorted(env.items())), limits)
         if key not in self._open:
             name, labels = _named(purpose), {CONTAINER_LABEL: purpose}
 
@@ -236,6 +255,33 @@ class Served(Containers):
                 self._open[key] = Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
         return self._open[key]
 
+    def _settle(self, program: str, timeout: float) -> None:
+        """Every server started answers once, unrecorded, within ``timeout`` in all, then is
+        paused. What an answer said is not kept: a server that cannot answer says so again
+        when its arm is asked."""
+        self._settled = True
+        deadline = time.monotonic() + timeout
+        for server in [s for s in self._open.values() if not isinstance(s, Finished)]:
+            left = deadline - time.monotonic()
+            if left > 0:
+                self._ask(server, program, left)
+            self._pause(server)
+
+    def _pause(self, container: Any) -> None:
+        from docker.errors import APIError
+
+        with suppress(APIError):  # a server that ended cannot be paused: its next ask says how it ended
+            container.pause()
+            self._paused.add(container.id)
+
+    def _unpause(self, container: Any) -> None:
+        from docker.errors import APIError
+
+        if container.id in self._paused:
+            self._paused.discard(container.id)
+            with suppress(APIError):
+                container.unpause()
+
     def _ask(self, container: Any, program: str, timeout: float) -> Finished:
         """One ask, read as outside data: at most ``MAX_WORKLOAD_LOG_BYTES`` of its output, and
         for at most its own timeout and ``ASK_GRACE`` (an image whose ``--ask`` ignores its
@@ -244,25 +290,25 @@ class Served(Containers):
         from docker.errors import APIError
 
         api = self.client.api
+        began = time.monotonic()
         try:
-            made = api.exec_create(container.id, [program, "--ask", f"{max(timeout, 1.0):.1f}"])
+            made = api.exec_create(container.id, [program, "--ask", f"{max(timeout, 0.1):.1f}"])
         except APIError as exc:  # no exec in a container that stopped: its server ended
             return self._ended(container) or Finished(exit_code=None, stdout=b"", stderr="",
                                                       refused=engine_said(exc))  # fmt: skip
         got = _Answer()
         reader = threading.Thread(target=got.read, args=(api, made["Id"]), daemon=True)
         reader.start()
-        reader.join(max(timeout, 1.0) + ASK_GRACE)
+        reader.join(max(timeout, 0.1) + ASK_GRACE)
         if reader.is_alive():
             with suppress(APIError):
                 container.kill()
+            self._stopped.add(container.id)
             reader.join(ASK_GRACE)
             return Finished(exit_code=None, stdout=b"", stderr="")
-        if isinstance(got.failed, APIError):
+        if isinstance(got.failed, APIError | requests.exceptions.RequestException):  # the engine's answer
             return self._ended(container) or Finished(exit_code=None, stdout=b"", stderr="",
                                                       refused=engine_said(got.failed))  # fmt: skip
-        if isinstance(got.failed, requests.exceptions.RequestException):  # the engine's answer broke off
-            return Finished(exit_code=None, stdout=b"", stderr="")
         if got.failed is not None:
             raise got.failed
         said = redact(bytes(got.err).decode(errors="replace"))
@@ -275,15 +321,24 @@ class Served(Containers):
         ended = self._ended(container)
         if ended is not None:
             return ended
-        if code == ASK_TIMED_OUT:
-            return Finished(exit_code=None, stdout=b"", stderr="")
+        if code == ASK_TIMED_OUT and time.monotonic() - began >= 0.9 * timeout:
+            return Finished(exit_code=None, stdout=b"", stderr="")  # no answer in its time: still going
         return Finished(
             exit_code=int(code) if isinstance(code, int) else 1, stdout=bytes(got.out), stderr=said
         )
 
     def _ended(self, container: Any) -> Finished | None:
-        """How the server ended, when it did (None: still running)."""
-        container.reload()
-        if container.status == "running":
+        """How the server ended, when it did (None: still running): never a measurement, even
+        when it exited 0 with a line in its log (a server answers asks, it does not end)."""
+        from docker.errors import NotFound
+
+        try:
+            container.reload()
+        except NotFound as exc:  # removed behind the stage's back
+            return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
+        if container.status in ("running", "paused"):
             return None
-        return _logged(container, int(container.attrs.get("State", {}).get("ExitCode", 1)))
+        code = int(container.attrs.get("State", {}).get("ExitCode", 1))
+        ended = _logged(container, code or 1)
+        return Finished(exit_code=ended.exit_code, stdout=b"",
+                        stderr=f"its server ended (exit status {code}); {ended.stderr}")  # fmt: skip

@@ -49,10 +49,10 @@ class Runner(Protocol):
     """What the experiment needs of the engine (``bounded.Containers``; a fake in the tests)."""
 
     def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits) -> None: ...  # fmt: skip
+                limits: Limits, arm: str = "") -> None: ...  # fmt: skip
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished: ...  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished: ...  # fmt: skip
 
     def cpu_count(self) -> int: ...
 
@@ -71,6 +71,11 @@ class Arm:
     @property
     def label(self) -> str:
         return f"{self.ref} {self.variant}"
+
+    @property
+    def key(self) -> str:
+        """What tells this arm from every other of its evaluation (two may run the same image)."""
+        return f"{self.image}/{self.variant}"
 
 
 @dataclass(kw_only=True)
@@ -117,9 +122,8 @@ def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limit
     ``decided``: look after look up to ``spec.max_rounds``, until it says yes), within
     ``spec.budget_seconds``. ``required``: the arm without which nothing is measured (this
     image's plain workload): if it says it cannot run, the evaluation cannot be made."""
-    for arm in arms:  # a served arm starts now, all at once: their preparing overlaps
-        runner.prepare(arm.image_id, list(spec.command), env=dict(arm.env), purpose="evaluate", limits=limits)
     rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms], clock)
+    rounds.prepare()
     schedule = looks(spec.rounds, spec.max_rounds) if decided is not None else (spec.rounds,)
     total = spec.warmup_rounds + schedule[-1]
     index = 0
@@ -159,6 +163,20 @@ class _Rounds:
         self.looked: list[int] = []
         self.starved: list[str] = []  # each round dropped because an arm in it was starved
 
+    def prepare(self) -> None:
+        """Start what each arm's runs need (a served arm's container: all at once, so that their
+        starts overlap), within the budget."""
+        for r in self.results:
+            arm = r.arm
+            self.runner.prepare(arm.image_id, list(self.spec.command), env=dict(arm.env), purpose="evaluate",
+                                limits=self.limits, arm=arm.key)  # fmt: skip
+        if self.clock() >= self.deadline:
+            took = self.clock() - self.started
+            msg = (f"the engine took {took:.0f} s to start the evaluation's {len(self.results)} "
+                   f"containers, past its budget of {self.spec.budget_seconds} s: raise "
+                   "evaluation.budget_seconds")  # fmt: skip
+            raise EvaluationFailed(msg)
+
     @property
     def measured(self) -> int:
         return max(self.done - self.spec.warmup_rounds, 0)
@@ -186,7 +204,8 @@ class _Rounds:
                             f"it was dropped, the {self.measured} rounds before it are compared")  # fmt: skip
             return False
         _required_ran(self.results, required)
-        self.longest = max(self.longest, self.clock() - began)
+        if index >= self.spec.warmup_rounds:  # a warm-up round also holds every served arm's start
+            self.longest = max(self.longest, self.clock() - began)
         self.done += 1
         kind = "warm-up round" if index < self.spec.warmup_rounds else "round"
         on_line(f"    {kind} {self.done}/{total}: {len(active)} arms in {self.clock() - began:.1f} s")
@@ -259,7 +278,7 @@ def _run_once(runner: Runner, result: ArmRuns, spec: EvaluationSpec, limits: Lim
         raise EvaluationFailed(msg)
     began = clock()
     finished = runner.run_bounded(arm.image_id, list(spec.command), env=dict(arm.env), purpose="evaluate",
-                                  limits=limits, timeout=left)  # fmt: skip
+                                  limits=limits, timeout=left, arm=arm.key)  # fmt: skip
     took = clock() - began
     if finished.refused is not None:
         msg = (

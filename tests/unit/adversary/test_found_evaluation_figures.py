@@ -28,7 +28,7 @@ class Figures(Fake):
         super().__init__(speed=figure)
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         line = json.dumps({"tokens_per_second": self.speed[image], "step_seconds": self.speed[image]})
         return Finished(exit_code=0, stdout=line.encode() + b"\n", stderr="")
 

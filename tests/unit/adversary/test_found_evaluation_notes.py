@@ -18,7 +18,7 @@ WHY = "needs gcc | clang, neither is here"
 
 class SaysWhyWithAPipe(Fake):
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         if env.get("XPU_BENCH_COMPILE"):
             return Finished(exit_code=0, stdout=b'{"unsupported": "' + WHY.encode() + b'"}\n', stderr="")
         return super().run_bounded(image, argv, env=env, purpose=purpose, limits=limits, timeout=timeout)

@@ -27,7 +27,7 @@ class PlainUnsupportedHere(Fake):
     """This image's workload says it cannot run at all (not even plain); its base measures fine."""
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         if image == IDS["this"]:
             return Finished(exit_code=0, stdout=b'{"unsupported": "no torch in this image"}\n', stderr="")
         return super().run_bounded(image, argv, env=env, purpose=purpose, limits=limits, timeout=timeout)
@@ -99,7 +99,7 @@ def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> N
     runner = FakeRunner(lambda image, env: Finished(exit_code=0, stdout=b"", stderr=""))
 
     def run_bounded(image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits,
-                    timeout: float) -> Finished:  # fmt: skip
+                    timeout: float, arm: str = "") -> Finished:  # fmt: skip
         took = durations(len(runner.runs))
         runner.runs.append((image, ()))
         runner.clock[0] += min(took, timeout)

@@ -42,7 +42,7 @@ class FakeRunner:
     seconds_per_run: float = 1.0
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         assert purpose == "evaluate"
         assert limits == LIMITS
         self.runs.append((image, tuple(sorted(env.items()))))
@@ -50,7 +50,7 @@ class FakeRunner:
         return self.answer(image, env)
 
     def prepare(
-        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits, arm: str = ""
     ) -> None:
         pass  # each run is a process of its own
 
@@ -182,6 +182,12 @@ class FakeContainer:
 
     def reload(self) -> None:
         pass
+
+    def pause(self) -> None:
+        self.status = "paused"
+
+    def unpause(self) -> None:
+        self.status = "running"
 
     def wait(self, timeout: float) -> dict[str, int]:
         return self._wait()

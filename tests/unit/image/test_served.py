@@ -138,6 +138,18 @@ class FakeContainer:
     def kill(self) -> None:
         self.killed = True
 
+    def pause(self) -> None:  # as dockerd: only a running container is paused
+        if self.status != "running":
+            msg = "not running"
+            raise APIError(msg)
+        self.status = "paused"
+
+    def unpause(self) -> None:
+        if self.status != "paused":
+            msg = "not paused"
+            raise APIError(msg)
+        self.status = "running"
+
     def logs(self, *, stdout: bool, stderr: bool, tail: int) -> bytes:
         return b"" if stdout else b"Traceback (most recent call last):\nRuntimeError: token=hunter2\n"
 
@@ -181,6 +193,8 @@ class FakeEngine:
     ) -> Iterator[tuple[bytes | None, bytes | None]]:
         code, out, err = self.answers.pop(0)
         self._last = code
+        if code == 124:  # the ask's own timeout ran out: it says so at its deadline
+            time.sleep(float(self.execs[-1][1][-1]))
         if code == HANGS:
             time.sleep(3600)  # an --ask that never answers nor ends: only a stopped server ends it
         yield out, None
@@ -211,7 +225,7 @@ def run(
 
 
 def test_one_container_an_arm_started_to_serve_and_asked_once_a_run() -> None:
-    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 5)
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 6)  # the first run's settling ask, then one a run
     with Served(engine) as runner:
         for _ in range(2):
             assert run(runner).stdout == ANSWER
@@ -230,22 +244,33 @@ def test_one_container_an_arm_started_to_serve_and_asked_once_a_run() -> None:
 
 
 def test_an_ask_bounded_by_the_run_timeout_that_times_out_is_a_run_still_going() -> None:
-    engine = FakeEngine(answers=[(124, b"", b"xpu-bench: no answer from the server within 7 s\n")])
+    said = b"xpu-bench: no answer from the server within 0.3 s\n"
+    engine = FakeEngine(answers=[(0, ANSWER, b""), (124, b"", said)])
     with Served(engine) as runner:
-        done = run(runner, timeout=7.0)
-    assert engine.execs[0][1] == ["xpu-bench", "--ask", "7.0"]
+        done = run(runner, timeout=0.3)
+    assert engine.execs[-1][1] == ["xpu-bench", "--ask", "0.3"]
     assert done.exit_code is None
+
+
+def test_an_ask_that_gives_up_long_before_its_timeout_is_the_workload_failing() -> None:
+    # An image's --ask that says "no answer" at once is not a run still going at the deadline.
+    engine = FakeEngine(answers=[(0, ANSWER, b""), (124, b"", b"no answer\n")])
+    engine.answers[1] = (1240, b"", b"no answer\n")  # 124 said at once (the fake sleeps only for 124)
+    with Served(engine) as runner:
+        done = run(runner, timeout=30.0)
+    assert done.exit_code == 1240
 
 
 def test_a_server_that_ended_is_said_as_a_run_that_ended_its_stderr_redacted() -> None:
     register("hunter2")
-    engine = FakeEngine(answers=[(0, ANSWER, b"")])
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
     with Served(engine) as runner:
         assert run(runner).exit_code == 0
         [container] = engine.made.values()
         container.status, container.exit_code = "exited", 137  # out of memory, say
         done = run(runner)
     assert done.exit_code == 137
+    assert "its server ended (exit status 137)" in done.stderr
     assert "RuntimeError: token=***" in done.stderr
     assert "hunter2" not in done.stderr
 
@@ -260,7 +285,7 @@ def test_an_engine_that_will_not_start_the_server_is_a_refusal_and_nothing_is_le
 
 
 def test_every_server_is_removed_on_ctrl_c() -> None:
-    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 3)
 
     def interrupted() -> None:
         with Served(engine) as runner:
@@ -274,7 +299,7 @@ def test_every_server_is_removed_on_ctrl_c() -> None:
 
 
 def test_an_answer_is_read_bounded_however_much_the_image_writes() -> None:
-    engine = FakeEngine(answers=[(ENDLESS, b"", b"")])
+    engine = FakeEngine(answers=[(ENDLESS, b"", b"")] * 2)
     with Served(engine) as runner:
         done = run(runner)
     assert done.exit_code == 1
@@ -286,7 +311,7 @@ def test_an_ask_that_ignores_its_timeout_stops_its_server_at_our_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(bounded, "ASK_GRACE", 0.2)
-    engine = FakeEngine(answers=[(HANGS, b"", b"")])
+    engine = FakeEngine(answers=[(0, ANSWER, b""), (HANGS, b"", b"")])
     began = time.monotonic()
     with Served(engine) as runner:
         done = run(runner, timeout=0.5)

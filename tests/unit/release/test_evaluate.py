@@ -55,7 +55,7 @@ class Fake:
         raise AssertionError(said)
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         self.runs += 1
         if env.get("XPU_BENCH_COMPILE"):
             return Finished(exit_code=0, stdout=b'{"unsupported": "no C++ compiler"}\n', stderr="")
@@ -68,7 +68,7 @@ class Fake:
         )
 
     def prepare(
-        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits, arm: str = ""
     ) -> None:
         pass  # each run is a process of its own
 

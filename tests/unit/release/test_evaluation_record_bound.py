@@ -39,12 +39,12 @@ class Runner:
         self.line = line
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float) -> Finished:  # fmt: skip
+                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         self.now += 1.0
         return Finished(exit_code=0, stdout=self.line, stderr="")
 
     def prepare(
-        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits
+        self, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits, arm: str = ""
     ) -> None:
         pass  # each run is a process of its own
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -232,10 +233,11 @@ def _what_would_decide(undecided: list[Comparison], measured: Measurement) -> st
     if any(n is None for n in needed):
         return f"{spread}; more rounds than the manifest may take would be needed"
     most = max(n for n in needed if n is not None)
-    per_round = measured.seconds / max(measured.rounds + measured.warmup_rounds, 1)
-    return (
-        f"{spread}; about {most} rounds, some {most * per_round + per_round:.0f} s of budget, would decide it"
-    )
+    # A measured round's pace (its runs' own seconds), and the start before the first measured
+    # round once (the warm-up, and with served arms their import and compile).
+    per_round = sum(statistics.fmean(a.seconds[measured.warmup_rounds :] or [0.0]) for a in measured.arms)
+    start = max(measured.seconds - measured.rounds * per_round, 0.0)
+    return f"{spread}; about {most} rounds, some {start + most * per_round:.0f} s of budget, would decide it"
 
 
 def _goodness(c: Comparison, ev: EvaluationSpec) -> float:
