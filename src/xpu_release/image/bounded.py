@@ -6,19 +6,17 @@ removed afterwards, also on Ctrl-C, unless XPU_RELEASE_KEEP_CONTAINERS=1.
 Two ways to run an arm, one answer (``Finished``) each run:
 
 - ``Containers``: each run in a container of its own (any workload: the manifest's command);
-- ``Served``: a workload that serves (``workload.serves``: the carried xpu-bench) keeps one
-  container an arm for the whole evaluation, started at its first run with ``--serve``, and each
-  run is an ``--ask`` in it (``docker exec``): the interpreter is started, PyTorch imported and
-  the model compiled once an arm, not once a round.
+- ``served.Served``: a workload that serves (``workload.serves``: the carried xpu-bench) keeps
+  one container an arm for the whole evaluation, started with ``--serve``, and each run is an
+  ``--ask`` in it (``docker exec``): the interpreter is started, PyTorch imported and the model
+  compiled once an arm, not once a round.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,7 +80,7 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels
     from ..settings import current
 
     def create() -> Any:
-        return _started(client, image, argv, env=env, labels=labels, name=name, limits=limits)
+        return start_container(client, image, argv, env=env, labels=labels, name=name, limits=limits)
 
     try:
         with throwaway(client, name, create, keep=current().keep_containers) as container:
@@ -93,14 +91,14 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels
                 raise
             except requests.exceptions.RequestException:  # the read timed out: still running
                 exit_code = None
-            return _logged(container, exit_code)
+            return ended_with(container, exit_code)
     except APIError as exc:
         # The engine would not create, start or follow the container (docker's APIError is an
         # OSError with no file name: left alone it is exit 70). Said as what the engine answered.
         return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
 
 
-def _started(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str],
+def start_container(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str],
              name: str, limits: Limits) -> Any:  # fmt: skip
     """The container ``name`` running ``argv`` under ``limits``, started (detached)."""
     from docker.types import LogConfig
@@ -113,7 +111,7 @@ def _started(client: Any, image: str, argv: list[str], *, env: dict[str, str], l
     )  # fmt: skip
 
 
-def _logged(container: Any, exit_code: int | None) -> Finished:
+def ended_with(container: Any, exit_code: int | None) -> Finished:
     """How ``container``'s main process ended (``exit_code``), with the last lines it wrote."""
     stdout = container.logs(stdout=True, stderr=False, tail=50)
     stderr = container.logs(stdout=False, stderr=True, tail=20)
@@ -147,198 +145,12 @@ class Containers:
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        return run(self.client, image, argv, env=env, labels={CONTAINER_LABEL: purpose}, name=_named(purpose),
-                   limits=limits, timeout=timeout)  # fmt: skip
+        return run(self.client, image, argv, env=env, labels={CONTAINER_LABEL: purpose},
+                   name=container_name(purpose), limits=limits, timeout=timeout)  # fmt: skip
 
     def cpu_count(self) -> int:
         return engine_cpus(self.client)
 
 
-def _named(purpose: str) -> str:
+def container_name(purpose: str) -> str:
     return f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
-
-
-ASK_TIMED_OUT = 124  # xpu-bench --ask: no answer within its seconds (the server preparing, or hung)
-ASK_GRACE = 1.0  # seconds past an ask's own timeout before its server is stopped
-
-
-class _Answer:
-    """What one ask wrote, read in a thread of its own (so that a read the image never ends is
-    bounded by our clock), and no more than ``MAX_WORKLOAD_LOG_BYTES`` of it."""
-
-    def __init__(self) -> None:
-        self.out, self.err = bytearray(), bytearray()
-        self.over = False
-        self.failed: Exception | None = None
-
-    def read(self, api: Any, exec_id: str) -> None:
-        try:
-            for out, err in api.exec_start(exec_id, stream=True, demux=True):
-                self.out += out or b""
-                self.err += err or b""
-                if len(self.out) + len(self.err) > MAX_WORKLOAD_LOG_BYTES:
-                    self.over = True
-                    return
-        except Exception as exc:  # handed to the asker, which says the engine's and raises the rest
-            self.failed = exc
-
-
-class Served(Containers):
-    """The engine as the evaluation asks it for a workload that serves: ``prepare`` (or the first
-    run) of an arm (``arm`` names it; an image, a command, an environment, the limits) starts its
-    container with ``--serve``, all at once, so that their starts overlap. At the first run every
-    server started answers once, unrecorded (its import and compile done), and is paused; from
-    then on each run unpauses the one server it asks (``--ask SECONDS``, bounded by the run's
-    timeout) and pauses it again, so that only the server asked runs: another arm's server, even a
-    hostile image's, cannot take the CPU from a measurement. A server that ended is said as a run
-    that failed (its exit status, its last lines). A context manager: every container it started
-    is removed when the block ends, however it ends."""
-
-    def __init__(self, client: Any) -> None:
-        super().__init__(client)
-        self._open: dict[tuple[Any, ...], Any] = {}
-        self._stack = ExitStack()
-        self._settled = False
-        self._paused: set[str] = set()
-        self._stopped: set[str] = set()  # servers killed for an ask that ignored its timeout
-
-    def __enter__(self) -> Served:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._open.clear()
-        self._stack.close()
-
-    def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits, arm: str = "") -> None:  # fmt: skip
-        """Start the arm's server now (it imports and compiles while the others start): an
-        engine's refusal is kept for the arm's first run to say."""
-        self._server(image, argv, env=env, purpose=purpose, limits=limits, arm=arm)
-
-    def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                    limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        server = self._server(image, argv, env=env, purpose=purpose, limits=limits, arm=arm)
-        if isinstance(server, Finished):
-            return server
-        if not self._settled:
-            began = time.monotonic()
-            self._settle(argv[0], timeout)
-            timeout -= time.monotonic() - began
-        if timeout <= 0 or server.id in self._stopped:  # its time went on settling; or we stopped it
-            return Finished(exit_code=None, stdout=b"", stderr="")
-        self._unpause(server)
-        try:
-            return self._ask(server, argv[0], timeout)
-        finally:
-            self._pause(server)
-
-    def _server(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
-                limits: Limits, arm: str) -> Any:  # fmt: skip
-        """The arm's container, started at the first call; or the engine's refusal (``Finished``)."""
-        from docker.errors import APIError
-
-        from ..settings import current
-
-        key = (arm, image, tuple(argv), tuple(sorted(env.items())), limits)
-        if key not in self._open:
-            name, labels = _named(purpose), {CONTAINER_LABEL: purpose}
-
-            def create() -> Any:
-                return _started(self.client, image, [*argv, "--serve"], env=env, labels=labels, name=name,
-                                limits=limits)  # fmt: skip
-
-            try:
-                self._open[key] = self._stack.enter_context(
-                    throwaway(self.client, name, create, keep=current().keep_containers)
-                )
-            except APIError as exc:
-                self._open[key] = Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
-        return self._open[key]
-
-    def _settle(self, program: str, timeout: float) -> None:
-        """Every server started answers once, unrecorded, within ``timeout`` in all, then is
-        paused. What an answer said is not kept: a server that cannot answer says so again
-        when its arm is asked."""
-        self._settled = True
-        deadline = time.monotonic() + timeout
-        for server in [s for s in self._open.values() if not isinstance(s, Finished)]:
-            left = deadline - time.monotonic()
-            if left > 0:
-                self._ask(server, program, left)
-            self._pause(server)
-
-    def _pause(self, container: Any) -> None:
-        from docker.errors import APIError
-
-        with suppress(APIError):  # a server that ended cannot be paused: its next ask says how it ended
-            container.pause()
-            self._paused.add(container.id)
-
-    def _unpause(self, container: Any) -> None:
-        from docker.errors import APIError
-
-        if container.id in self._paused:
-            self._paused.discard(container.id)
-            with suppress(APIError):
-                container.unpause()
-
-    def _ask(self, container: Any, program: str, timeout: float) -> Finished:
-        """One ask, read as outside data: at most ``MAX_WORKLOAD_LOG_BYTES`` of its output, and
-        for at most its own timeout and ``ASK_GRACE`` (an image whose ``--ask`` ignores its
-        timeout has its server stopped: the run is one still going at its deadline)."""
-        import requests
-        from docker.errors import APIError
-
-        api = self.client.api
-        began = time.monotonic()
-        try:
-            made = api.exec_create(container.id, [program, "--ask", f"{max(timeout, 0.1):.1f}"])
-        except APIError as exc:  # no exec in a container that stopped: its server ended
-            return self._ended(container) or Finished(exit_code=None, stdout=b"", stderr="",
-                                                      refused=engine_said(exc))  # fmt: skip
-        got = _Answer()
-        reader = threading.Thread(target=got.read, args=(api, made["Id"]), daemon=True)
-        reader.start()
-        reader.join(max(timeout, 0.1) + ASK_GRACE)
-        if reader.is_alive():
-            with suppress(APIError):
-                container.kill()
-            self._stopped.add(container.id)
-            reader.join(ASK_GRACE)
-            return Finished(exit_code=None, stdout=b"", stderr="")
-        if isinstance(got.failed, APIError | requests.exceptions.RequestException):  # the engine's answer
-            return self._ended(container) or Finished(exit_code=None, stdout=b"", stderr="",
-                                                      refused=engine_said(got.failed))  # fmt: skip
-        if got.failed is not None:
-            raise got.failed
-        said = redact(bytes(got.err).decode(errors="replace"))
-        if got.over:
-            said = f"the workload wrote more than {MAX_WORKLOAD_LOG_BYTES} bytes in answer to one ask"
-            return Finished(exit_code=1, stdout=b"", stderr=said)
-        code = api.exec_inspect(made["Id"]).get("ExitCode")
-        if code == 0:
-            return Finished(exit_code=0, stdout=bytes(got.out), stderr=said)
-        ended = self._ended(container)
-        if ended is not None:
-            return ended
-        if code == ASK_TIMED_OUT and time.monotonic() - began >= 0.9 * timeout:
-            return Finished(exit_code=None, stdout=b"", stderr="")  # no answer in its time: still going
-        return Finished(
-            exit_code=int(code) if isinstance(code, int) else 1, stdout=bytes(got.out), stderr=said
-        )
-
-    def _ended(self, container: Any) -> Finished | None:
-        """How the server ended, when it did (None: still running): never a measurement, even
-        when it exited 0 with a line in its log (a server answers asks, it does not end)."""
-        from docker.errors import NotFound
-
-        try:
-            container.reload()
-        except NotFound as exc:  # removed behind the stage's back
-            return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
-        if container.status in ("running", "paused"):
-            return None
-        code = int(container.attrs.get("State", {}).get("ExitCode", 1))
-        ended = _logged(container, code or 1)
-        return Finished(exit_code=ended.exit_code, stdout=b"",
-                        stderr=f"its server ended (exit status {code}); {ended.stderr}")  # fmt: skip

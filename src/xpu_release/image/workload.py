@@ -67,7 +67,7 @@ def carried(spec: ImageSpec) -> Carried | None:
 
 def serves(carry: str | None, command: tuple[str, ...]) -> bool:
     """Whether ``command`` runs a carried workload that serves: then an arm is one container
-    for the whole evaluation (``bounded.Served``), else one a run. Every arm compared runs the
+    for the whole evaluation (``served.Served``), else one a run. Every arm compared runs the
     very build this image carries (an image carrying another is not compared), so all serve."""
     return carry in SERVING and bool(command) and command[0] in (carry, f"{DESTINATION}/{carry}")
 

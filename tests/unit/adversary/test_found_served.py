@@ -20,9 +20,10 @@ from docker.errors import APIError, NotFound
 
 from xpu_release.errors import EvaluationFailed
 from xpu_release.image.bootstrap import Judgement, Verdict
-from xpu_release.image.bounded import Limits, Served
+from xpu_release.image.bounded import Limits
 from xpu_release.image.evaluation import Comparison
 from xpu_release.image.experiment import Arm, Measurement, measure
+from xpu_release.image.served import Served
 from xpu_release.manifest.evaluation import EvaluationSpec
 from xpu_release.release.run.evaluate import _what_would_decide
 

@@ -214,7 +214,7 @@ class FakeClient:
         self.created.append(kwargs)
         return FakeContainer(self.wait, kwargs.get("name", ""))
 
-    # A served arm (bounded.Served): each ask answers as a run of its own would have.
+    # A served arm (served.Served): each ask answers as a run of its own would have.
     def exec_create(self, container: str, cmd: list[str]) -> dict[str, str]:
         return {"Id": container}
 

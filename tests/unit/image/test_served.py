@@ -1,4 +1,4 @@
-"""A served arm (image/bounded.py ``Served``; xpu-bench ``--serve`` and ``--ask``): the workload
+"""A served arm (image/served.py ``Served``; xpu-bench ``--serve`` and ``--ask``): the workload
 is started once an arm and asked once a round.
 
 The protocol runs here for real, without PyTorch (a variant the machine cannot run is answered
@@ -25,8 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xpu_release.guard.limits import MAX_WORKLOAD_LOG_BYTES
-from xpu_release.image import bounded
-from xpu_release.image.bounded import Limits, Served
+from xpu_release.image import bounded, served
+from xpu_release.image.bounded import Limits
+from xpu_release.image.served import Served
 from xpu_release.image.workload import WORKLOADS, serves
 from xpu_release.secrets import register
 
@@ -310,7 +311,7 @@ def test_an_answer_is_read_bounded_however_much_the_image_writes() -> None:
 def test_an_ask_that_ignores_its_timeout_stops_its_server_at_our_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(bounded, "ASK_GRACE", 0.2)
+    monkeypatch.setattr(served, "ASK_GRACE", 0.2)
     engine = FakeEngine(answers=[(0, ANSWER, b""), (HANGS, b"", b"")])
     began = time.monotonic()
     with Served(engine) as runner:
@@ -346,7 +347,7 @@ class Streamed:
 def test_an_answer_keeps_what_the_image_wrote_or_says_it_wrote_too_much(
     chunks: list[tuple[bytes | None, bytes | None]],
 ) -> None:
-    got = bounded._Answer()
+    got = served._Answer()
     got.read(Streamed(chunks), "1")
     wrote = sum(len(o or b"") + len(e or b"") for o, e in chunks)
     kept = len(got.out) + len(got.err)

@@ -26,11 +26,12 @@ from ...guard.reading import Refused, read_json
 from ...guard.shown import shown
 from ...guard.writing import write_bytes
 from ...image.baseimage import pinned_ref, pull_auth
-from ...image.bounded import Containers, Limits, Served
+from ...image.bounded import Containers, Limits
 from ...image.engine import ImageInfo
 from ...image.evaluation import NOT_COMPARED, THIS, Comparison, Reference, compare, decided, entry, method
 from ...image.experiment import Arm, Measurement, Runner, measure
 from ...image.lock import Lock
+from ...image.served import Served
 from ...image.workload import carried, serves
 from ...labels import WORKLOAD_LABEL_PREFIX
 from ...manifest import ImageSpec, Repo
