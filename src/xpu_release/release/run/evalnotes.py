@@ -33,8 +33,8 @@ LABELS: dict[str, dict[str, str]] = {
                   "comparison was decided: {looks}). A regression is worse by more than {threshold} % over "
                   "its whole interval.",
         "higher": "higher", "lower": "lower", "rounds_needed": "about {n} rounds would decide it",
-        "served": "in one container per image and variant, started once (its start, import and compile "
-                  "in the warm-up)",
+        "served": "each image and variant in one container for the stage, started (imported, compiled) "
+                  "before the first round and paused while the others ran",
         "a container a run": "in a container per run",
         "not_compared": "Not compared with any other image",
     },
@@ -51,7 +51,7 @@ LABELS: dict[str, dict[str, str]] = {
                   "越好）中位数之比及其{confidence}% bootstrap置信区间（逐次增加轮数直至每项对比可判定："
                   "{looks}）。整个区间超出{threshold}%才判定为性能回退。",
         "higher": "高", "lower": "低", "rounds_needed": "约需{n}轮才能判定",
-        "served": "每个镜像与对比项一个容器，只启动一次（启动、导入与编译计入预热）",
+        "served": "每个镜像与对比项在整个阶段使用一个容器，首轮之前完成启动（导入与编译），其他项运行时暂停",
         "a container a run": "每次运行一个容器",
         "not_compared": "未与任何其他镜像对比",
     },
