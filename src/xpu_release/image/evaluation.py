@@ -150,7 +150,7 @@ def compare(
     variants = [PLAIN, *(v.name for v in ev.variants)]
     out: list[Comparison] = []
     for ref in references:
-        for name in variants:
+        for name in (n for n in variants if ev.compares(n, ref.role)):
             if ref.missing is not None:
                 out.append(Comparison(variant=name, against=ref.role, against_ref=ref.ref, note=ref.missing))
                 continue

@@ -24,8 +24,8 @@ from .bounded import (
     start_container,
     throwaway,
 )
+from .workloads.xpu_bench import ASK_TIMED_OUT  # --ask's exit status: the workload's own constant
 
-ASK_TIMED_OUT = 124  # xpu-bench --ask: no answer within its seconds (the server preparing, or hung)
 ASK_GRACE = 1.0  # seconds past an ask's own timeout before its server is stopped
 
 

@@ -43,6 +43,13 @@ VARIANT = Obj(
     fields={
         "name": VARIANT_NAME,
         "env": Map(value=SAFE_VALUE, key=ENV_NAME, description="The variables that switch it on."),
+        "against": List(
+            item=Enum(choices=AGAINST),
+            unique=True,
+            description="The images this variant is compared with, of the evaluation's `against` "
+            "(default: all of them; [] compares it only with the plain workload in this image). An "
+            "image it is not compared with does not run it.",
+        ),
     },
     required=("name", "env"),
     description="The workload with one optimisation switched on by its environment.",
@@ -125,6 +132,7 @@ EVALUATION = Nullable(
 class Variant:
     name: str
     env: tuple[tuple[str, str], ...] = ()
+    against: tuple[str, ...] | None = None  # None: the evaluation's ``against``
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +166,15 @@ class EvaluationSpec:
     def threshold(self) -> float:
         return self.threshold_percent / 100
 
+    def compares(self, variant: str, role: str) -> bool:
+        """Whether ``variant`` (or the plain workload) is compared with the image of ``role``: one of
+        the manifest's references it names (all, unless the variant says), or an image a person
+        named (``evaluate --against``: every variant)."""
+        if role not in AGAINST:
+            return True
+        declared = next((v.against for v in self.variants if v.name == variant), None)
+        return role in (self.against if declared is None else declared)
+
     def acceptance(self, variant: str, against: str) -> Accepted | None:
         return next((a for a in self.accepted if (a.variant, a.against) == (variant, against)), None)
 
@@ -172,7 +189,12 @@ class EvaluationSpec:
             threshold_percent=int(get["threshold_percent"]),
             against=tuple(get["against"]),
             variants=tuple(
-                Variant(name=v["name"], env=tuple(v["env"].items())) for v in d.get("variants") or ()
+                Variant(
+                    name=v["name"],
+                    env=tuple(v["env"].items()),
+                    against=None if v.get("against") is None else tuple(v["against"]),
+                )
+                for v in d.get("variants") or ()
             ),
             rounds=int(get["rounds"]),
             max_rounds=int(d.get("max_rounds") or max(DEFAULT_MAX_ROUNDS, int(get["rounds"]))),
@@ -211,12 +233,29 @@ def a_command_to_run(data: dict[str, Any], c: Checker) -> None:
         c.fail(("evaluation", "command"), "is empty; give the workload's command, e.g. [xpu-bench]")
 
 
+def _against(ev: dict[str, Any]) -> tuple[str, ...]:
+    """The evaluation's ``against`` as EvaluationSpec reads it: absent or null is the default, an
+    empty list compares with nothing."""
+    return AGAINST if ev.get("against") is None else tuple(ev["against"])
+
+
+def a_variant_is_compared_with_what_the_evaluation_measures(data: dict[str, Any], c: Checker) -> None:
+    """A variant's ``against`` names only images the evaluation measures (its own ``against``)."""
+    ev = data.get("evaluation") or {}
+    against = _against(ev)
+    for i, variant in enumerate(ev.get("variants") or ()):
+        for j, role in enumerate(variant.get("against") or ()):
+            if role not in against:
+                compared = ", ".join(against) or "none"
+                said = f"the evaluation is not compared with {role} (against: {compared}); add it there first"
+                c.fail(("evaluation", "variants", i, "against", j), said)
+
+
 def an_accepted_regression_is_one_the_evaluation_can_find(data: dict[str, Any], c: Checker) -> None:
     """``accepted`` names a variant the evaluation runs and a comparison it makes."""
     ev = data.get("evaluation") or {}
-    names = {PLAIN, *(v["name"] for v in ev.get("variants") or ())}
-    # As EvaluationSpec reads it: absent or null is the default, an empty list compares with nothing.
-    against = AGAINST if ev.get("against") is None else tuple(ev["against"])
+    variants = {v["name"]: v for v in ev.get("variants") or ()}
+    names = {PLAIN, *variants}
     for i, entry in enumerate(ev.get("accepted") or ()):
         if entry["variant"] not in names:
             known = ", ".join(sorted(names))
@@ -224,14 +263,22 @@ def an_accepted_regression_is_one_the_evaluation_can_find(data: dict[str, Any], 
                 ("evaluation", "accepted", i, "variant"),
                 f"{entry['variant']!r} is no variant (have: {known})",
             )
+        declared = (variants.get(entry["variant"]) or {}).get("against")
+        against = _against(ev) if declared is None else tuple(declared)
         if entry["against"] not in against:
             compared = ", ".join(against) or "none"
-            said = f"the evaluation is not compared with {entry['against']} (against: {compared})"
+            whose = "the evaluation" if declared is None else f"the variant {entry['variant']}"
+            said = f"{whose} is not compared with {entry['against']} (against: {compared})"
             c.fail(("evaluation", "accepted", i, "against"), said)
         elif entry["against"] == "previous" and not data.get("extends"):
             said = "this release extends no release: there is no previous release to compare with"
             c.fail(("evaluation", "accepted", i, "against"), said)
 
 
-RULES = (each_variant_is_named_once, a_command_to_run, an_accepted_regression_is_one_the_evaluation_can_find,
-         no_fewer_rounds_at_most_than_at_first)  # fmt: skip
+RULES = (
+    each_variant_is_named_once,
+    a_command_to_run,
+    a_variant_is_compared_with_what_the_evaluation_measures,
+    an_accepted_regression_is_one_the_evaluation_can_find,
+    no_fewer_rounds_at_most_than_at_first,
+)

@@ -9,7 +9,10 @@ the family's layers became eStargz (image.yaml's ``layers``), the inputs digest 
 too: what is pinned here is the digest of the same inputs as gzip, which is what it was; and
 the training lock pins the eStargz SDK's digest (its lock and inputs figures moved with it).
 Recomputed the same way (ac98566's code, the image.yaml ``layers`` key left out, which that code
-does not know) for xpu-bench 3 (it serves) and the SDK's base with g++ (bookworm-python-cxx)."""
+does not know) for xpu-bench 3 (it serves) and the SDK's base with g++ (bookworm-python-cxx).
+Since a variant names what it is compared with (the training image's compiled variants:
+``against: [previous]``), which ac98566's code cannot read, the training manifest's hash and its
+inputs digest are this code's (its pins, Dockerfile and lock still the old code's figures)."""
 
 from __future__ import annotations
 
@@ -36,9 +39,9 @@ BEFORE = {
         "lock": "34daa9265c120df94b2278a6e54ae2140d54a639457846b9bd3794f197eccdcc",
     },
     "training-cpu-pytorch:25.03": {
-        "content": "4ec690264b226323134450d5dac92d4b3aad91a7c641642cf420814ab96b4357",
+        "content": "d1b0709c73a4a47a1d42e628feb328917f065d946738c6e2679ed3be3200eb7e",
         "pins": "f46b89d0b45c598a42ae6752057f57d630297e22f6226f77d71f5ad66fdc0f52",
-        "inputs": "552ca667ee5287c4718f1658e3d9a2225e7e71e228c6cc4e6293c24bd8647b73",
+        "inputs": "2523be501bc4adc31e43e9ab964b08da9e843c5cfb46d3d6f3c043ab1d81b77e",
         "dockerfile": "ef8cc83be25354f2b92c085a367b2a77c1169c27d00f832c7ced04020a141ee6",
         "lock": "ee5c2c35e45f1fa6493b11143b38fc4a09b36948dacda7ea5bad4cd976f7fb66",
     },

@@ -43,6 +43,20 @@ def test_a_declared_evaluation_is_valid_with_its_defaults(repo: Path) -> None:
     assert [(v.name, v.env) for v in ev.variants] == [("+CkptOpt", (("CHECKPOINT_OPTIMIZATION", "true"),))]
 
 
+def test_a_variant_may_name_what_it_is_compared_with(repo: Path) -> None:
+    text = EVALUATION.replace('"true"}', '"true"}\n      against: [previous]')
+    code, err = validate(repo, MINIMAL + text)
+    assert code == 0, err
+    ev = Repo(repo).load("demo", "1.0").evaluation
+    assert ev is not None
+    assert ev.variants[0].against == ("previous",)
+    # The plain workload is compared with every reference; the variant with the one it names; an
+    # image a person names (`evaluate --against`) with every variant.
+    assert (ev.compares("plain", "base"), ev.compares("plain", "previous")) == (True, True)
+    assert (ev.compares("+CkptOpt", "base"), ev.compares("+CkptOpt", "previous")) == (False, True)
+    assert ev.compares("+CkptOpt", "against")
+
+
 # (case, the evaluation's text replacing a line of EVALUATION, the located message)
 ACCEPTS = "better: higher\n  accepted: [{variant: +Fast, against: base, reason: known}]"
 NOT_COMPARED = (
@@ -75,6 +89,15 @@ MALFORMED = [
      "evaluation.accepted[0].variant: '+Fast' is no variant (have: +CkptOpt, plain)"),
     ("accepted-not-compared", ("better: higher", NOT_COMPARED),
      "evaluation.accepted[0].against: the evaluation is not compared with previous (against: base)"),
+    ("variant-against-unmeasured", ('"true"}', '"true"}\n      against: [base]\n  against: [previous]'),
+     f"{F}:20:17: evaluation.variants[0].against[0]: the evaluation is not compared with base "
+     "(against: previous); add it there first"),
+    ("variant-against-unknown", ('"true"}', '"true"}\n      against: [sdk]'),
+     "evaluation.variants[0].against[0]: string 'sdk' is not one of base, previous"),
+    ("accepted-variant-not-compared",
+     ('"true"}', '"true"}\n      against: [previous]\n'
+                 "  accepted: [{variant: +CkptOpt, against: base, reason: x}]"),
+     "evaluation.accepted[0].against: the variant +CkptOpt is not compared with base (against: previous)"),
 ]  # fmt: skip
 
 

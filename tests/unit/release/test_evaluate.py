@@ -44,6 +44,7 @@ class Fake:
     speed: dict[str, float]
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
     runs: int = 0
+    ran: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)  # (image, its env's names)
 
     def image(self, ref: str) -> ImageInfo | None:
         if ref not in self.speed:
@@ -57,6 +58,7 @@ class Fake:
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
         self.runs += 1
+        self.ran.add((image, tuple(sorted(env))))
         if env.get("XPU_BENCH_COMPILE"):
             return Finished(exit_code=0, stdout=b'{"unsupported": "no C++ compiler"}\n', stderr="")
         if env.get("XPU_BENCH_ACCELERATE") and image == IDS["base"]:
@@ -173,6 +175,30 @@ def test_the_same_regression_accepted_publishes_and_the_notes_say_so(repo: Path)
     assert "accepted regression" in en
     assert "one thread, on purpose" in en
     assert "已接受的性能回退" in zh
+
+
+def test_a_variant_compared_with_the_previous_release_only_is_not_run_in_the_base(repo: Path) -> None:
+    write_manifest(repo, "training-cpu-pytorch", "25.04", (
+        'image: training-cpu-pytorch\nversion: "25.04"\nextends: "25.03"\n'
+        "release: {highlights: [{en: the same, zh: 相同}]}\n"
+        "evaluation:\n  variants:\n"
+        "    - {name: +Accelerate, env: {XPU_BENCH_ACCELERATE: '1'}, against: [previous]}\n"
+    ))  # fmt: skip
+    fake = Fake(speed={IDS["this"]: 1000.0, IDS["base"]: 1000.0, IDS["previous"]: 1000.0})
+    got = evaluated(repo, "training-cpu-pytorch:25.04", fake, "base", "previous")
+    assert got is not None
+    accelerated = ("XPU_BENCH_ACCELERATE",)
+    assert (IDS["base"], accelerated) not in fake.ran  # no arm measures what nothing compares
+    assert {(IDS["this"], accelerated), (IDS["previous"], accelerated), (IDS["base"], ())} <= fake.ran
+    pairs = {(c.variant, c.against): c for c in got.comparisons}
+    assert ("+Accelerate", "base") not in pairs
+    assert pairs[("+Accelerate", "previous")].judgement is not None
+    assert pairs[("+Accelerate", "plain")].judgement is not None  # its contribution, as before
+    assert pairs[("plain", "base")].judgement is not None
+    en = notes_of(repo, "training-cpu-pytorch:25.04", got.entry, "en")
+    row = next(line for line in en.splitlines() if line.startswith("| +Accelerate |"))
+    assert "not compared (the manifest does not compare this variant with it)" in row
+    assert "未对比" in notes_of(repo, "training-cpu-pytorch:25.04", got.entry, "zh")
 
 
 def test_the_release_it_extends_is_found_by_the_image_its_record_says_was_tested(repo: Path) -> None:

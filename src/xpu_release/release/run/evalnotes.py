@@ -37,6 +37,7 @@ LABELS: dict[str, dict[str, str]] = {
                   "before the first round and paused while the others ran",
         "a container a run": "in a container per run",
         "not_compared": "Not compared with any other image",
+        "not_compared_cell": "not compared (the manifest does not compare this variant with it)",
     },
     "zh": {
         "title": "E2E性能收益评估", "against": "镜像对比基础镜像&迭代评估",
@@ -54,6 +55,7 @@ LABELS: dict[str, dict[str, str]] = {
         "served": "每个镜像与对比项在整个阶段使用一个容器，首轮之前完成启动（导入与编译），其他项运行时暂停",
         "a container a run": "每次运行一个容器",
         "not_compared": "未与任何其他镜像对比",
+        "not_compared_cell": "未对比（清单未将此对比项与其对比）",
     },
 }  # fmt: skip
 
@@ -114,7 +116,7 @@ def section(record: ReleaseRecord | None, lang: str) -> Section | None:
         ]
         for ref in refs:
             found = next((c for c in gated if c["variant"] == v and c["against_ref"] == ref), None)
-            cells.append(_cell(found, t, shown_cell) if found else "-")
+            cells.append(_cell(found, t, shown_cell) if found else t["not_compared_cell"])
         rows.append((name, *cells))
     metric = str(ev.get("metric"))
     method = t["method"].format(

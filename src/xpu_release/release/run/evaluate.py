@@ -179,7 +179,7 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
         return None
     arms = [Arm(image=THIS, ref=spec.ref, image_id=image_id, variant=n, env=e) for n, e in variants]
     arms += [Arm(image=r.role, ref=r.ref, image_id=str(r.image_id), variant=n, env=e)
-             for r in measured_refs for n, e in variants]  # fmt: skip
+             for r in measured_refs for n, e in variants if ev.compares(n, r.role)]  # fmt: skip
     if runner is None:
         with runner_for(engine.client, ev) as made:
             return _measured(spec, image_id, refs, arms, made, on_line)
