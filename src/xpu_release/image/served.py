@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from typing import Any
 
@@ -27,6 +28,7 @@ from .bounded import (
 from .workloads.xpu_bench import ASK_TIMED_OUT  # --ask's exit status: the workload's own constant
 
 ASK_GRACE = 1.0  # seconds past an ask's own timeout before its server is stopped
+SETTLING = 8  # servers asked at once when they settle (each holds a connection to the engine)
 
 
 class _Answer:
@@ -123,15 +125,23 @@ class Served(Containers):
         return self._open[key]
 
     def _settle(self, program: str, timeout: float) -> None:
-        """Every server started answers once, unrecorded, within ``timeout`` in all, then is
-        paused. What an answer said is not kept: a server that cannot answer says so again
-        when its arm is asked."""
+        """Every server started answers once, unrecorded, within ``timeout``, then is paused. They
+        are asked all at once (at most ``SETTLING`` at a time): a workload may do its slow part
+        at its first ask (``torch.compile`` compiles at the first step), and those overlap as the
+        starts did instead of following one another. What an answer said is not kept: a server
+        that cannot answer says so again when its arm is asked."""
         self._settled = True
+        servers = [s for s in self._open.values() if not isinstance(s, Finished)]
         deadline = time.monotonic() + timeout
-        for server in [s for s in self._open.values() if not isinstance(s, Finished)]:
-            left = deadline - time.monotonic()
-            if left > 0:
+
+        def first(server: Any) -> None:
+            if (left := deadline - time.monotonic()) > 0:
                 self._ask(server, program, left)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(len(servers), SETTLING))) as pool:
+            for done in [pool.submit(first, server) for server in servers]:
+                done.result()  # an error of ours is raised, as from a run
+        for server in servers:
             self._pause(server)
 
     def _pause(self, container: Any) -> None:

@@ -165,6 +165,7 @@ class FakeEngine:
     removed: list[str] = field(default_factory=list)
     made: dict[str, FakeContainer] = field(default_factory=dict)
     refuse: str | None = None
+    codes: dict[str, int] = field(default_factory=dict)  # each exec's exit status
 
     @property
     def containers(self) -> FakeEngine:
@@ -193,9 +194,12 @@ class FakeEngine:
         self, exec_id: str, stream: bool, demux: bool
     ) -> Iterator[tuple[bytes | None, bytes | None]]:
         code, out, err = self.answers.pop(0)
-        self._last = code
+        self.codes[exec_id] = code
         if code == 124:  # the ask's own timeout ran out: it says so at its deadline
-            time.sleep(float(self.execs[-1][1][-1]))
+            time.sleep(float(self.execs[int(exec_id) - 1][1][-1]))
+        if code == SLOW:  # a first ask that compiles first
+            time.sleep(0.5)
+            code = self.codes[exec_id] = 0
         if code == HANGS:
             time.sleep(3600)  # an --ask that never answers nor ends: only a stopped server ends it
         yield out, None
@@ -204,7 +208,7 @@ class FakeEngine:
             yield b"x" * 65536, None
 
     def exec_inspect(self, exec_id: str) -> dict[str, int]:
-        return {"ExitCode": self._last}
+        return {"ExitCode": self.codes[exec_id]}
 
     def remove_container(self, name: str, force: bool) -> None:
         assert force
@@ -216,6 +220,7 @@ class FakeEngine:
 
 ANSWER = b'{"workload": "xpu-bench", "tokens_per_second": 5.0}\n'
 HANGS, ENDLESS = -1, -2  # an image's --ask that ignores its timeout; one that writes without end
+SLOW = -3  # an ask answered after half a second (a first ask that compiles), exit 0
 
 
 def run(
@@ -242,6 +247,22 @@ def test_one_container_an_arm_started_to_serve_and_asked_once_a_run() -> None:
         assert made["labels"] == {bounded.CONTAINER_LABEL: "evaluate"}
     assert [cmd for _, cmd in engine.execs][:1] == [["xpu-bench", "--ask", "30.0"]]
     assert sorted(engine.removed) == sorted(m["name"] for m in engine.created)
+
+
+def test_the_servers_first_answers_overlap_as_their_starts_did() -> None:
+    # Four arms whose first ask takes 0.5 s each (torch.compile compiles at the first step):
+    # settled together, not one after another.
+    engine = FakeEngine(answers=[(SLOW, ANSWER, b"")] * 4 + [(0, ANSWER, b"")])
+    with Served(engine) as runner:
+        for n in range(4):
+            runner.prepare(f"img:{n}", ["xpu-bench"], env={}, purpose="evaluate", limits=LIMITS)
+        began = time.monotonic()
+        assert runner.run_bounded("img:0", ["xpu-bench"], env={}, purpose="evaluate", limits=LIMITS,
+                                  timeout=30).stdout == ANSWER  # fmt: skip
+        assert time.monotonic() - began < 1.5  # 2 s one after another
+        assert len(engine.execs) == 5
+        # Settled, each paused but the one asked (paused again after its answer).
+        assert {c.status for c in engine.made.values()} == {"paused"}
 
 
 def test_an_ask_bounded_by_the_run_timeout_that_times_out_is_a_run_still_going() -> None:
