@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker.errors import ImageNotFound
 
 from xpu_release.image.engine import Engine
 
@@ -94,9 +95,10 @@ def evaluated(
         accepted = cli.run("--registries", str(regs), "release", f"{CPU}:25.06", "--json", timeout=1800)
         yield Evaluated(cli=cli, regs=regs, first=first, stopped=stopped, accepted=accepted)
     finally:
-        for version in ("25.05", "25.06"):
-            with contextlib.suppress(Exception):  # gone already, or never built
-                engine.api.remove_image(f"{CPU}:{version}", force=True)
+        for version in ("25.05", "25.06"):  # as built (the build's tag) and as published
+            for tag in (f"xpu-release-build/{CPU}:{version}", f"{CPU}:{version}"):
+                with contextlib.suppress(ImageNotFound):  # gone already, or never built
+                    engine.api.remove_image(tag, force=True)
 
 
 def test_the_release_of_25_03_ran_the_evaluation_and_kept_every_round(evaluated: Evaluated) -> None:
