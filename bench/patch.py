@@ -25,11 +25,13 @@ artifact would be. The stand-in's own layers weigh about 0.3 GB; the images it s
 (vLLM, flashinfer, ray, transformers, ACCL-P and EIC above an accelerator SDK) several GB.
 # assumed: 2 GiB for the layers above the SDK of a training-xpu-pytorch release (the seed gives
 # no sizes); the figure is printed beside the result.
-Both releases run with --no-evaluate (the evaluation costs both the same; bench/evaluate.py
-measures it). The cold release and its patch are measured in the same round, one after the
-other, so a slow spell of the machine falls on both; the ratio is taken per round. Goal: the
-patch under 20 % of the cold release (the median ratio; its range over the rounds is printed
-beside it). Prints a table and writes bench/results/patch.json.
+Both releases run their evaluation (issue 52: the cold release of 25.03 against its SDK, the
+patch against its SDK and 25.03, each variant of both compiled in its own arm), as a release
+runs it; `--no-evaluate` leaves it out of both, as before that issue. The cold release and its
+patch are measured in the same round, one after the other, so a slow spell of the machine falls
+on both; the ratio is taken per round. Goal: the patch under 30 % of the cold release with the
+evaluation, 20 % without (the median ratio; its range over the rounds is printed beside it).
+Prints a table and writes bench/results/patch.json (patch-noeval.json without the evaluation).
 """
 
 from __future__ import annotations
@@ -55,9 +57,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-GOAL = 0.20
+GOALS = {True: 0.30, False: 0.20}  # with the evaluation, without
 SDK, CPU = "pytorch-cpu-sdk:2.13.0", "training-cpu-pytorch:25.03"
 SKIP = ("--no-evaluate", "bench/patch.py compares releases without the evaluation")
+EVALUATE: list[str] = []  # what each measured release passes: SKIP with --no-evaluate
 HIGH = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"
 REGISTRIES: list[subprocess.Popen[bytes]] = []  # the round's own, stopped at its end
 
@@ -217,7 +220,7 @@ def one_round(tmp: Path, payload: tuple[str, str, float] | None) -> dict[str, fl
     xpu(root, regs, env, "release", SDK, "--no-scan", "bench setup", *SKIP)
     xpu(root, regs, env, "lock", CPU)
     cold_build = xpu(root, regs, env, "build", CPU, "--no-cache")
-    cold_release = xpu(root, regs, env, "release", CPU, "--advisories", str(osv), *SKIP, stages="cold")
+    cold_release = xpu(root, regs, env, "release", CPU, "--advisories", str(osv), *EVALUATE, stages="cold")
     when = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     record = {"schema_version": "1.6.0", "id": "BENCH-PATCH-1", "aliases": ["CVE-2099-0401"],
               "modified": when, "published": when, "severity": [{"type": "CVSS_V3", "score": HIGH}],
@@ -229,8 +232,8 @@ def one_round(tmp: Path, payload: tuple[str, str, float] | None) -> dict[str, fl
     forget_images("25.03.1")
     watch = xpu(root, regs, env, "watch", CPU, "--advisories", str(osv))
     patch = xpu(root, regs, env, "patch", CPU, "--advisories", str(osv))
-    release = xpu(root, regs, env, "release", "training-cpu-pytorch:25.03.1", "--advisories", str(osv), *SKIP,
-                  stages="patch")  # fmt: skip
+    release = xpu(root, regs, env, "release", "training-cpu-pytorch:25.03.1", "--advisories", str(osv),
+                  *EVALUATE, stages="patch")  # fmt: skip
     return {"cold_build": cold_build, "cold_release": cold_release, "cold": cold_build + cold_release,
             "watch": watch, "patch": patch, "patch_release": release,
             "patched": watch + patch + release,
@@ -242,7 +245,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--payload-gib", type=float, default=0.0, help="bring the image to its users' size")
+    parser.add_argument("--no-evaluate", action="store_true", help="both releases without their evaluation")
     args = parser.parse_args()
+    EVALUATE[:] = SKIP if args.no_evaluate else []
+    goal = GOALS[not args.no_evaluate]
     if not os.environ.get("XPU_STACK_DIR"):
         sys.exit('the local stack: run `ci/local-stack.sh up && eval "$(ci/local-stack.sh env)"` first')
     rounds = []
@@ -282,21 +288,23 @@ def main() -> None:
         ("patch, from advisory to verified publish", median["patched"]),
     ]
     size = f"with a {args.payload_gib} GiB payload" if payload else "the stand-in at its own size"
+    size += ", without the evaluation" if args.no_evaluate else ", each with its evaluation"
     print(f"\na patch release against a cold release ({size}), median of {args.rounds} rounds\n")
     for name, seconds in rows:
         print(f"  {name:<78} {seconds:7.1f} s")
-    verdict = "met" if ratio <= GOAL else "NOT met"
+    verdict = "met" if ratio <= goal else "NOT met"
     if STAGES:
         print("\n  the last round's releases, stage by stage (seconds, as `release` prints them)")
         for name in dict.fromkeys([*STAGES.get("cold", {}), *STAGES.get("patch", {})]):
             cold_s, patch_s = (str(STAGES.get(k, {}).get(name, "-")) for k in ("cold", "patch"))
             print(f"    {name:<20} cold {cold_s:>6}   patch {patch_s:>6}")
     print(f"\n  patch / cold = {ratio:.3f} (median of the rounds' ratios; range {low:.3f} to {high:.3f}; "
-          f"goal <= {GOAL:.2f}: {verdict})")  # fmt: skip
+          f"goal <= {goal:.2f}: {verdict})")  # fmt: skip
     held.cleanup()
-    out = ROOT / "bench" / "results" / ("patch.json" if not payload else f"patch-{args.payload_gib}g.json")
-    result = {"rounds": rounds, "median": median, "ratio": ratio, "range": [low, high], "goal": GOAL,
-              "payload_gib": args.payload_gib}  # fmt: skip
+    name = "patch" if not payload else f"patch-{args.payload_gib}g"
+    out = ROOT / "bench" / "results" / (name + ("-noeval" if args.no_evaluate else "") + ".json")
+    result = {"rounds": rounds, "median": median, "ratio": ratio, "range": [low, high], "goal": goal,
+              "payload_gib": args.payload_gib, "evaluate": not args.no_evaluate}  # fmt: skip
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 
