@@ -63,6 +63,12 @@ class Reference:
     ref: str
     image_id: str | None = None
     missing: str | None = None
+    asked: bool = False  # named by a person (``evaluate --against``): every variant is compared with it
+
+    def compares(self, ev: EvaluationSpec, variant: str) -> bool:
+        """Whether ``variant`` is compared with this image: every one when a person named it,
+        else as the manifest says (``EvaluationSpec.compares``)."""
+        return self.asked or ev.compares(variant, self.role)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +156,7 @@ def compare(
     variants = [PLAIN, *(v.name for v in ev.variants)]
     out: list[Comparison] = []
     for ref in references:
-        for name in (n for n in variants if ev.compares(n, ref.role)):
+        for name in (n for n in variants if ref.compares(ev, n)):
             if ref.missing is not None:
                 out.append(Comparison(variant=name, against=ref.role, against_ref=ref.ref, note=ref.missing))
                 continue

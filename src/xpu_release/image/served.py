@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from typing import Any
 
@@ -133,14 +132,27 @@ class Served(Containers):
         self._settled = True
         servers = [s for s in self._open.values() if not isinstance(s, Finished)]
         deadline = time.monotonic() + timeout
+        slots, failed = threading.BoundedSemaphore(SETTLING), list[BaseException]()
 
         def first(server: Any) -> None:
-            if (left := deadline - time.monotonic()) > 0:
-                self._ask(server, program, left)
+            with slots:
+                if failed or (left := deadline - time.monotonic()) <= 0:
+                    return
+                try:
+                    self._ask(server, program, left)
+                except Exception as exc:  # handed to the stage's thread, raised there as from a run
+                    failed.append(exc)
 
-        with ThreadPoolExecutor(max_workers=max(1, min(len(servers), SETTLING))) as pool:
-            for done in [pool.submit(first, server) for server in servers]:
-                done.result()  # an error of ours is raised, as from a run
+        # Daemon threads, waited on in short joins: Ctrl-C or an error ends the wait at once
+        # (the stage's containers are then removed, which ends the asks still open).
+        asks = [threading.Thread(target=first, args=(server,), daemon=True) for server in servers]
+        for ask in asks:
+            ask.start()
+        for ask in asks:
+            while ask.is_alive() and not failed:
+                ask.join(0.05)
+            if failed:
+                raise failed[0]
         for server in servers:
             self._pause(server)
 

@@ -167,29 +167,31 @@ def _evaluated(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:
 
 def evaluation_changes(repo: Repo, old: ImageSpec, new: ImageSpec) -> list[Change]:
     """What ``diff OLD NEW`` adds from NEW's record: each variant of NEW measured against OLD
-    (when NEW's evaluation compared it with OLD, as with the release it extends), else each
-    variant's median in the two records (measured apart: on another day, maybe another machine)."""
+    (when NEW's evaluation compared it with OLD, as with the release it extends), and each other
+    variant both records measured by its medians in the two (measured apart: on another day,
+    maybe another machine)."""
     after = _evaluated(repo, new)
     if after is None:
         return []
     metric = str(after.get("metric"))
-    direct = [
-        c
+    direct = {
+        str(c["variant"]): c
         for c in after.get("comparisons") or ()
         if c.get("against_ref") in (old.ref, f"{old.ref} (local image)")
-    ]
-    if direct:
-        return [Change(section="evaluation", id=str(c["variant"]), name=f"{c['variant']} {metric}",
-                       kind="changed", old="1.00x", new=_cell(c, LABELS["en"])) for c in direct]  # fmt: skip
+    }
+    changes = [Change(section="evaluation", id=v, name=f"{v} {metric}", kind="changed", old="1.00x",
+                      new=_cell(c, LABELS["en"])) for v, c in direct.items()]  # fmt: skip
     before = _evaluated(repo, old)
     if before is None:
-        return []
+        return changes
 
     def medians(ev: dict[str, Any]) -> dict[str, float]:
         return {str(a["variant"]): float(a["median"]) for a in ev.get("arms") or ()
                 if a.get("image") == "this" and isinstance(a.get("median"), int | float)}  # fmt: skip
 
     was, now = medians(before), medians(after)
-    return [Change(section="evaluation", id=v, name=f"{v} {metric} (medians of two records)", kind="changed",
-                   old=f"{was[v]:.1f}", new=f"{now[v]:.1f} ({now[v] / was[v]:.2f}x)")
-            for v in now if v in was and was[v] > 0]  # fmt: skip
+    return changes + [
+        Change(section="evaluation", id=v, name=f"{v} {metric} (medians of two records)", kind="changed",
+               old=f"{was[v]:.1f}", new=f"{now[v]:.1f} ({now[v] / was[v]:.2f}x)")
+        for v in now if v in was and was[v] > 0 and v not in direct
+    ]  # fmt: skip

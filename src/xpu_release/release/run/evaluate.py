@@ -122,13 +122,13 @@ def against_image(spec: ImageSpec, engine: EvalEngine, image_id: str, ref: str) 
 def named(spec: ImageSpec, ref: Reference) -> Reference:
     """An image compared with by ``--against`` (role ``against``) that is this release's base or
     the release it extends, by name: given that role, so that the manifest's ``accepted`` (which
-    names base and previous) holds for it as it does in ``release``."""
+    names base and previous) holds for it as it does in ``release``; asked for all the same, so
+    that every variant is compared with it, whatever the manifest compares with that role."""
     if ref.role != "against":
         return ref
     roles = {f"{spec.image}:{spec.extends}": "previous"} if spec.extends else {}
     roles[spec.base.release_ref or f"{spec.base.repository}:{spec.base.tag}"] = "base"
-    role = roles.get(ref.ref)
-    return ref if role is None else replace(ref, role=role)
+    return replace(ref, role=roles.get(ref.ref, ref.role), asked=True)
 
 
 def _same_workload(spec: ImageSpec, engine: EvalEngine, image_id: str, ref: Reference) -> Reference:
@@ -143,7 +143,7 @@ def _same_workload(spec: ImageSpec, engine: EvalEngine, image_id: str, ref: Refe
     if theirs == mine:
         return ref
     said = f"carries another {workload.name} ({(theirs or 'none')[:19]}; this image {(mine or 'none')[:19]})"
-    return Reference(role=ref.role, ref=ref.ref, missing=f"{said}: their figures are not comparable")
+    return replace(ref, image_id=None, missing=f"{said}: their figures are not comparable")
 
 
 _NONE = ImageInfo(id="", tags=(), labels={}, size=0, repo_digests=(), env=())
@@ -179,7 +179,7 @@ def evaluate_image(spec: ImageSpec, engine: Any, image_id: str, refs: tuple[Refe
         return None
     arms = [Arm(image=THIS, ref=spec.ref, image_id=image_id, variant=n, env=e) for n, e in variants]
     arms += [Arm(image=r.role, ref=r.ref, image_id=str(r.image_id), variant=n, env=e)
-             for r in measured_refs for n, e in variants if ev.compares(n, r.role)]  # fmt: skip
+             for r in measured_refs for n, e in variants if r.compares(ev, n)]  # fmt: skip
     if runner is None:
         with runner_for(engine.client, ev) as made:
             return _measured(spec, image_id, refs, arms, made, on_line)
