@@ -43,29 +43,33 @@ def test_a_declared_evaluation_is_valid_with_its_defaults(repo: Path) -> None:
     assert [(v.name, v.env) for v in ev.variants] == [("+CkptOpt", (("CHECKPOINT_OPTIMIZATION", "true"),))]
 
 
-def test_a_variant_may_name_what_it_is_compared_with(repo: Path) -> None:
-    text = EVALUATION.replace('"true"}', '"true"}\n      against: [previous]')
+# A variant is compared with the references both it and the evaluation name: (its `against`,
+# the evaluation's, compared with base, with previous). A release that extends one and narrows the
+# evaluation's `against` keeps the variants it inherits valid, each compared with what is left.
+# (An image a person names with `evaluate --against` is compared with every variant:
+# Reference.asked.)
+NAMED = [
+    ("[previous]", "[base, previous]", (False, True)),
+    ("[base]", "[previous]", (False, False)),
+    ("[]", "[base, previous]", (False, False)),
+]
+
+
+@pytest.mark.parametrize(
+    ("variant", "evaluation", "compared"), NAMED, ids=[f"{v}-of-{e}" for v, e, _ in NAMED]
+)
+def test_a_variant_may_name_what_it_is_compared_with(
+    repo: Path, variant: str, evaluation: str, compared: tuple[bool, bool]
+) -> None:
+    text = EVALUATION.replace('"true"}', f'"true"}}\n      against: {variant}\n  against: {evaluation}')
     code, err = validate(repo, MINIMAL + text)
     assert code == 0, err
     ev = Repo(repo).load("demo", "1.0").evaluation
     assert ev is not None
-    assert ev.variants[0].against == ("previous",)
-    # The plain workload is compared with every reference; the variant with the one it names (an
-    # image a person names with `evaluate --against` with every variant: Reference.asked).
-    assert (ev.compares("plain", "base"), ev.compares("plain", "previous")) == (True, True)
-    assert (ev.compares("+CkptOpt", "base"), ev.compares("+CkptOpt", "previous")) == (False, True)
-
-
-def test_a_variant_is_compared_with_the_references_both_it_and_the_evaluation_name(repo: Path) -> None:
-    # A release that extends one and narrows the evaluation's `against` keeps the variants it
-    # inherits valid: each is compared with what is left of what it names.
-    text = EVALUATION.replace('"true"}', '"true"}\n      against: [base]\n  against: [previous]')
-    code, err = validate(repo, MINIMAL + text)
-    assert code == 0, err
-    ev = Repo(repo).load("demo", "1.0").evaluation
-    assert ev is not None
-    assert (ev.compares("+CkptOpt", "base"), ev.compares("+CkptOpt", "previous")) == (False, False)
-    assert ev.compares("plain", "previous")
+    assert (ev.compares("+CkptOpt", "base"), ev.compares("+CkptOpt", "previous")) == compared
+    assert [ev.compares("plain", role) for role in ("base", "previous")] == [
+        role in evaluation for role in ("base", "previous")
+    ]
 
 
 # (case, the evaluation's text replacing a line of EVALUATION, the located message)
