@@ -99,7 +99,7 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels
 
 
 def start_container(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str],
-             name: str, limits: Limits) -> Any:  # fmt: skip
+                    name: str, limits: Limits) -> Any:  # fmt: skip
     """The container ``name`` running ``argv`` under ``limits``, started (detached)."""
     from docker.types import LogConfig
 

@@ -233,17 +233,13 @@ def a_command_to_run(data: dict[str, Any], c: Checker) -> None:
         c.fail(("evaluation", "command"), "is empty; give the workload's command, e.g. [xpu-bench]")
 
 
-def _against(ev: dict[str, Any]) -> tuple[str, ...]:
-    """The evaluation's ``against`` as EvaluationSpec reads it: absent or null is the default, an
-    empty list compares with nothing."""
-    return AGAINST if ev.get("against") is None else tuple(ev["against"])
-
-
 def an_accepted_regression_is_one_the_evaluation_can_find(data: dict[str, Any], c: Checker) -> None:
     """``accepted`` names a variant the evaluation runs and a comparison it makes."""
     ev = data.get("evaluation") or {}
     variants = {v["name"]: v for v in ev.get("variants") or ()}
     names = {PLAIN, *variants}
+    # As EvaluationSpec reads it: absent or null is the default, an empty list compares with nothing.
+    against = AGAINST if ev.get("against") is None else tuple(ev["against"])
     for i, entry in enumerate(ev.get("accepted") or ()):
         if entry["variant"] not in names:
             known = ", ".join(sorted(names))
@@ -252,8 +248,8 @@ def an_accepted_regression_is_one_the_evaluation_can_find(data: dict[str, Any], 
                 f"{entry['variant']!r} is no variant (have: {known})",
             )
         declared = (variants.get(entry["variant"]) or {}).get("against")
-        if entry["against"] not in _against(ev):
-            compared = ", ".join(_against(ev)) or "none"
+        if entry["against"] not in against:
+            compared = ", ".join(against) or "none"
             said = f"the evaluation is not compared with {entry['against']} (against: {compared})"
             c.fail(("evaluation", "accepted", i, "against"), said)
         elif declared is not None and entry["against"] not in declared:
