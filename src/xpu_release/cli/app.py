@@ -21,17 +21,15 @@ from ..guard.locks import LockFile
 from ..guard.shown import shown_lines
 from ..oci import deadline as answers
 from ..oci.credentials import CredentialStore
-from ..settings import DEADLINE_ENV, REGISTRIES_ENV, ROOT_ENV, USER_ENV, Settings
+from ..settings import DEADLINE_ENV, REGISTRIES_ENV, ROOT_ENV, Settings
 from .live import LiveLine
 from .output import LINE_LIMIT, Verbosity, _say_error, as_user_error, notice
 
 if TYPE_CHECKING:  # the commands import what they use when they run: `--help` stays quick
     from click.shell_completion import CompletionItem
 
-    from ..evidence.signing import Signer
     from ..manifest import Repo
     from ..manifest.registries import Registries
-    from ..oci.codec import Codec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,12 +75,6 @@ class State:
     def builder(self) -> str:
         """Who builds (``XPU_RELEASE_BUILDER_ID``, else this host): read once per command."""
         return self.settings.builder_id
-
-    def signer(self, signing_key: str | None) -> Signer | None:
-        """The signing key named by ``--signing-key`` or the settings (None: unsigned)."""
-        from ..evidence.signing import load_signer
-
-        return load_signer(signing_key or self.settings.signing_key, self.settings.signing_key_password)
 
     def credentials(self) -> CredentialStore:
         """Credentials for hosts outside a release (a base image's hub): the docker config's."""
@@ -258,57 +250,6 @@ def json_option(what: str = "The result as JSON on stdout.") -> Callable[[F], F]
     return click.option("--json", "as_json", is_flag=True, help=what)
 
 
-def _credentials(
-    username: str | None, password_stdin: bool, registries: Registries, *more: Registries
-) -> CredentialStore:
-    """The credential store of a command: a login or the environment's credentials go only to
-    the public and VPC endpoints of the registries in use (and of ``more``: ``promote``'s
-    staging registries)."""
-    from ..errors import ConfigError
-    from ..guard.limits import MAX_PASSWORD_BYTES
-    from ..oci.credentials import Credentials
-    from ..settings import current
-
-    settings = current()
-    hosts = frozenset(ep.host for regs in (registries, *more) for ep in regs.publish_endpoints())
-    if not password_stdin:
-        return CredentialStore.from_settings(settings, release_hosts=hosts)
-    user = username or settings.username
-    if not user:
-        msg = f"--password-stdin needs --username (or {USER_ENV})"
-        raise ConfigError(msg)
-    # One line, read no further than a password can be long: a file given by mistake (an
-    # image tarball, no line end in 400 MB) is refused, never read whole into memory.
-    line = sys.stdin.readline(MAX_PASSWORD_BYTES + 1)
-    password = line.rstrip("\r\n")
-    if len(password) > MAX_PASSWORD_BYTES:
-        msg = (f"--password-stdin: standard input holds no line of at most {MAX_PASSWORD_BYTES} "
-               "characters (a password or token); give it the password alone")  # fmt: skip
-        raise ConfigError(msg)
-    if not password:
-        msg = "--password-stdin: no password on standard input"
-        raise ConfigError(msg)
-    login = Credentials(username=user, password=password)  # registered as a secret as it is made
-    return CredentialStore.from_settings(settings, release_hosts=hosts, explicit=login)
-
-
-login_options = [
-    click.option(
-        "--username",
-        envvar=USER_ENV,
-        show_envvar=True,
-        help="Registry user (with --password-stdin).",
-    ),
-    click.option("--password-stdin", is_flag=True, help="Read the registry password from stdin."),
-]
-
-
-def with_login(f: F) -> F:
-    for option in reversed(login_options):
-        f = option(f)
-    return f
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a CI cancel) or SIGHUP (a closed terminal): unwound like Ctrl-C, so every
     ``finally`` runs (throwaway containers are removed), then exit 128 + the signal number."""
@@ -362,36 +303,3 @@ def main() -> None:
         error = as_user_error(exc) or OutputError(f"cannot write the output ({exc})")
         _say_error(error)
         sys.exit(error.exit_code)
-
-
-def compression_options(f: F) -> F:
-    """``--compression LIBRARY[:LEVEL]`` and ``--pullers-accept-zstd``, for the commands that push."""
-    f = click.option(
-        "--pullers-accept-zstd",
-        "accept_zstd",
-        is_flag=True,
-        help="Every engine that pulls the image reads zstd layers (Docker 23 or later); zstd is "
-        "refused without it (also $XPU_RELEASE_PULLERS_ACCEPT_ZSTD=1).",
-    )(f)
-    return click.option(
-        "--compression",
-        metavar="LIBRARY[:LEVEL]",
-        help="How new layers are compressed: isal (the default, level 2), zlib-ng, zlib (gzip, "
-        "levels 0-9; isal 0-3) or zstd (1-19); also $XPU_RELEASE_COMPRESSION. An eStargz image's "
-        "own layers (image.yaml `layers: estargz`) are always isal level 2: their TOC's offsets are "
-        "part of the image.",
-    )(f)
-
-
-def layer_codec(state: State, compression: str | None, accept_zstd: bool) -> Codec:
-    """The codec the option names, else the setting, else the default (ConfigError if refused)."""
-    from ..oci.codec import DEFAULT, parse_codec
-    from ..settings import COMPRESSION_ENV
-
-    accept = accept_zstd or state.settings.pullers_accept_zstd
-    if compression is not None:
-        return parse_codec(compression, accept_zstd=accept, where=f"--compression {compression}")
-    if state.settings.compression is not None:
-        text = state.settings.compression
-        return parse_codec(text, accept_zstd=accept, where=f"${COMPRESSION_ENV}={text}")
-    return DEFAULT

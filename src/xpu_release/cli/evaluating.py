@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from .app import State, _credentials, _emit_json, cli, json_option, pass_state, ref_argument
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Login
 from .live import line_sink
 
 
@@ -49,7 +50,7 @@ def evaluate(state: State, ref: str, against: str | None, as_json: bool) -> None
         raise ConfigError(msg)
     lock = load_lock(state.root, spec)
     registries = state.registries()
-    creds = _credentials(None, False, registries)
+    creds = Login().store(state.settings, registries)
     engine = Engine.connect()
     image_id = engine.require_image(spec.platforms[0].local_ref(spec.ref)).id  # the first platform's
     live = line_sink()

@@ -4,27 +4,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
+from ..settings import Settings
 from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import advisories_option
 from .output import info, write_output
 from .platforms import chosen, platform_option
 
+if TYPE_CHECKING:
+    from ..evidence.scan import GatePolicy
+
 # --- the vulnerability gate ---------------------------------------------------------------------
 
-advisories_option = click.option(
-    "--advisories",
-    "advisories",
-    multiple=True,
-    type=click.Path(exists=True),
-    help="OSV records: a directory of JSON files or osv.dev export archives (PyPI/all.zip, "
-    "Debian/all.zip); repeatable; else $XPU_RELEASE_ADVISORIES (paths separated by ':').",
-)
 
-
-def gate_policy(state: State, advisories: tuple[str, ...], skip: str | None, today: str | None) -> Any:
+def gate_policy(
+    settings: Settings, advisories: tuple[str, ...], skip: str | None, today: str | None
+) -> GatePolicy:
     """The scan's policy from the options, else the settings."""
     from datetime import date
 
@@ -39,7 +37,7 @@ def gate_policy(state: State, advisories: tuple[str, ...], skip: str | None, tod
     if skip is not None and not skip.strip():
         msg = "--no-scan needs a reason (it is written into the release record)"
         raise ConfigError(msg)
-    paths = advisories or state.settings.advisories
+    paths = advisories or settings.advisories
     missing = [p for p in paths if not Path(p).exists()]
     if missing and skip is None:  # checked here, so that a dry run fails as the real run would
         msg = f"advisories: {missing[0]} does not exist (--advisories or XPU_RELEASE_ADVISORIES)"
@@ -78,7 +76,7 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     from ..image.engine import Engine
     from ..image.lock import load_lock
 
-    gate = gate_policy(state, advisories, None, today)
+    gate = gate_policy(state.settings, advisories, None, today)
     if not gate.advisories:
         msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
         raise ConfigError(msg)

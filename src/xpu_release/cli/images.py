@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .app import (
-    State,
-    _emit_json,
-    cli,
-    json_option,
-    layer_codec,
-    pass_state,
-    ref_argument,
-)
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Push
 from .live import line_sink
 from .output import info, write_output
 from .platforms import chosen, platform_option
@@ -170,7 +163,7 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, platform_names:
             continue
         how = Building(
             builder=state.builder, rebuild=rebuild or no_cache, no_cache=no_cache,
-            codec=layer_codec(state, None, accept_zstd=False),  # as `publish` will compress, unless told
+            codec=Push().codec(state.settings),  # as `publish` will compress, unless told
         )  # fmt: skip
         made.append(build_image(state.root, inputs, registries, engine, how, live))
     live.close()

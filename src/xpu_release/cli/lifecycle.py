@@ -7,16 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .app import (
-    State,
-    _credentials,
-    _emit_json,
-    cli,
-    json_option,
-    pass_state,
-    ref_argument,
-    with_login,
-)
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Login, with_login
 from .live import line_sink
 from .output import info
 
@@ -44,8 +36,9 @@ record_option = click.option(
 @json_option()
 @with_login
 @pass_state
-def withdraw(state: State, ref: str, reason: str, record_file: str | None, as_json: bool,
-             username: str | None, password_stdin: bool) -> None:  # fmt: skip
+def withdraw(
+    state: State, ref: str, reason: str, record_file: str | None, as_json: bool, login: Login
+) -> None:
     """Withdraw a published NAME:VERSION: a withdrawal notice (the reason, when, who) is attached
     to it by digest at every endpoint, then every floating tag that serves it moves back to the
     newest release of the line that is not withdrawn. The version tag stays (pinned users are
@@ -56,7 +49,7 @@ def withdraw(state: State, ref: str, reason: str, record_file: str | None, as_js
       xpu-release withdraw training-cpu-pytorch:25.04 --reason "ray 2.44 crashes on start"
       xpu-release withdraw training-cpu-pytorch:25.04 --reason "…" --json
     """
-    _steer(state, ref, "withdraw", reason, record_file, as_json, username, password_stdin)
+    _steer(state, ref, "withdraw", reason, record_file, as_json, login)
 
 
 @cli.command()
@@ -65,8 +58,7 @@ def withdraw(state: State, ref: str, reason: str, record_file: str | None, as_js
 @json_option()
 @with_login
 @pass_state
-def reinstate(state: State, ref: str, record_file: str | None, as_json: bool, username: str | None,
-              password_stdin: bool) -> None:  # fmt: skip
+def reinstate(state: State, ref: str, record_file: str | None, as_json: bool, login: Login) -> None:
     """Undo a withdrawal of NAME:VERSION: a reinstatement notice naming each withdrawal in force
     is attached at every endpoint, then the floating tags come back to it where it is the newest
     release of the line (never backwards over a release published since). Safe to rerun.
@@ -75,7 +67,7 @@ def reinstate(state: State, ref: str, record_file: str | None, as_json: bool, us
     Examples:
       xpu-release reinstate training-cpu-pytorch:25.04
     """
-    _steer(state, ref, "reinstate", "", record_file, as_json, username, password_stdin)
+    _steer(state, ref, "reinstate", "", record_file, as_json, login)
 
 
 @cli.command()
@@ -92,8 +84,9 @@ def reinstate(state: State, ref: str, record_file: str | None, as_json: bool, us
 @json_option()
 @with_login
 @pass_state
-def promote(state: State, ref: str, source: str, record_file: str | None, as_json: bool, username: str | None,
-            password_stdin: bool) -> None:  # fmt: skip
+def promote(
+    state: State, ref: str, source: str, record_file: str | None, as_json: bool, login: Login
+) -> None:
     """Promote a released NAME:VERSION from one channel to another: copy it by digest, with every
     document that refers to it (SBOM, provenance, VEX, lifecycle, cosign's layouts), from the
     endpoints of the registries file --from (staging) to those of the current one (production),
@@ -115,7 +108,7 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     spec = state.repo.load_ref(ref)
     registries = state.registries()
     staging_registries = load_registries(state.root, source)
-    creds = _credentials(username, password_stdin, registries, staging_registries)
+    creds = login.store(state.settings, registries, staging_registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     into = Recording(path, state.root, state.registries_option or "registries.yaml", source)
     staging = EndpointPool(spec, staging_registries, creds, VERIFYING)
@@ -147,8 +140,9 @@ def promote(state: State, ref: str, source: str, record_file: str | None, as_jso
     info(f"record: {path}")
 
 
-def _steer(state: State, ref: str, action: Action, reason: str, record_file: str | None, as_json: bool,
-           username: str | None, password_stdin: bool) -> None:  # fmt: skip
+def _steer(
+    state: State, ref: str, action: Action, reason: str, record_file: str | None, as_json: bool, login: Login
+) -> None:
     from ..errors import endpoints_failed
     from ..oci.channel import VERIFYING
     from ..release.model import record as records
@@ -158,7 +152,7 @@ def _steer(state: State, ref: str, action: Action, reason: str, record_file: str
     spec = state.repo.load_ref(ref)
     text = check_reason(reason) if action == "withdraw" else ""
     registries = state.registries()
-    creds = _credentials(username, password_stdin, registries)
+    creds = login.store(state.settings, registries)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     # A question and idempotent notices: a rerun is cheap, so fewer retries than a publish.
     pool = EndpointPool(spec, registries, creds, VERIFYING, on_line=(live := line_sink()))

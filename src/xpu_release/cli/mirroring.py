@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from .app import State, _credentials, _emit_json, cli, json_option, pass_state, ref_argument, with_login
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Login, with_login
 from .live import line_sink
 
 
@@ -78,8 +79,7 @@ def mirror(
     target: str,
     source: str | None,
     as_json: bool,
-    username: str | None,
-    password_stdin: bool,
+    login: Login,
 ) -> None:
     """Copy a published release, by digest, with every document that refers to it (SBOM,
     provenance, VEX, cosign's layouts) to another registry repository or an OCI layout
@@ -101,7 +101,7 @@ def mirror(
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
-    creds = _credentials(username, password_stdin, registries)
+    creds = login.store(state.settings, registries)
     if source is None:  # the release as its endpoints serve it: one digest, read where it answers
         pool = EndpointPool(spec, registries, creds)
         nothing = f"no endpoint serves {spec.ref}: publish it first, or name the source with --from"

@@ -10,18 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..guard.shown import shown
-from .app import (
-    State,
-    _credentials,
-    _emit_json,
-    cli,
-    compression_options,
-    json_option,
-    layer_codec,
-    pass_state,
-    ref_argument,
-    with_login,
-)
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Login, Push, publish_push_options, with_login
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing, withdrawn_words
 from .live import line_sink
@@ -39,45 +29,17 @@ if TYPE_CHECKING:
 
 # --- publish -----------------------------------------------------------------------------
 
-signing_key_option = click.option(
-    "--signing-key",
-    type=click.Path(dir_okay=False),
-    help="Sign the provenance with this PEM private key (Ed25519 or ECDSA P-256; also "
-    "$XPU_RELEASE_SIGNING_KEY; an encrypted key's password from $XPU_RELEASE_SIGNING_KEY_PASSWORD).",
-)
-
 
 @cli.command()
 @ref_argument()
 @click.option("--dry-run", is_flag=True, help="Print the plan; touch nothing.")
-@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
 @click.option("--record", "record_file", type=click.Path(dir_okay=False), help="Where to write the record.")
-@click.option("--chunk-size", type=click.IntRange(min=1 << 20), help="Chunked blob uploads of this size.")
-@click.option(
-    "--engine-push",
-    is_flag=True,
-    help="Make the first push with `docker push` (for comparison; blobs then depend on the engine).",
-)
-@compression_options
+@publish_push_options
 @json_option()
-@signing_key_option
 @with_login
 @pass_state
-def publish(
-    state: State,
-    ref: str,
-    dry_run: bool,
-    allow_overwrite: bool,
-    record_file: str | None,
-    chunk_size: int | None,
-    engine_push: bool,
-    compression: str | None,
-    accept_zstd: bool,
-    as_json: bool,
-    signing_key: str | None,
-    username: str | None,
-    password_stdin: bool,
-) -> None:
+def publish(state: State, ref: str, dry_run: bool, record_file: str | None, push: Push, as_json: bool,
+            login: Login) -> None:  # fmt: skip
     """Publish the tested NAME:VERSION to the public registry and every VPC region, verified.
 
     \b
@@ -95,8 +57,8 @@ def publish(
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
-    codec = layer_codec(state, compression, accept_zstd)  # a refused codec fails a dry run too
-    creds = _credentials(username, password_stdin, registries)
+    codec = push.codec(state.settings)  # a refused codec fails a dry run too
+    creds = login.store(state.settings, registries)
     if dry_run:  # the tags the publish would move: the line rule, withdrawals asked as the publish will
         try:
             moves, unasked = (
@@ -120,11 +82,11 @@ def publish(
 
     limit = cache_limit(state)
     options = Options(
-        allow_overwrite=allow_overwrite,
+        allow_overwrite=push.allow_overwrite,
         line=Line(state.repo),  # the floating tags: the line rule, asked when they move
-        chunk_size=chunk_size,
-        engine_push=engine_push,
-        signer=state.signer(signing_key),
+        chunk_size=push.chunk_size,
+        engine_push=push.engine_push,
+        signer=push.signer(state.settings),
         codec=codec,
         form=image_layers(state.root, spec),  # an eStargz image's layers are the ones it was tested with
     )
@@ -227,8 +189,7 @@ def verify(
     key_file: str | None,
     record_file: str | None,
     as_json: bool,
-    username: str | None,
-    password_stdin: bool,
+    login: Login,
 ) -> None:
     """Check that every endpoint serves NAME:VERSION blob for blob (exit 7 naming what is wrong).
 
@@ -253,7 +214,7 @@ def verify(
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
     record = records.read_optional(path)
-    creds = _credentials(username, password_stdin, state.registries())
+    creds = login.store(state.settings, state.registries())
     if record is None:  # what is checked then is that the endpoints agree, not what was released
         said = "each endpoint is held against the others (what their version tags serve), not a release"
         notice(f"no release record at {state.repo.rel(path)}: {said}; --record FILE names one")
@@ -301,8 +262,7 @@ def status(
     record_file: str | None,
     catalog: bool,
     as_json: bool,
-    username: str | None,
-    password_stdin: bool,
+    login: Login,
 ) -> None:
     """What every endpoint serves now for NAME:VERSION, against its release record, and its
     security state as the latest `watch` found it.
@@ -321,7 +281,7 @@ def status(
 
     spec = state.repo.load_ref(ref)
     registries = state.registries()
-    pool = EndpointPool(spec, registries, _credentials(username, password_stdin, registries), ASKING)
+    pool = EndpointPool(spec, registries, login.store(state.settings, registries), ASKING)
     if catalog:
         entries = tag_catalog(pool)
         if as_json:

@@ -7,25 +7,13 @@ from typing import Any
 
 import click
 
-from .app import (
-    State,
-    _credentials,
-    _emit_json,
-    cli,
-    compression_options,
-    json_option,
-    layer_codec,
-    pass_state,
-    ref_argument,
-    with_login,
-)
-from .gating import advisories_option, gate_policy
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .groups import Chain, Checks, Login, Push, checks_options, grouped, push_options, with_login
 from .housekeeping import cache_limit, cap_cache
 from .lifecycle import standing
 from .live import line_sink
 from .output import info, write_output
 from .output import status as status_word
-from .publishing import signing_key_option
 
 
 @cli.command()
@@ -67,37 +55,25 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
 
 
 @cli.command()
-@ref_argument()
+@grouped(
+    "chain",
+    Chain,
+    ref_argument(),
+    click.option(
+        "--with-bases",
+        is_flag=True,
+        help="First release every release of ours it builds on (its SDK base, parents first); a base "
+        "already published is verified, not published again.",
+    ),
+)
 @click.option("--dry-run", is_flag=True, help="Show every stage's plan; change nothing.")
-@click.option("--allow-overwrite", is_flag=True, help="Replace a version tag that holds other content.")
-@click.option(
-    "--with-bases",
-    is_flag=True,
-    help="First release every release of ours it builds on (its SDK base, parents first); a base "
-    "already published is verified, not published again.",
-)
 @json_option("The summary as JSON on stdout.")
-@signing_key_option
-@advisories_option
-@click.option(
-    "--no-scan",
-    "no_scan",
-    metavar="REASON",
-    help="Skip the vulnerability gate; the reason is written into the release record.",
-)
-@click.option(
-    "--no-evaluate",
-    "no_evaluate",
-    metavar="REASON",
-    help="Skip the performance evaluation; the reason is written into the release record.",
-)
-@compression_options
+@checks_options
+@push_options
 @with_login
 @pass_state
-def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_bases: bool, as_json: bool,
-            signing_key: str | None, advisories: tuple[str, ...], no_scan: str | None,
-            no_evaluate: str | None, compression: str | None, accept_zstd: bool, username: str | None,
-            password_stdin: bool) -> None:  # fmt: skip
+def release(state: State, chain: Chain, dry_run: bool, as_json: bool, checks: Checks, push: Push,
+            login: Login) -> None:  # fmt: skip
     """Validate, render check, lock check, build, smoke test, evaluate, scan, publish, verify, notes and
     record.
 
@@ -108,23 +84,20 @@ def release(state: State, ref: str, dry_run: bool, allow_overwrite: bool, with_b
       xpu-release release training-cpu-pytorch:25.03 --json > summary.json
       xpu-release release training-cpu-pytorch:25.03 --advisories osv/
     """
-    from ..errors import ConfigError, ReleaseError
-    from ..manifest.loader import release_chain
+    from ..errors import ReleaseError
     from ..release.publishing.publish import Options
     from ..release.run.pipeline import Choices, Release, Reporter
 
     # A dry run reads the login and the key too: it fails as the real run would.
-    creds = _credentials(username, password_stdin, state.registries())
-    signer = state.signer(signing_key)
-    codec = layer_codec(state, compression, accept_zstd)
+    creds = login.store(state.settings, state.registries())
+    signer = push.signer(state.settings)
+    codec = push.codec(state.settings)
     limit = cache_limit(state)
-    gate = gate_policy(state, advisories, no_scan, None)
-    if no_evaluate is not None and not no_evaluate.strip():
-        msg = "--no-evaluate needs a reason (it is written into the release record)"
-        raise ConfigError(msg)
+    gate = checks.gate(state.settings)
+    no_evaluate = checks.skip_evaluation()
     summaries = []
-    for current in release_chain(state.repo, ref) if with_bases else [ref]:
-        options = Options(allow_overwrite=allow_overwrite, signer=signer, codec=codec)
+    for current in chain.refs(state.repo):
+        options = Options(allow_overwrite=push.allow_overwrite, signer=signer, codec=codec)
         reporter = Reporter(live := line_sink(), ci=state.settings.ci)
         chosen = Choices(builder=state.builder, dry_run=dry_run, gate=gate, no_evaluate=no_evaluate)
         run = Release(state.repo, current, state.registries(), creds, options, reporter, chosen)
@@ -173,8 +146,7 @@ cli.add_command(_alias(release, "release"), "build-release")
 @json_option("Every check as JSON on stdout.")
 @with_login
 @pass_state
-def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | None,
-           password_stdin: bool) -> None:  # fmt: skip
+def doctor(state: State, refs: tuple[str, ...], as_json: bool, login: Login) -> None:
     """Check the whole setup read-only: manifests, locks, the engine, base images, the files
     builds fetch, every endpoint and its credentials; and say where each release's support
     stands (never a failure). Default: the newest release of each image.
@@ -199,7 +171,7 @@ def doctor(state: State, refs: tuple[str, ...], as_json: bool, username: str | N
 
     repo = state.repo
     registries = state.registries()
-    creds = _credentials(username, password_stdin, registries)
+    creds = login.store(state.settings, registries)
     targets = [parse_ref(r) for r in refs] or [(i, repo.versions(i)[-1]) for i in repo.images()]
     checks: list[Check] = [engine_check()]
     hosts: set[str] = set()

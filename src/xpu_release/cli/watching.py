@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,19 +14,32 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, NotFoundError
-from .app import State, _credentials, _emit_json, cli, json_option, pass_state, ref_argument
-from .app import with_login as login_options
-from .gating import advisories_option, gate_policy
+from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
+from .gating import gate_policy
+from .groups import Login, Push, advisories_option, grouped, signing_key_option, with_login
 from .live import line_sink
 from .output import info, warn
-from .publishing import signing_key_option
 
-today_option = click.option(
+
+@dataclass(frozen=True)
+class Reading:
+    """What a watch reads: the advisories, the day it counts SLA days to (``--today``), and how
+    many requests it makes at once (``--jobs``)."""
+
+    advisories: tuple[str, ...] = ()
+    today: str | None = None
+    jobs: int | None = None
+
+
+_today = click.option(
     "--today",
     metavar="DATE",
     help="A what-if: count SLA days and review dates up to DATE (default: today, UTC). A DATE other "
     "than today adds nothing to the re-scan history.",
 )
+_jobs = click.option("--jobs", type=click.IntRange(0, 16), default=None, metavar="N",
+                     help="Requests to the public registry at once, reading the next releases' SBOMs ahead "
+                     "of the one scanned [default: 2; 0: one request at a time].")  # fmt: skip
 
 
 def clock() -> datetime:
@@ -35,9 +49,7 @@ def clock() -> datetime:
 
 
 @contextmanager
-def _watcher(state: State, advisories: tuple[str, ...], today: str | None, username: str | None,
-             password_stdin: bool, *, history: bool = True,
-             jobs: int | None = None) -> Iterator[Any]:  # fmt: skip
+def _watcher(state: State, reading: Reading, login: Login, *, history: bool = True) -> Iterator[Any]:
     """One run's watcher: the advisories (required), the registries, credentials, today. It adds
     to the re-scan history (``history``) only on the day it runs: ``--today`` another day is a
     what-if, whose first-seen days are not days a scan saw anything."""
@@ -45,12 +57,12 @@ def _watcher(state: State, advisories: tuple[str, ...], today: str | None, usern
     from ..release.watching.published import Reader
     from ..release.watching.watch import Watcher
 
-    gate = gate_policy(state, advisories, None, today)
+    gate = gate_policy(state.settings, reading.advisories, None, reading.today)
     if not gate.advisories:
         msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
         raise ConfigError(msg)
     registries = state.registries()
-    reader = Reader(registries, _credentials(username, password_stdin, registries))
+    reader = Reader(registries, login.store(state.settings, registries))
     found = Advisories([Path(p) for p in gate.advisories], state.settings.cache)
     now = clock()
     day = gate.today or now.date()
@@ -62,7 +74,9 @@ def _watcher(state: State, advisories: tuple[str, ...], today: str | None, usern
              "nothing; fetch the advisories again (an empty folder is a failed fetch)")  # fmt: skip
     keep = history and day == now.date()
     try:
-        yield Watcher(state.repo, reader, found, today=day, now=now, keep_history=keep, read_ahead=jobs)
+        yield Watcher(
+            state.repo, reader, found, today=day, now=now, keep_history=keep, read_ahead=reading.jobs
+        )
     finally:
         found.close()
 
@@ -138,8 +152,7 @@ def _tally(results: list[Any]) -> str:
 
 @cli.command()
 @ref_argument("refs", nargs=-1)
-@advisories_option
-@today_option
+@grouped("reading", Reading, advisories_option, _today, _jobs)
 @click.option(
     "--release",
     "release_",
@@ -148,15 +161,11 @@ def _tally(results: list[Any]) -> str:
     "release pipeline), and print one summary; a second run right after does nothing.",
 )
 @json_option("Every release with every field (reasons, findings, SLA, what could not be checked) as JSON.")
-@click.option("--jobs", type=click.IntRange(0, 16), default=None, metavar="N",
-              help="Requests to the public registry at once, reading the next releases' SBOMs ahead of "
-              "the one scanned [default: 2; 0: one request at a time].")  # fmt: skip
 @signing_key_option
-@login_options
+@with_login
 @pass_state
-def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], today: str | None,
-          release_: bool, as_json: bool, jobs: int | None, signing_key: str | None, username: str | None,
-          password_stdin: bool) -> None:  # fmt: skip
+def watch(state: State, refs: tuple[str, ...], reading: Reading, release_: bool, as_json: bool,
+          signing_key: str | None, login: Login) -> None:  # fmt: skip
     """Is every published release (or NAME:VERSION…) still safe? Without the engine and without
     rebuilding: its SBOM as published, scanned against today's advisories and the image's VEX;
     its base (moved tag, a patched base release); each open finding's fix and SLA
@@ -178,9 +187,9 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
     from ..release.watching.watched import exit_code
 
     targets = _targets(state, refs)
-    with _watcher(state, advisories, today, username, password_stdin, jobs=jobs) as watcher:
+    with _watcher(state, reading, login) as watcher:
         if release_:
-            code = _release_all(state, watcher, targets, advisories, today, signing_key, as_json)
+            code = _release_all(state, watcher, targets, reading, signing_key, as_json)
         else:
             results = watch_all(watcher, targets, _order(state))
             code = exit_code(results)
@@ -206,11 +215,12 @@ def watch(state: State, refs: tuple[str, ...], advisories: tuple[str, ...], toda
         raise click.exceptions.Exit(code)
 
 
-def _release_all(state: State, watcher: Any, targets: list[str], advisories: tuple[str, ...],
-                 today: str | None, signing_key: str | None, as_json: bool) -> int:  # fmt: skip
+def _release_all(state: State, watcher: Any, targets: list[str], reading: Reading, signing_key: str | None,
+                 as_json: bool) -> int:  # fmt: skip
     from ..release.watching.autopatch import run
 
-    steps = _Steps(state, watcher, gate_policy(state, advisories, None, today), state.signer(signing_key))
+    gate = gate_policy(state.settings, reading.advisories, None, reading.today)
+    steps = _Steps(state, watcher, gate, Push(signing_key=signing_key).signer(state.settings))
     summary = run(watcher, targets, _order(state), steps)
     if as_json:
         _emit_json(summary.to_json())
@@ -254,11 +264,10 @@ class _Steps:
     def release(self, ref: str) -> str:
         from ..release.publishing.publish import Options
         from ..release.run.pipeline import Choices, Release, Reporter
-        from .app import layer_codec
 
         registries = self.state.registries()
         creds = self.watcher.reader.credentials  # the login watch was given: the same endpoints
-        options = Options(signer=self.signer, codec=layer_codec(self.state, None, accept_zstd=False))
+        options = Options(signer=self.signer, codec=Push().codec(self.state.settings))
         reporter = Reporter(live := line_sink(), ci=self.state.settings.ci)
         try:
             chosen = Choices(builder=self.state.builder, gate=self.gate)
@@ -297,13 +306,11 @@ def _write(state: State, prepared: Any) -> tuple[Path, ...]:
 
 @cli.command()
 @ref_argument()
-@advisories_option
-@today_option
+@grouped("reading", Reading, advisories_option, _today)
 @json_option('The new ref and why, as JSON: {"ref": …, "reasons": […], "fixes": […], "open": […]}.')
-@login_options
+@with_login
 @pass_state
-def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None, as_json: bool,
-          username: str | None, password_stdin: bool) -> None:  # fmt: skip
+def patch(state: State, ref: str, reading: Reading, as_json: bool, login: Login) -> None:
     """Prepare the next patch release of the published NAME:VERSION (25.03 → 25.03.1, 2.13.0 →
     2.13.0.1): a manifest that extends it, each package with open findings bumped to the smallest
     version that fixes them and that the package index offers, the base re-pinned where it moved,
@@ -316,7 +323,7 @@ def patch(state: State, ref: str, advisories: tuple[str, ...], today: str | None
       xpu-release patch pytorch-cpu-sdk:2.13.0 --json
     """
     state.repo.load_ref(ref)
-    with _watcher(state, advisories, today, username, password_stdin, history=False) as watcher:
+    with _watcher(state, reading, login, history=False) as watcher:
         watched = watcher.watch(ref)
         if watched.state == "not published":
             msg = f"{ref} is not published at {watched.endpoint}: there is nothing to patch; release it"

@@ -94,10 +94,10 @@ class Notice:
                 "undoes": list(self.undoes), "notice": self.digest}  # fmt: skip
 
 
-def make_notice(
-    kind: NoticeKind, *, image: str, ref: str, subject: str, at: str, by: str, reason: str = "",
-    undoes: tuple[str, ...] = (),
-) -> Notice:  # fmt: skip
+def make_notice(kind: NoticeKind, *, ref: str, subject: str, at: str, by: str, reason: str = "",
+                undoes: tuple[str, ...] = ()) -> Notice:  # fmt: skip
+    """The notice of ``kind`` about the release ``ref`` (NAME:VERSION), whose image is ``subject``."""
+    image = ref.rpartition(":")[0]
     predicate: dict[str, Any] = {"release": ref, "at": at, "by": by}
     if kind == "withdrawal":
         predicate["reason"] = reason

@@ -71,13 +71,16 @@ def throwaway(client: Any, name: str, create: Callable[[], T], *, keep: bool = F
                 client.api.remove_container(name, force=True)
 
 
-def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str], name: str,
-        limits: Limits, timeout: float) -> Finished:  # fmt: skip
-    """Run ``argv`` in a container ``name`` of ``image`` for at most ``timeout`` seconds."""
+def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits,
+        timeout: float) -> Finished:  # fmt: skip
+    """Run ``argv`` in a throwaway container of ``image`` (named and labelled for ``purpose``) for
+    at most ``timeout`` seconds."""
     import requests
     from docker.errors import APIError
 
     from ..settings import current
+
+    name, labels = container_name(purpose), {CONTAINER_LABEL: purpose}
 
     def create() -> Any:
         return start_container(client, image, argv, env=env, labels=labels, name=name, limits=limits)
@@ -145,8 +148,7 @@ class Containers:
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        return run(self.client, image, argv, env=env, labels={CONTAINER_LABEL: purpose},
-                   name=container_name(purpose), limits=limits, timeout=timeout)  # fmt: skip
+        return run(self.client, image, argv, env=env, purpose=purpose, limits=limits, timeout=timeout)
 
     def cpu_count(self) -> int:
         return engine_cpus(self.client)

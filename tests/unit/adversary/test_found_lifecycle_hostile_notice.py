@@ -28,7 +28,7 @@ HOSTILE_REASON = "bad\n## Injected heading\ndemo:1.1: verified everywhere\u202e"
 def hostile_withdrawal(ch: Channel, version: str, spool: Path) -> None:
     """A withdrawal notice somebody with push rights attached at every endpoint."""
     _, image = image_of(version)
-    notice = make_notice("withdrawal", image="demo", ref=f"demo:{version}", subject=image.digest,
+    notice = make_notice("withdrawal", ref=f"demo:{version}", subject=image.digest,
                          at="2026-01-01T00:00:00Z", by=HOSTILE_BY, reason=HOSTILE_REASON)  # fmt: skip
     for ep in ch.endpoints():
         attach(ch.client(ep), ch.repo(ep), image, [notice.attachment], created="", spool=spool)

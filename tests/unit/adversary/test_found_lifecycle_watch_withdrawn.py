@@ -25,7 +25,7 @@ def withdrawn(w: World, version: str, digest: str, image: str = CPU) -> None:
     repo = f"{NS}/{image}"
     served = w.client.get_manifest(repo, digest)
     assert isinstance(served, Manifest)
-    notice = make_notice("withdrawal", image=image, ref=f"{image}:{version}", subject=digest,
+    notice = make_notice("withdrawal", ref=f"{image}:{version}", subject=digest,
                          at="2026-12-01T00:00:00Z", by="ci", reason="it crashes on start")  # fmt: skip
     attach(w.client, repo, served, [notice.attachment], created="", spool=w.spool)
 

@@ -85,7 +85,7 @@ def test_a_new_date_replaces_ours_in_the_index_and_the_listing_carries_the_annot
 
 
 def withdrawal(at: str, reason: str = "it crashes on start") -> Attachment:
-    return make_notice("withdrawal", image="img", ref="img:1.1", subject=SUBJECT.digest, at=at,
+    return make_notice("withdrawal", ref="img:1.1", subject=SUBJECT.digest, at=at,
                        by="urn:ci:42", reason=reason).attachment  # fmt: skip
 
 
@@ -118,7 +118,7 @@ def test_what_is_no_notice_of_ours_says_nothing(payload: bytes) -> None:
 def test_a_withdrawal_is_in_force_until_a_reinstatement_names_it() -> None:
     first = read_notice(withdrawal("2026-12-05T10:00:00Z"))
     assert first is not None
-    lifted = make_notice("reinstatement", image="img", ref="img:1.1", subject=SUBJECT.digest,
+    lifted = make_notice("reinstatement", ref="img:1.1", subject=SUBJECT.digest,
                          at="2026-12-05T09:00:00Z", by="urn:ci:43", undoes=(first.digest,))  # fmt: skip
     again = read_notice(withdrawal("2026-12-06T10:00:00Z", "still crashes"))
     assert again is not None

@@ -36,7 +36,7 @@ def test_the_lifecycle_document_and_a_withdrawal_travel_with_the_release(
 ) -> None:
     source, image, layout, target = ends(registries, tmp_path)
     (host_a, state_a), _ = registries
-    withdrawal = make_notice("withdrawal", image="image", ref="image:1.0", subject=image.digest,
+    withdrawal = make_notice("withdrawal", ref="image:1.0", subject=image.digest,
                              at="2026-12-05T10:00:00Z", by="urn:ci:7", reason="it crashes")  # fmt: skip
     end = lifecycle_statement("image", "image:1.0", date(2026, 3, 31), image.digest)
     attach(client_for(host_a, state_a), REPO, image, [Attachment(kind="lifecycle", payload=end)],

@@ -169,7 +169,7 @@ class Steering:
         doing = "withdrawing" if kind == "withdrawal" else "reinstating"
         self.on_line(f"{doing} {self.spec.ref} ({digest[:19]})")
         spec = self.spec
-        return make_notice(kind, image=spec.image, ref=spec.ref, subject=digest, at=now(), by=self.by,
+        return make_notice(kind, ref=spec.ref, subject=digest, at=now(), by=self.by,
                            reason=reason, undoes=undoes)  # fmt: skip
 
     def _held(self, t: Target, *, digest: str) -> tuple[tuple[Notice, ...] | None, str | ReleaseError | None]:
