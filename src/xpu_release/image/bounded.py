@@ -38,6 +38,24 @@ class Limits:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Launch:
+    """One throwaway container: what runs in it (image, command, environment), its purpose (its
+    name and label say it), its limits, and the volumes it mounts (volume name, path inside)."""
+
+    image: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    purpose: str
+    limits: Limits
+    volumes: tuple[tuple[str, str], ...] = ()
+    name: str = ""  # "": made from the purpose (``container_name``)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", container_name(self.purpose))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Finished:
     """How a bounded run ended: its exit status (None: still running at its timeout, then
     killed), the last lines of its stdout (bytes, as the workload wrote them) and of its stderr
@@ -71,22 +89,16 @@ def throwaway(client: Any, name: str, create: Callable[[], T], *, keep: bool = F
                 client.api.remove_container(name, force=True)
 
 
-def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], purpose: str, limits: Limits,
-        timeout: float) -> Finished:  # fmt: skip
-    """Run ``argv`` in a throwaway container of ``image`` (named and labelled for ``purpose``) for
-    at most ``timeout`` seconds."""
+def run(client: Any, launch: Launch, timeout: float) -> Finished:
+    """Run ``launch`` in a throwaway container for at most ``timeout`` seconds."""
     import requests
     from docker.errors import APIError
 
     from ..settings import current
 
-    name, labels = container_name(purpose), {CONTAINER_LABEL: purpose}
-
-    def create() -> Any:
-        return start_container(client, image, argv, env=env, labels=labels, name=name, limits=limits)
-
     try:
-        with throwaway(client, name, create, keep=current().keep_containers) as container:
+        with throwaway(client, launch.name, lambda: start_container(client, launch),
+                       keep=current().keep_containers) as container:  # fmt: skip
             exit_code: int | None
             try:
                 exit_code = int(container.wait(timeout=max(timeout, 1.0))["StatusCode"])
@@ -101,16 +113,18 @@ def run(client: Any, image: str, argv: list[str], *, env: dict[str, str], purpos
         return Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
 
 
-def start_container(client: Any, image: str, argv: list[str], *, env: dict[str, str], labels: dict[str, str],
-                    name: str, limits: Limits) -> Any:  # fmt: skip
-    """The container ``name`` running ``argv`` under ``limits``, started (detached)."""
+def start_container(client: Any, launch: Launch) -> Any:
+    """The container ``launch`` names, started (detached)."""
     from docker.types import LogConfig
 
+    limits = launch.limits
     return client.containers.run(
-        image, command=argv, name=name, detach=True, entrypoint=[], environment=env, labels=labels,
-        network_mode="none", cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m",
-        memswap_limit=f"{limits.memory_mb}m",
+        launch.image, command=list(launch.argv), name=launch.name, detach=True, entrypoint=[],
+        environment=dict(launch.env), labels={CONTAINER_LABEL: launch.purpose}, network_mode="none",
+        cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
         log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
+        **({"volumes": {volume: {"bind": path, "mode": "rw"} for volume, path in launch.volumes}}
+           if launch.volumes else {}),
     )  # fmt: skip
 
 
@@ -148,7 +162,8 @@ class Containers:
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        return run(self.client, image, argv, env=env, purpose=purpose, limits=limits, timeout=timeout)
+        launch = Launch(image=image, argv=tuple(argv), env=tuple(env.items()), purpose=purpose, limits=limits)
+        return run(self.client, launch, timeout)
 
     def cpu_count(self) -> int:
         return engine_cpus(self.client)

@@ -23,9 +23,11 @@ from xpu_release.image.bootstrap import Judgement, Verdict
 from xpu_release.image.bounded import Limits
 from xpu_release.image.evaluation import Comparison
 from xpu_release.image.experiment import Arm, Measurement, measure
-from xpu_release.image.served import Served
+from xpu_release.image.served import CACHE_ENV, Served
 from xpu_release.manifest.evaluation import EvaluationSpec
 from xpu_release.release.run.evaluate import _what_would_decide
+
+from ..fake_volumes import FakeVolumes
 
 LIMITS = Limits(cpuset="0-1", memory_mb=2048)
 HANG = -1.0  # an ask's seconds: it never answers nor ends (an image whose --ask ignores its timeout)
@@ -111,6 +113,12 @@ class Clocked:
     execs: dict[str, tuple[Box, float]] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
     after_ask: Callable[[Box], None] | None = None
+
+    @property
+    def volumes(self) -> FakeVolumes:
+        if not hasattr(self, "_volumes"):
+            self._volumes = FakeVolumes()
+        return self._volumes
 
     @property
     def containers(self) -> Clocked:
@@ -315,7 +323,8 @@ def test_no_measured_round_overlaps_another_arms_server_still_preparing() -> Non
     prep = {(): 3.0, (COMPILE,): 40.0}
 
     def ready_at(box: Box) -> float:
-        return box.created_at + prep[tuple(sorted(box.env.items()))]
+        own = {k: v for k, v in box.env.items() if k != CACHE_ENV}  # the shared compile cache aside
+        return box.created_at + prep[tuple(sorted(own.items()))]
 
     def answer(box: Box, engine: Clocked, timeout: float) -> tuple[int, bytes, bytes, float]:
         starts = max(engine.now, ready_at(box))  # the ask waits for its server, then measures

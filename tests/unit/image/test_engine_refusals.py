@@ -17,6 +17,8 @@ from xpu_release.image import bounded
 from xpu_release.image.bounded import Limits
 from xpu_release.image.engine import Engine
 
+from ..fake_volumes import FakeVolumes
+
 SAID = 'OCI runtime create failed: exec: "sleep\x1b[2J": executable file not found in $PATH'
 
 
@@ -26,6 +28,12 @@ class Refusing:
     def __init__(self) -> None:
         self.removed: list[str] = []
         self.created: list[str] = []
+
+    @property
+    def volumes(self) -> FakeVolumes:
+        if not hasattr(self, "_volumes"):
+            self._volumes = FakeVolumes()
+        return self._volumes
 
     @property
     def containers(self) -> Refusing:

@@ -20,6 +20,8 @@ from xpu_release.image.bounded import Finished, Limits
 from xpu_release.image.experiment import MIN_ROUNDS, Arm, measure, order
 from xpu_release.manifest.evaluation import EvaluationSpec
 
+from ..fake_volumes import FakeVolumes
+
 LIMITS = Limits(cpuset="0-1", memory_mb=2048)
 
 
@@ -201,6 +203,12 @@ class FakeClient:
     wait: Callable[[], dict[str, int]]
     created: list[dict[str, Any]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+
+    @property
+    def volumes(self) -> FakeVolumes:
+        if not hasattr(self, "_volumes"):
+            self._volumes = FakeVolumes()
+        return self._volumes
 
     @property
     def containers(self) -> FakeClient:

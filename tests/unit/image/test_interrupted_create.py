@@ -21,6 +21,8 @@ from xpu_release.image.bounded import Limits
 from xpu_release.image.engine import Engine
 from xpu_release.interrupts import signals_held
 
+from ..fake_volumes import FakeVolumes
+
 
 @pytest.fixture(autouse=True)
 def cli_handlers() -> Iterator[None]:
@@ -49,6 +51,12 @@ class Interrupted:
     def __init__(self, sig: int) -> None:
         self.sig = sig
         self.events: list[str] = []
+
+    @property
+    def volumes(self) -> FakeVolumes:
+        if not hasattr(self, "_volumes"):
+            self._volumes = FakeVolumes()
+        return self._volumes
 
     @property
     def containers(self) -> Interrupted:

@@ -32,6 +32,7 @@ from xpu_release.image.workload import WORKLOADS, serves
 from xpu_release.secrets import register
 
 from ...conftest import examples
+from ..fake_volumes import FakeVolumes
 
 BENCH = WORKLOADS["xpu-bench"]
 LIMITS = Limits(cpuset="0-1", memory_mb=2048)
@@ -168,6 +169,12 @@ class FakeEngine:
     codes: dict[str, int] = field(default_factory=dict)  # each exec's exit status
 
     @property
+    def volumes(self) -> FakeVolumes:
+        if not hasattr(self, "_volumes"):
+            self._volumes = FakeVolumes()
+        return self._volumes
+
+    @property
     def containers(self) -> FakeEngine:
         return self
 
@@ -247,6 +254,55 @@ def test_one_container_an_arm_started_to_serve_and_asked_once_a_run() -> None:
         assert made["labels"] == {bounded.CONTAINER_LABEL: "evaluate"}
     assert [cmd for _, cmd in engine.execs][:1] == [["xpu-bench", "--ask", "30.0"]]
     assert sorted(engine.removed) == sorted(m["name"] for m in engine.created)
+
+
+def test_the_arms_of_one_image_share_one_compile_cache_and_no_other_images_arm_sees_it() -> None:
+    # What +CompilerOpt compiles, +CompilerOpt+CkptOpt of the same image finds; an arm of
+    # another image (another compiler, perhaps) never loads this image's kernels.
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 8)
+    with Served(engine) as runner:
+        for image, env in (("img:1", {}), ("img:1", {"XPU_BENCH_COMPILE": "1"}), ("img:2", {})):
+            runner.prepare(image, ["xpu-bench", "--steps", "30"], env=env, purpose="evaluate", limits=LIMITS)
+        assert run(runner, image="img:1").exit_code == 0
+        assert engine.volumes.removed == []  # kept while the stage's arms run
+    mounted = {m["image"]: [] for m in engine.created}
+    for made in engine.created:
+        [(volume, bind)] = made["volumes"].items()
+        assert bind == {"bind": served.CACHE_DIR, "mode": "rw"}
+        assert made["environment"][served.CACHE_ENV] == served.CACHE_DIR
+        mounted[made["image"]].append(volume)
+    assert len(mounted["img:1"]) == 2
+    assert len(set(mounted["img:1"])) == 1
+    assert set(mounted["img:1"]).isdisjoint(mounted["img:2"])
+    for options in engine.volumes.made.values():  # a tmpfs any user of the image writes, bounded
+        assert options["driver_opts"] == {"type": "tmpfs", "device": "tmpfs", "o": "size=1g,mode=1777"}
+        assert options["labels"] == {bounded.CONTAINER_LABEL: "evaluate"}
+    assert sorted(engine.volumes.removed) == sorted(engine.volumes.made)  # none left
+
+
+def test_a_variant_that_names_its_own_compile_cache_keeps_it() -> None:
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
+    with Served(engine) as runner:
+        assert run(runner, env={served.CACHE_ENV: "/opt/kernels"}).exit_code == 0
+    [made] = engine.created
+    assert made["environment"] == {served.CACHE_ENV: "/opt/kernels"}
+    assert "volumes" not in made
+    assert engine.volumes.made == {}
+
+
+def test_an_engine_that_will_not_make_the_shared_cache_still_runs_every_arm() -> None:
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
+
+    def refused(name: str, **_: Any) -> Any:
+        said = "volume plugin not found"
+        raise APIError(said)
+
+    engine.volumes.create = refused  # type: ignore[method-assign]
+    with Served(engine) as runner:
+        assert run(runner).stdout == ANSWER  # each arm compiles alone
+    [made] = engine.created
+    assert "volumes" not in made
+    assert served.CACHE_ENV not in made["environment"]
 
 
 def test_the_servers_first_answers_overlap_as_their_starts_did() -> None:
