@@ -166,6 +166,9 @@ class LocalRunner:
     def cpu_count(self) -> int:
         return os.cpu_count() or 1
 
+    def now(self) -> float:
+        return time.monotonic()
+
 
 def verdicts_measured(
     runs: Callable[[], AbstractContextManager[Runner]],

@@ -14,6 +14,7 @@ Two ways to run an arm, one answer (``Finished``) each run:
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -153,8 +154,9 @@ class Containers:
     """The engine as the evaluation asks it (``experiment.Runner``): bounded runs, and how many
     CPUs a CPU set may name."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        self.now = clock  # the evaluation's clock (a test's fake engine has its own)
 
     def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                 limits: Limits, arm: str = "") -> None:  # fmt: skip

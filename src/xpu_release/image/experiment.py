@@ -24,7 +24,6 @@ or the engine's words a message quotes is shown escaped.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -55,6 +54,10 @@ class Runner(Protocol):
                     limits: Limits, timeout: float, arm: str = "") -> Finished: ...  # fmt: skip
 
     def cpu_count(self) -> int: ...
+
+    def now(self) -> float:
+        """Its clock (monotonic seconds): what the budget and a run's time are counted by."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,13 +119,13 @@ def order(arms: list[Any], round_index: int) -> list[Any]:
 
 
 def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limits, *, on_line: Sink,
-            clock: Callable[[], float] = time.monotonic, required: Arm | None = None,
+            required: Arm | None = None,
             decided: Callable[[Measurement], bool] | None = None) -> Measurement:  # fmt: skip
     """Run ``arms`` interleaved: ``spec.warmup_rounds`` then ``spec.rounds`` rounds (with
     ``decided``: look after look up to ``spec.max_rounds``, until it says yes), within
     ``spec.budget_seconds``. ``required``: the arm without which nothing is measured (this
     image's plain workload): if it says it cannot run, the evaluation cannot be made."""
-    rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms], clock)
+    rounds = _Rounds(runner, spec, limits, [ArmRuns(arm=a) for a in arms])
     rounds.prepare()
     schedule = looks(spec.rounds, spec.max_rounds) if decided is not None else (spec.rounds,)
     total = spec.warmup_rounds + schedule[-1]
@@ -152,10 +155,10 @@ def measure(runner: Runner, arms: list[Arm], spec: EvaluationSpec, limits: Limit
 class _Rounds:
     """The rounds of one ``measure``: what each arm gave, and why measuring stopped early."""
 
-    def __init__(self, runner: Runner, spec: EvaluationSpec, limits: Limits, results: list[ArmRuns],
-                 clock: Callable[[], float]) -> None:  # fmt: skip
-        self.runner, self.spec, self.limits, self.results, self.clock = runner, spec, limits, results, clock
-        self.started = clock()
+    def __init__(self, runner: Runner, spec: EvaluationSpec, limits: Limits, results: list[ArmRuns]) -> None:
+        self.runner, self.spec, self.limits, self.results = runner, spec, limits, results
+        self.clock = runner.now
+        self.started = self.clock()
         self.deadline = self.started + spec.budget_seconds
         self.longest = 0.0
         self.done = 0  # rounds done, the warm-up ones among them
@@ -199,7 +202,7 @@ class _Rounds:
             return False
         began = self.clock()
         if not _one_round(self.runner, order(active, index), self.spec, self.limits, deadline=self.deadline,
-                          clock=self.clock, enough=self.measured >= MIN_ROUNDS):  # fmt: skip
+                          enough=self.measured >= MIN_ROUNDS):  # fmt: skip
             self.stopped = (f"the budget of {budget} s ran out during round {self.measured + 1} of {asked}: "
                             f"it was dropped, the {self.measured} rounds before it are compared")  # fmt: skip
             return False
@@ -253,12 +256,12 @@ def _required_ran(results: list[ArmRuns], required: Arm | None) -> None:
 
 
 def _one_round(runner: Runner, arms: list[ArmRuns], spec: EvaluationSpec, limits: Limits, *, deadline: float,
-               clock: Callable[[], float], enough: bool) -> bool:  # fmt: skip
+               enough: bool) -> bool:  # fmt: skip
     """Run one round of ``arms``; False when the deadline cut it short and ``enough`` rounds are
     behind it: the round is dropped whole (every arm keeps the runs of the rounds before it)."""
     kept = [(r, len(r.runs), len(r.seconds)) for r in arms]
     for result in arms:
-        if not _run_once(runner, result, spec, limits, deadline=deadline, clock=clock, may_stop=enough):
+        if not _run_once(runner, result, spec, limits, deadline=deadline, may_stop=enough):
             for r, runs, seconds in kept:
                 del r.runs[runs:], r.seconds[seconds:]
             return False
@@ -266,10 +269,10 @@ def _one_round(runner: Runner, arms: list[ArmRuns], spec: EvaluationSpec, limits
 
 
 def _run_once(runner: Runner, result: ArmRuns, spec: EvaluationSpec, limits: Limits, *, deadline: float,
-              clock: Callable[[], float], may_stop: bool) -> bool:  # fmt: skip
+              may_stop: bool) -> bool:  # fmt: skip
     """One run of one arm; False when the deadline cut it and ``may_stop`` (enough rounds were
     measured before it to stop there)."""
-    arm = result.arm
+    arm, clock = result.arm, runner.now
     left = deadline - clock()
     if left <= 0:
         if may_stop:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from typing import Any
 
@@ -75,8 +76,8 @@ class Served(Containers):
     that failed (its exit status, its last lines). A context manager: every container it started
     is removed when the block ends, however it ends."""
 
-    def __init__(self, client: Any) -> None:
-        super().__init__(client)
+    def __init__(self, client: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(client, clock)
         self._open: dict[tuple[Any, ...], Any] = {}
         self._shared: dict[str, str | None] = {}  # image → the volume its arms share (None: none)
         self._stack = ExitStack()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
@@ -19,6 +20,9 @@ from ..guard.bodies import Pace, chunks, read_body
 from ..guard.shown import shown
 from .connection import WATCHDOG, read_within, sent_since
 from .deadline import Deadline
+
+if TYPE_CHECKING:
+    from .transport import Transport
 
 
 def wait_began(began: float, timeout: float) -> float:
@@ -70,14 +74,14 @@ def preload_within(
         deadline.failed(waited, f"{what}: the answer's body did not arrive", down=False, origin=origin)
 
 
-def body_pieces(deadline: Deadline, origin: str, resp: requests.Response, *, what: str, limit: int,
-                pace: Pace | None, exact: bool = True,
+def body_pieces(t: Transport, resp: requests.Response, *, what: str, limit: int, exact: bool = True,
                 chunk: int = 1 << 20) -> Generator[bytes, None, None]:  # fmt: skip
     """A streamed body's pieces (``bodies.chunks``, at the transport's pace), told when a piece
     is ``notice`` seconds in coming, and a stall charged to the command's deadline from the last
     byte that came (whatever answered since: a body that stopped is a wait)."""
+    deadline, origin = t.deadline, t.base
     last = time.monotonic()
-    pieces = chunks(resp, what=what, limit=limit, exact=exact, pace=pace, chunk=chunk)
+    pieces = chunks(resp, what=what, limit=limit, exact=exact, pace=t.retry.pace, chunk=chunk)
     try:
         while True:
             alarm = WATCHDOG.arm(deadline.notice, lambda: deadline.say(f"{what}: its body is slow in coming"))

@@ -42,9 +42,7 @@ def read_blob(
     --deep``'s workers: 13 % less wall time on 2 cores, bench/verify.py)."""
     resp = client.open_blob(repo, digest)
     what = f"{client.endpoint.name}: blob {digest} of {repo}"
-    t = client.t
-    pieces = body_pieces(t.deadline, t.base, resp, what=what, limit=size, pace=t.retry.pace, exact=exact,
-                         chunk=chunk)  # fmt: skip
+    pieces = body_pieces(client.t, resp, what=what, limit=size, exact=exact, chunk=chunk)
     blocks = _ahead(resp, pieces) if ahead else pieces
     try:
         yield from blocks

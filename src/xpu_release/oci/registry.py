@@ -276,7 +276,7 @@ class RegistryClient:
     def open_blob(self, repo: str, digest: str) -> requests.Response:
         """A blob as a stream (``iter_content``); WireError if missing. The caller hashes it."""
         resp = self.t.request(
-            "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", stream=True
+            "GET", f"/v2/{repo}/blobs/{digest}", scope=f"repository:{repo}:pull", limit=None
         )
         if resp.status_code == 404:
             resp.close()
@@ -304,8 +304,7 @@ class RegistryClient:
         what = f"{self.endpoint.name}: blob {digest} of {repo}"
         try:
             with partial.open("wb") as f:
-                for block in body_pieces(self.t.deadline, self.t.base, resp, what=what, limit=size,
-                                         pace=self.t.retry.pace):  # fmt: skip
+                for block in body_pieces(self.t, resp, what=what, limit=size):
                     h.update(block)
                     f.write(block)
             if "sha256:" + h.hexdigest() != digest:

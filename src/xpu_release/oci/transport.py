@@ -201,14 +201,13 @@ class Transport:
         scope: str = "",
         headers: dict[str, str] | None = None,
         data: bytes | BinaryIO | None = None,
-        stream: bool = False,
         ok: tuple[int, ...] = (200,),
-        limit: int = limits.MAX_SMALL_ANSWER_BYTES,
+        limit: int | None = limits.MAX_SMALL_ANSWER_BYTES,
     ) -> requests.Response:
         """One API call with retries; returns a response whose status is in ``ok`` or 404
-        (callers decide what 404 means); raises on anything else. Unless ``stream``, the body
-        of an ``ok`` answer is read here, at most ``limit`` bytes at the transport's pace (a
-        404's, at most a short preview); with ``stream`` the caller reads it (``bodies``)."""
+        (callers decide what 404 means); raises on anything else. The body of an ``ok`` answer is
+        read here, at most ``limit`` bytes at the transport's pace (a 404's, at most a short
+        preview); with ``limit=None`` the caller streams it (``answers.body_pieces``)."""
         authed_once = False
         attempt = 0
         url = self.url(path)
@@ -217,7 +216,7 @@ class Transport:
             try:
                 resp = self.send(method, url, headers=headers or {}, data=data, scope=scope)
                 if resp.status_code in ok or resp.status_code == 404:
-                    if stream:
+                    if limit is None:
                         self.deadline.answered(waited_from(resp), self.base, what)
                     else:
                         preload_within(self.deadline, self.base, resp, what, limit, self.retry.pace)

@@ -33,12 +33,12 @@ def a_full_line() -> bytes:
 
 class Runner:
     def __init__(self) -> None:
-        self.now = 0.0
+        self.clock = 0.0
         self.line = a_full_line()
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        self.now += 1.0
+        self.clock += 1.0
         return Finished(exit_code=0, stdout=self.line, stderr="")
 
     def prepare(
@@ -48,6 +48,9 @@ class Runner:
 
     def cpu_count(self) -> int:
         return 2
+
+    def now(self) -> float:
+        return self.clock
 
 
 def test_the_record_of_an_evaluation_the_manifest_allows_reads_back(tmp_path: Path) -> None:
@@ -59,8 +62,7 @@ def test_the_record_of_an_evaluation_the_manifest_allows_reads_back(tmp_path: Pa
     arms = [Arm(image=image, ref=image, image_id=image, variant=name, env=env)
             for image in ("this", "base", "previous") for name, env in plain_and_variants]  # fmt: skip
     runner = Runner()
-    measured = measure(runner, arms, ev, Limits(cpuset="0-1", memory_mb=2048), on_line=lambda _: None,
-                       clock=lambda: runner.now)  # fmt: skip
+    measured = measure(runner, arms, ev, Limits(cpuset="0-1", memory_mb=2048), on_line=lambda _: None)
     assert measured.rounds == 50
     refs = tuple(Reference(role=r, ref=r, image_id=r) for r in ("base", "previous"))
     got = entry(measured, ev, refs, compare(measured, ev, refs), this_ref="t:1", this_id="this")

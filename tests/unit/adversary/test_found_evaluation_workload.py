@@ -53,7 +53,7 @@ def test_a_non_zero_exit_quotes_the_workloads_stderr_escaped() -> None:
     hostile = "\x1b]0;owned\x07\x1b[2Jboom"
     runner = FakeRunner(lambda image, env: Finished(exit_code=1, stdout=b"", stderr=hostile))
     with pytest.raises(EvaluationFailed) as failed:
-        measure(runner, ARMS, spec(), LIMITS, on_line=lambda _: None, clock=runner.now)
+        measure(runner, ARMS, spec(), LIMITS, on_line=lambda _: None)
     message = failed.value.message
     assert "exited 1" in message
     assert all(ch.isprintable() or ch == "\n" for ch in message), repr(message)
@@ -109,8 +109,7 @@ def test_a_last_round_cut_by_the_budget_keeps_the_rounds_already_measured() -> N
 
     runner.run_bounded = run_bounded  # type: ignore[method-assign]
     budget = 20 * (rounds + 1) + 10
-    got = measure(runner, ARMS, spec(budget_seconds=budget, rounds=rounds), LIMITS, on_line=lambda _: None,
-                  clock=runner.now)  # fmt: skip
+    got = measure(runner, ARMS, spec(budget_seconds=budget, rounds=rounds), LIMITS, on_line=lambda _: None)
     assert got.rounds == MIN_ROUNDS
     assert got.stopped_early is not None
     assert all(len(a.runs) == 1 + MIN_ROUNDS for a in got.arms)  # the cut round is dropped whole

@@ -200,8 +200,8 @@ def measured(engine: Clocked, arms: list[Arm], **changes: Any) -> Measurement | 
     """What the stage's ``measure`` gives with ``engine`` serving ``arms`` (every container
     removed at the end), or what it raised."""
     try:
-        with Served(engine) as runner:
-            return measure(runner, arms, spec(**changes), LIMITS, on_line=quiet, clock=engine.clock)
+        with Served(engine, engine.clock) as runner:
+            return measure(runner, arms, spec(**changes), LIMITS, on_line=quiet)
     except Exception as exc:  # what escapes is the subject of some findings
         return exc
 

@@ -73,7 +73,7 @@ ARMS = [Arm(image="this", ref="t:2", image_id="new", variant="plain"),
 
 def test_arms_are_interleaved_round_by_round_and_the_warm_up_is_discarded() -> None:
     runner = FakeRunner(speeds(new=900.0, old=1000.0))
-    got = measure(runner, ARMS, spec(warmup_rounds=1), LIMITS, on_line=lambda _: None, clock=runner.now)
+    got = measure(runner, ARMS, spec(warmup_rounds=1), LIMITS, on_line=lambda _: None)
     images = [image for image, _ in runner.runs]
     assert images == ["new", "old", "old", "new", "new", "old", "old", "new", "new", "old", "old", "new"]
     assert got.rounds == 5
@@ -99,7 +99,7 @@ def test_a_variant_the_image_cannot_run_is_reported_and_run_no_more() -> None:
     arms = [*ARMS, Arm(image="this", ref="t:2", image_id="new", variant="+A", env=accel),
             Arm(image="base", ref="b:1", image_id="old", variant="+A", env=accel)]  # fmt: skip
     runner = FakeRunner(answer)
-    got = measure(runner, arms, spec(), LIMITS, on_line=lambda _: None, clock=runner.now)
+    got = measure(runner, arms, spec(), LIMITS, on_line=lambda _: None)
     base_accel = got.of("base", "+A")
     assert base_accel is not None
     assert base_accel.unsupported == "no accelerate here"
@@ -140,7 +140,7 @@ def test_a_hostile_workload_is_a_clear_failure_naming_the_arm(
 ) -> None:
     runner = FakeRunner(answer)
     with pytest.raises(EvaluationFailed) as failed:
-        measure(runner, ARMS, spec(), LIMITS, on_line=lambda _: None, clock=runner.now)
+        measure(runner, ARMS, spec(), LIMITS, on_line=lambda _: None)
     assert failed.value.exit_code == 18
     message = failed.value.message
     assert message.startswith("t:2 plain: "), message
@@ -152,14 +152,13 @@ def test_a_hostile_workload_is_a_clear_failure_naming_the_arm(
 def test_a_workload_that_hangs_is_given_no_more_than_the_budget() -> None:
     runner = FakeRunner(finished(None), seconds_per_run=10_000)
     with pytest.raises(EvaluationFailed, match="past the evaluation's budget of 60 s"):
-        measure(runner, ARMS, spec(budget_seconds=60), LIMITS, on_line=lambda _: None, clock=runner.now)
+        measure(runner, ARMS, spec(budget_seconds=60), LIMITS, on_line=lambda _: None)
     assert runner.clock[0] == 60  # killed at the budget, not later
 
 
 def test_a_round_that_would_not_fit_the_budget_is_not_started() -> None:
     runner = FakeRunner(speeds(new=1.0, old=1.0), seconds_per_run=10)  # 20 s per round
-    got = measure(runner, ARMS, spec(budget_seconds=160, rounds=10), LIMITS, on_line=lambda _: None,
-                  clock=runner.now)  # fmt: skip
+    got = measure(runner, ARMS, spec(budget_seconds=160, rounds=10), LIMITS, on_line=lambda _: None)
     # 1 warm-up + 6 rounds = 140 s; a 7th would end at 160 s exactly: with no margin left for a
     # slower round (FIT_MARGIN), it is not started.
     assert got.rounds == 6
@@ -170,7 +169,7 @@ def test_a_round_that_would_not_fit_the_budget_is_not_started() -> None:
 def test_a_budget_too_small_for_the_fewest_rounds_fails_saying_what_to_raise() -> None:
     runner = FakeRunner(speeds(new=1.0, old=1.0), seconds_per_run=10)
     with pytest.raises(EvaluationFailed) as failed:
-        measure(runner, ARMS, spec(budget_seconds=50), LIMITS, on_line=lambda _: None, clock=runner.now)
+        measure(runner, ARMS, spec(budget_seconds=50), LIMITS, on_line=lambda _: None)
     assert f"at least {MIN_ROUNDS} are needed: raise evaluation.budget_seconds" in failed.value.message
 
 

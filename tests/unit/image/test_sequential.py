@@ -36,7 +36,7 @@ def noisy(spread: float, slower: float = 1.0, seed: int = 0) -> Callable[[str, d
 
 def evaluated(runner: FakeRunner, **changes: Any) -> tuple[Measurement, Any]:
     ev = spec(**{"budget_seconds": 10_000, **changes})
-    got = measure(runner, ARMS, ev, LIMITS, on_line=lambda _: None, clock=runner.now,
+    got = measure(runner, ARMS, ev, LIMITS, on_line=lambda _: None,
                   decided=lambda so_far: decided(compare(so_far, ev, BASE)))  # fmt: skip
     return got, compare(got, ev, BASE)
 
@@ -77,9 +77,7 @@ def test_a_noisy_machine_gets_more_rounds_until_it_decides() -> None:
 def test_without_a_question_the_rounds_are_the_manifests() -> None:
     runner = FakeRunner(noisy(0.12, seed=3))
 
-    got = measure(
-        runner, ARMS, spec(rounds=5, max_rounds=20), LIMITS, on_line=lambda _: None, clock=runner.now
-    )
+    got = measure(runner, ARMS, spec(rounds=5, max_rounds=20), LIMITS, on_line=lambda _: None)
 
     assert got.rounds == 5
 

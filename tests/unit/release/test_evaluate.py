@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,9 @@ class Fake:
 
     def cpu_count(self) -> int:
         return 2
+
+    def now(self) -> float:
+        return time.monotonic()
 
 
 def refs(*roles: str) -> tuple[Reference, ...]:

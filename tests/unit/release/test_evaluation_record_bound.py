@@ -35,12 +35,12 @@ def fullest_line(metric: str) -> bytes:
 
 class Runner:
     def __init__(self, line: bytes) -> None:
-        self.now = 0.0
+        self.clock = 0.0
         self.line = line
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        self.now += 1.0
+        self.clock += 1.0
         return Finished(exit_code=0, stdout=self.line, stderr="")
 
     def prepare(
@@ -50,6 +50,9 @@ class Runner:
 
     def cpu_count(self) -> int:
         return 2
+
+    def now(self) -> float:
+        return self.clock
 
 
 def test_the_largest_evaluation_the_manifest_allows_writes_a_readable_record(tmp_path: Path) -> None:
@@ -64,8 +67,7 @@ def test_the_largest_evaluation_the_manifest_allows_writes_a_readable_record(tmp
     arms = [Arm(image=image, ref=image, image_id=image, variant=name, env=env)
             for image in ("this", "base", "previous") for name, env in named]  # fmt: skip
     runner = Runner(fullest_line(metric))
-    measured = measure(runner, arms, ev, Limits(cpuset="0-1", memory_mb=2048), on_line=lambda _: None,
-                       clock=lambda: runner.now)  # fmt: skip
+    measured = measure(runner, arms, ev, Limits(cpuset="0-1", memory_mb=2048), on_line=lambda _: None)
     assert measured.rounds == MAX_ROUNDS
     assert all(len(run) == 1 + MAX_WORKLOAD_FIGURES_KEPT for a in measured.arms for run in a.runs)
     refs = tuple(Reference(role=r, ref=r, image_id=r) for r in ("base", "previous"))
