@@ -1,48 +1,21 @@
 """The vulnerability gate on an image in the engine: ``scan``, and the policy ``release`` and
-``watch`` share (``gate_policy``, ``advisories_option``)."""
+``watch`` share (``groups.Checks``, ``advisories_option``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from ..settings import Settings
 from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
-from .groups import advisories_option
+from .groups import Checks, advisories_option
 from .output import info, write_output
 from .platforms import chosen, platform_option
 
 if TYPE_CHECKING:
-    from ..evidence.scan import GatePolicy
+    pass
 
 # --- the vulnerability gate ---------------------------------------------------------------------
-
-
-def gate_policy(
-    settings: Settings, advisories: tuple[str, ...], skip: str | None, today: str | None
-) -> GatePolicy:
-    """The scan's policy from the options, else the settings."""
-    from datetime import date
-
-    from ..errors import ConfigError
-    from ..evidence.scan import GatePolicy
-
-    try:
-        day = date.fromisoformat(today) if today else None
-    except ValueError:
-        msg = f"--today {today!r} is not a date; write it like 2026-12-31"
-        raise ConfigError(msg) from None
-    if skip is not None and not skip.strip():
-        msg = "--no-scan needs a reason (it is written into the release record)"
-        raise ConfigError(msg)
-    paths = advisories or settings.advisories
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing and skip is None:  # checked here, so that a dry run fails as the real run would
-        msg = f"advisories: {missing[0]} does not exist (--advisories or XPU_RELEASE_ADVISORIES)"
-        raise ConfigError(msg)
-    return GatePolicy(advisories=paths, skip_reason=skip, today=day)
 
 
 @cli.command()
@@ -76,7 +49,7 @@ def scan(state: State, ref: str, advisories: tuple[str, ...], as_json: bool, sar
     from ..image.engine import Engine
     from ..image.lock import load_lock
 
-    gate = gate_policy(state.settings, advisories, None, today)
+    gate = Checks(advisories=advisories).gate(state.settings, today)
     if not gate.advisories:
         msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
         raise ConfigError(msg)

@@ -10,6 +10,7 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -221,10 +222,28 @@ class Checks:
     no_evaluate: str | None = None
 
     def gate(self, settings: Settings, today: str | None = None) -> GatePolicy:
-        """The scan's policy from the options, else the settings."""
-        from .gating import gate_policy
+        """The scan's policy from the options, else the settings (``today``: ``--today``, a
+        what-if day the review dates are held against)."""
+        from datetime import date
 
-        return gate_policy(settings, self.advisories, self.no_scan, today)
+        from ..errors import ConfigError
+        from ..evidence.scan import GatePolicy
+
+        try:
+            day = date.fromisoformat(today) if today else None
+        except ValueError:
+            msg = f"--today {today!r} is not a date; write it like 2026-12-31"
+            raise ConfigError(msg) from None
+        skip = self.no_scan
+        if skip is not None and not skip.strip():
+            msg = "--no-scan needs a reason (it is written into the release record)"
+            raise ConfigError(msg)
+        paths = self.advisories or settings.advisories
+        missing = [p for p in paths if not Path(p).exists()]
+        if missing and skip is None:  # checked here, so that a dry run fails as the real run would
+            msg = f"advisories: {missing[0]} does not exist (--advisories or XPU_RELEASE_ADVISORIES)"
+            raise ConfigError(msg)
+        return GatePolicy(advisories=paths, skip_reason=skip, today=day)
 
     def skip_evaluation(self) -> str | None:
         """``--no-evaluate``'s reason (ConfigError when it is blank)."""

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from ..guard import limits
 from ..image.layerform import MAX_PROFILE_PATH
 from ..image.render import IMAGE_FILE
+from ..manifest.prose import LOCALIZED
 from ..manifest.registries import FILE as REGISTRIES_FILE
-from ..manifest.schema import LOCALIZED, MANIFEST, NOT_INHERITED
+from ..manifest.schema import MANIFEST, NOT_INHERITED
 from ..manifest.types import Bool, Date, Either, Enum, Int, List, Map, Nullable, Obj, Str, Text, Type
 from .markdown import cell, generated
 

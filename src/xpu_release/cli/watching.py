@@ -15,8 +15,7 @@ import click
 
 from ..errors import ConfigError, NotFoundError
 from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
-from .gating import gate_policy
-from .groups import Login, Push, advisories_option, grouped, signing_key_option, with_login
+from .groups import Checks, Login, Push, advisories_option, grouped, signing_key_option, with_login
 from .live import line_sink
 from .output import info, warn
 
@@ -57,7 +56,7 @@ def _watcher(state: State, reading: Reading, login: Login, *, history: bool = Tr
     from ..release.watching.published import Reader
     from ..release.watching.watch import Watcher
 
-    gate = gate_policy(state.settings, reading.advisories, None, reading.today)
+    gate = Checks(advisories=reading.advisories).gate(state.settings, reading.today)
     if not gate.advisories:
         msg = "no advisories: give --advisories PATH or set XPU_RELEASE_ADVISORIES (OSV records, offline)"
         raise ConfigError(msg)
@@ -219,7 +218,7 @@ def _release_all(state: State, watcher: Any, targets: list[str], reading: Readin
                  as_json: bool) -> int:  # fmt: skip
     from ..release.watching.autopatch import run
 
-    gate = gate_policy(state.settings, reading.advisories, None, reading.today)
+    gate = Checks(advisories=reading.advisories).gate(state.settings, reading.today)
     steps = _Steps(state, watcher, gate, Push(signing_key=signing_key).signer(state.settings))
     summary = run(watcher, targets, _order(state), steps)
     if as_json:

@@ -15,6 +15,7 @@ from .evaluation import EVALUATION
 from .model import DEFAULT_BASE_REGISTRY
 from .patchformat import PATCH
 from .platforms import PLATFORM_VERSIONS, PLATFORMS
+from .prose import COMMAND, FEATURE, KNOWN_ISSUE, LOCALIZED, PROSE_ITEM
 from .tokens import (
     ABS_PATH,
     COMPONENT_ID,
@@ -74,13 +75,6 @@ __all__ = [
 ]
 
 
-LANGS = ("en", "zh")
-LOCALIZED = Obj(
-    fields={lang: Text() for lang in LANGS},
-    required=LANGS,
-    description="Text in every language the notes are written in (en, zh).",
-)
-
 _COMMON = {
     "name": Str(
         pattern=r'[^"\\$`\x00-\x1f\x7f-\x9f\u2028\u2029]+',
@@ -126,61 +120,12 @@ COMPONENT = Either(
     shapes={"base": BASE_COMPONENT, "artifact": ARTIFACT_COMPONENT, "pip": PIP_COMPONENT},
 )
 
-ONLY_IN = Nullable(
-    inner=TAG,
-    description="The one release this text holds for; a release that extends it does not inherit it.",
-)
-SPECIFIER = Str(
-    pattern=r"[=<>!~]=?=? ?[A-Za-z0-9._+\-*]+(?: ?, ?[=<>!~]=?=? ?[A-Za-z0-9._+\-*]+)*",
-    what="a version specifier",
-    hint="e.g. '==0.7.3', '<0.8', '>=2.43,<2.45'",
-    max_len=120,
-)
 CONSTRAINT = Str(
     pattern=r"[A-Za-z0-9](?:[A-Za-z0-9._\-]*[A-Za-z0-9])?>=[A-Za-z0-9][A-Za-z0-9._+\-]*",
     what="a lower bound",
     hint="NAME>=VERSION, e.g. urllib3>=2.5.0",
     max_len=170,
 )
-PROSE_ITEM = Obj(fields={"only_in": ONLY_IN, **LOCALIZED.fields}, required=LANGS)
-FEATURE = Obj(
-    fields={
-        "only_in": ONLY_IN,
-        "title": LOCALIZED,
-        "text": LOCALIZED,
-        "switch": Nullable(inner=LOCALIZED, description="How a user turns it on."),
-        "env": Map(value=SAFE_VALUE, key=ENV_NAME, description="Variables that switch it on."),
-    },
-    required=("title", "text"),
-)
-KNOWN_ISSUE = Obj(
-    fields={
-        "only_in": ONLY_IN,
-        "applies": Map(
-            value=SPECIFIER,
-            key=COMPONENT_ID,
-            description="The component versions it applies to; releases outside leave it out.",
-        ),
-        "title": LOCALIZED,
-        "text": LOCALIZED,
-        "refs": List(
-            item=Str(
-                pattern=r"[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+#[0-9]+",
-                what="an upstream issue reference",
-                hint="owner/repo#number",
-            )
-        ),
-    },
-    required=("title", "text"),
-)
-COMMAND = Obj(
-    fields={
-        "title": LOCALIZED,
-        "command": Str(pattern=r"[^\n\r]+", what="a one-line command", max_len=300),
-    },
-    required=("title", "command"),
-)
-
 # Keys that describe one release only; everything else is inherited through `extends:` (the
 # version is replaced by the child's, and prose may be scoped: see manifest/inherit.py).
 NOT_INHERITED = ("extends", "release")

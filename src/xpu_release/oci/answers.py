@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import requests
@@ -21,8 +21,21 @@ from ..guard.shown import shown
 from .connection import WATCHDOG, read_within, sent_since
 from .deadline import Deadline
 
-if TYPE_CHECKING:
-    from .transport import Transport
+
+class _Policy(Protocol):
+    @property
+    def pace(self) -> Pace | None: ...
+
+
+class Paced(Protocol):
+    """What reads a streamed body asks of its transport (``transport.Transport``): the command's
+    deadline, the origin it charges a stall to, and its retry policy's pace a body must keep."""
+
+    deadline: Deadline
+    base: str
+
+    @property
+    def retry(self) -> _Policy: ...
 
 
 def wait_began(began: float, timeout: float) -> float:
@@ -74,7 +87,7 @@ def preload_within(
         deadline.failed(waited, f"{what}: the answer's body did not arrive", down=False, origin=origin)
 
 
-def body_pieces(t: Transport, resp: requests.Response, *, what: str, limit: int, exact: bool = True,
+def body_pieces(t: Paced, resp: requests.Response, *, what: str, limit: int, exact: bool = True,
                 chunk: int = 1 << 20) -> Generator[bytes, None, None]:  # fmt: skip
     """A streamed body's pieces (``bodies.chunks``, at the transport's pace), told when a piece
     is ``notice`` seconds in coming, and a stall charged to the command's deadline from the last

@@ -9,16 +9,42 @@ with the kernel's socket buffer reading ahead. Memory stays at a few chunks.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import queue
 import threading
+import uuid
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import requests
 
+from ..errors import WireError
 from .answers import body_pieces
 from .registry import RegistryClient
 
 AHEAD = 8  # chunks read ahead of the caller
+
+
+def save_blob(client: RegistryClient, repo: str, digest: str, dest: Path, *, size: int) -> None:
+    """Stream a blob of ``size`` bytes (as its manifest lists it) to ``dest``, verifying its
+    digest; nothing is kept if it differs. Reading stops at ``size``: an answer that sends
+    more (or less) is refused, never spooled until the disk is full."""
+    resp = client.open_blob(repo, digest)
+    h = hashlib.sha256()
+    # A name of its own: two runs sharing the spool never write into each other's file.
+    partial = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.partial")
+    what = f"{client.endpoint.name}: blob {digest} of {repo}"
+    try:
+        with partial.open("wb") as f:
+            for block in body_pieces(client.t, resp, what=what, limit=size):
+                h.update(block)
+                f.write(block)
+        if "sha256:" + h.hexdigest() != digest:
+            msg = f"{client.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
+            raise WireError(msg)
+        partial.replace(dest)
+    finally:
+        partial.unlink(missing_ok=True)  # gone once renamed; else what was written is dropped
 
 
 def read_blob(

@@ -7,24 +7,20 @@ checked against its digest (``Docker-Content-Digest`` too).
 
 from __future__ import annotations
 
-import hashlib
-import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from urllib.parse import urlencode, urlparse
+from urllib.parse import urlencode
 
 import requests
 
 from ..errors import RegistryAuthError, WireError
 from ..guard import limits
 from ..guard.bodies import declared_length
-from ..guard.reading import Fail, parse_json, str_list
+from ..guard.reading import Fail
 from ..guard.shown import shown
 from ..progress import Sink
-from .answers import body_pieces
 from .credentials import Credentials
 from .deadline import Deadline
 from .endpoint import Endpoint
@@ -41,6 +37,7 @@ from .model import (
     parse,
 )
 from .store import sha256_digest
+from .tags import tag_list
 from .transport import RetryPolicy, Transport
 from .uploads import upload_blob
 
@@ -293,27 +290,6 @@ class RegistryClient:
             msg = f"{self.endpoint.name}: no manifest {digest} in {repo} to delete"
             raise WireError(msg)
 
-    def download_blob(self, repo: str, digest: str, dest: Path, *, size: int) -> None:
-        """Stream a blob of ``size`` bytes (as its manifest lists it) to ``dest``, verifying its
-        digest; nothing is kept if it differs. Reading stops at ``size``: an answer that sends
-        more (or less) is refused, never spooled until the disk is full."""
-        resp = self.open_blob(repo, digest)
-        h = hashlib.sha256()
-        # A name of its own: two runs sharing the spool never write into each other's file.
-        partial = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.partial")
-        what = f"{self.endpoint.name}: blob {digest} of {repo}"
-        try:
-            with partial.open("wb") as f:
-                for block in body_pieces(self.t, resp, what=what, limit=size):
-                    h.update(block)
-                    f.write(block)
-            if "sha256:" + h.hexdigest() != digest:
-                msg = f"{self.endpoint.name}: blob {digest} hashes to sha256:{h.hexdigest()}"
-                raise WireError(msg)
-            partial.replace(dest)
-        finally:
-            partial.unlink(missing_ok=True)  # gone once renamed; else what was written is dropped
-
     def upload_blob(self, repo: str, digest: str, path: Path, *, chunk_size: int | None = None) -> None:
         """Upload ``path`` as ``digest`` (``uploads.upload_blob``: monolithic or chunked)."""
         upload_blob(self.t, self.endpoint.name, repo, digest, path, chunk_size=chunk_size)
@@ -324,49 +300,7 @@ class RegistryClient:
         list that does not end: a page that names a next one but brought no tag not seen before
         (a registry whose every page is empty and names another), more than ``MAX_TAG_PAGES``
         pages or ``MAX_TAGS`` tags."""
-        return _tag_list(self.t, repo, page)
-
-
-def _tag_list(t: Transport, repo: str, page: int) -> list[str]:
-    """``RegistryClient.tags``."""
-    out: dict[str, None] = {}  # the tags in the order they came, each once
-    url = f"/v2/{repo}/tags/list?n={page}"
-    seen: set[str] = set()
-    what = f"{t.endpoint.name}: the tags of {repo}"
-    while url:
-        if url in seen:  # a list that loops: what it holds past here is never known
-            msg = f"{what}: page {len(seen)} names a page already read as the next; the list loops"
-            raise WireError(msg)
-        if len(seen) >= limits.MAX_TAG_PAGES:
-            msg = f"{what}: more than {limits.MAX_TAG_PAGES} pages; the limit is {limits.MAX_TAG_PAGES}"
-            raise WireError(msg)
-        seen.add(url)
-        resp = t.request("GET", url, scope=f"repository:{repo}:pull")
-        if resp.status_code == 404:
-            break
-        before = len(out)
-        out.update(dict.fromkeys(_tags_of(resp.content, what)))
-        if len(out) > limits.MAX_TAGS:
-            msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
-            raise WireError(msg)
-        url = _next_link(resp.headers.get("Link", ""))
-        if url and len(out) == before:
-            msg = f"{what}: page {len(seen)} brought no new tag yet names a next page; the list never ends"
-            raise WireError(msg)
-    return list(out)
-
-
-def _tags_of(body: bytes, what: str) -> list[str]:
-    """The tags one page of a tag list names (at most ``MAX_TAGS``)."""
-    data = parse_json(body, what=what, error=WireError)
-    tags = str_list(data.get("tags") or []) if isinstance(data, dict) else None
-    if tags is None:
-        msg = f"{what}: the answer is not a list of tags"
-        raise WireError(msg)
-    if len(tags) > limits.MAX_TAGS:
-        msg = f"{what}: more than {limits.MAX_TAGS} tags; the limit is {limits.MAX_TAGS}"
-        raise WireError(msg)
-    return [shown(t, 128) for t in tags]  # a tag is shown to people: one of no tag's shape, escaped
+        return tag_list(self.t, repo, page)
 
 
 def _missing_references(client: RegistryClient, repo: str, manifest: Manifest) -> list[str]:
@@ -385,20 +319,3 @@ UNKNOWN_CONTENT = ("MANIFEST_BLOB_UNKNOWN", "BLOB_UNKNOWN", "MANIFEST_UNKNOWN", 
 def _names_unknown_content(message: str) -> bool:
     """A 400 on a manifest PUT that says content it names is unknown (or its link unreadable)."""
     return any(code in message for code in UNKNOWN_CONTENT)
-
-
-# One link of a Link header and the parameters after it, up to the next link. Neither part can
-# hold a "<", so each byte is looked at once (a search for "<…>" from every "<" of a header of
-# 64 KB of "<" took 12 s).
-_LINK = re.compile(r"<([^<>]*)>([^<]*)")
-_NEXT = re.compile(r';\s*rel\s*=\s*"?next"?(?:[\s;,]|$)')
-
-
-def _next_link(header: str) -> str:
-    """The target of ``rel="next"`` in a Link header (RFC 8288), as a path of the registry
-    (whatever host it names: the page is asked of this endpoint)."""
-    for m in _LINK.finditer(header):
-        if _NEXT.search(m[2]):
-            parsed = urlparse(m[1])
-            return f"{parsed.path}?{parsed.query}" if parsed.query else parsed.path
-    return ""

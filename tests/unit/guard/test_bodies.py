@@ -17,7 +17,7 @@ from xpu_release.errors import WireError
 from xpu_release.guard.bodies import Pace
 from xpu_release.manifest.registries import Endpoint
 from xpu_release.oci.credentials import Credentials
-from xpu_release.oci.downloads import read_blob
+from xpu_release.oci.downloads import read_blob, save_blob
 from xpu_release.oci.registry import OCI_MANIFEST, RegistryClient, RetryPolicy
 
 from ..fake_registry import State, digest_of, fake_registry
@@ -59,7 +59,7 @@ def test_a_blob_that_trickles_fails_on_the_minimum_rate_not_the_socket_timeout(
     with pytest.raises(
         WireError, match=r"arrives at \d+ bytes/s .* below the minimum of 1000 bytes/s"
     ) as slow:
-        client(host, state).download_blob(REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
+        save_blob(client(host, state), REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
 
     assert time.monotonic() - start < DEADLINE
     assert digest_of(BLOB) in slow.value.message
@@ -86,7 +86,7 @@ def test_a_blob_listed_at_11_bytes_is_read_for_11_even_when_the_registry_floods(
 
     start = time.monotonic()
     with pytest.raises(WireError, match="11 bytes expected") as flood:
-        client(host, state).download_blob(REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
+        save_blob(client(host, state), REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
 
     assert time.monotonic() - start < DEADLINE
     assert ("declares 1099511627776 bytes" in flood.value.message) == (declares is not None)
@@ -118,7 +118,7 @@ def test_a_body_that_breaks_off_is_a_temporary_wire_error(
     state.faults.cut_blob_gets = 1
 
     with pytest.raises(WireError, match=r"broke|ends after") as cut:
-        client(host, state).download_blob(REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
+        save_blob(client(host, state), REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
     assert cut.value.temporary
 
 
@@ -126,7 +126,7 @@ def test_an_honest_registry_is_read_as_before(registry: tuple[str, State], tmp_p
     host, state = registry
     c = client(host, state)
 
-    c.download_blob(REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
+    save_blob(c, REPO, digest_of(BLOB), tmp_path / "b", size=len(BLOB))
     manifest = c.get_manifest(REPO, "1.0")
 
     assert (tmp_path / "b").read_bytes() == BLOB

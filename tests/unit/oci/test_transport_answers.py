@@ -21,7 +21,8 @@ from xpu_release.errors import TLSVerifyFailed, WireError
 from xpu_release.guard import limits
 from xpu_release.oci.auth import Challenge
 from xpu_release.oci.endpoint import Endpoint
-from xpu_release.oci.registry import RegistryClient, RetryPolicy, _next_link
+from xpu_release.oci.registry import RegistryClient, RetryPolicy
+from xpu_release.oci.tags import _next_link
 
 from ...conftest import examples
 from ..adversary.evil_registry import Handler, evil_registry

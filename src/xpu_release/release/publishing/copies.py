@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ...files import touch
+from ...oci.downloads import save_blob
 from ...oci.members import Blob, blob_file, spool_dir
 from ...oci.registry import RegistryClient
 from ...oci.store import holds
@@ -40,7 +41,7 @@ class BlobSpool:
                 self.on_line(f"the blob cache {self.folder} held a damaged {digest[:19]}; fetching it again")
                 path.unlink()
             if not path.is_file():
-                source.download_blob(repo, digest, path, size=size)
+                save_blob(source, repo, digest, path, size=size)
             else:
                 touch(path)
             self._checked.add(digest)
