@@ -157,28 +157,31 @@ class Served(Containers):
         return self._shared[image]
 
     def _settle(self, program: str, timeout: float) -> None:
-        """Every server started answers once, unrecorded, within ``timeout``, then is paused. They
-        are asked all at once (at most ``SETTLING`` at a time): a workload may do its slow part
-        at its first ask (``torch.compile`` compiles at the first step), and those overlap as the
-        starts did instead of following one another. What an answer said is not kept: a server
-        that cannot answer says so again when its arm is asked."""
+        """Every server started answers once, unrecorded, within ``timeout``, then is paused. A
+        workload may do its slow part at its first ask (``torch.compile`` compiles at the first
+        step): the images' servers are asked at once (at most ``SETTLING`` images at a time), so
+        that those overlap as the starts did, and the servers of one image one after another, so
+        that what one compiles the next finds in their shared cache (two compiling at once would
+        each compile it). What an answer said is not kept: a server that cannot answer says so
+        again when its arm is asked."""
         self._settled = True
-        servers = [s for s in self._open.values() if not isinstance(s, Finished)]
+        images = self._servers_by_image()
         deadline = time.monotonic() + timeout
         slots, failed = threading.BoundedSemaphore(SETTLING), list[BaseException]()
 
-        def first(server: Any) -> None:
+        def first(servers: list[Any]) -> None:
             with slots:
-                if failed or (left := deadline - time.monotonic()) <= 0:
-                    return
-                try:
-                    self._ask(server, program, left)
-                except Exception as exc:  # handed to the stage's thread, raised there as from a run
-                    failed.append(exc)
+                for server in servers:
+                    if failed or (left := deadline - time.monotonic()) <= 0:
+                        return
+                    try:
+                        self._ask(server, program, left)
+                    except Exception as exc:  # handed to the stage's thread, raised there as from a run
+                        failed.append(exc)
 
         # Daemon threads, waited on in short joins: Ctrl-C or an error ends the wait at once
         # (the stage's containers are then removed, which ends the asks still open).
-        asks = [threading.Thread(target=first, args=(server,), daemon=True) for server in servers]
+        asks = [threading.Thread(target=first, args=(servers,), daemon=True) for servers in images.values()]
         for ask in asks:
             ask.start()
         for ask in asks:
@@ -186,8 +189,17 @@ class Served(Containers):
                 ask.join(0.05)
             if failed:
                 raise failed[0]
-        for server in servers:
-            self._pause(server)
+        for servers in images.values():
+            for server in servers:
+                self._pause(server)
+
+    def _servers_by_image(self) -> dict[str, list[Any]]:
+        """The servers started, by image, each image's in the order its arms were started."""
+        images: dict[str, list[Any]] = {}
+        for (_, image, *_), server in self._open.items():
+            if not isinstance(server, Finished):
+                images.setdefault(image, []).append(server)
+        return images
 
     def _pause(self, container: Any) -> None:
         from docker.errors import APIError

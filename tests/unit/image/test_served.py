@@ -321,6 +321,32 @@ def test_the_servers_first_answers_overlap_as_their_starts_did() -> None:
         assert {c.status for c in engine.made.values()} == {"paused"}
 
 
+def test_the_servers_of_one_image_settle_one_after_another_and_the_images_at_once() -> None:
+    # What +CompilerOpt compiles into the image's shared cache, +CompilerOpt+CkptOpt then finds
+    # (asked at once, both would compile it); another image's servers do not wait for them.
+    engine = FakeEngine(answers=[(SLOW, ANSWER, b"")] * 4 + [(0, ANSWER, b"")])
+    asked: dict[str, float] = {}
+    create = engine.exec_create
+
+    def timed(container: str, cmd: list[str]) -> dict[str, str]:
+        asked.setdefault(container, time.monotonic())
+        return create(container, cmd)
+
+    engine.exec_create = timed  # type: ignore[method-assign]
+    with Served(engine) as runner:
+        for image in ("img:0", "img:1"):
+            for env in ({}, {"XPU_BENCH_COMPILE": "1"}):
+                runner.prepare(image, ["xpu-bench"], env=env, purpose="evaluate", limits=LIMITS)
+        assert runner.run_bounded("img:0", ["xpu-bench"], env={}, purpose="evaluate", limits=LIMITS,
+                                  timeout=30).stdout == ANSWER  # fmt: skip
+    by_image: dict[str, list[float]] = {}
+    for made in engine.created:
+        by_image.setdefault(made["image"], []).append(asked[made["name"]])
+    for first, second in by_image.values():
+        assert second - first >= 0.45  # the second asked once the first had answered (0.5 s)
+    assert abs(by_image["img:0"][0] - by_image["img:1"][0]) < 0.25  # the images at once
+
+
 def test_an_ask_bounded_by_the_run_timeout_that_times_out_is_a_run_still_going() -> None:
     said = b"xpu-bench: no answer from the server within 0.3 s\n"
     engine = FakeEngine(answers=[(0, ANSWER, b""), (124, b"", said)])
