@@ -43,6 +43,12 @@ class Refusing:
     def api(self) -> Refusing:
         return self
 
+    def inspect_image(self, image: str) -> dict[str, str]:
+        return {"Architecture": "amd64"}
+
+    def info(self) -> dict[str, str]:
+        return {"Architecture": "x86_64"}
+
     def run(self, image: str, **kwargs: Any) -> Any:
         self.created.append(kwargs.get("name", ""))
         status = "400 Client Error: Bad Request"

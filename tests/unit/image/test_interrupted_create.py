@@ -66,6 +66,12 @@ class Interrupted:
     def api(self) -> Interrupted:
         return self
 
+    def inspect_image(self, image: str) -> dict[str, str]:
+        return {"Architecture": "amd64"}
+
+    def info(self) -> dict[str, str]:
+        return {"Architecture": "x86_64"}
+
     def run(self, image: str, **kwargs: Any) -> Container:
         self._create(kwargs["name"])
         return Container()
