@@ -79,8 +79,8 @@ class Served(Containers):
     def __init__(self, client: Any, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(client, clock)
         self._open: dict[tuple[Any, ...], Any] = {}
-        self._shared: dict[str, str | None] = {}  # image → the volume its arms share (None: none)
         self._stack = ExitStack()
+        self._caches = _Caches(client, self._stack)
         self._settled = False
         self._paused: set[str] = set()
         self._stopped: set[str] = set()  # servers killed for an ask that ignored its timeout
@@ -124,7 +124,7 @@ class Served(Containers):
 
         key = (arm, image, tuple(argv), tuple(sorted(env.items())), limits)
         if key not in self._open:
-            shared = None if CACHE_ENV in env else self._volume(image, purpose)
+            shared = None if CACHE_ENV in env else self._caches.volume(image, purpose)
             launch = Launch(image=image, argv=(*argv, "--serve"), purpose=purpose, limits=limits,
                             env=(*env.items(), *([(CACHE_ENV, CACHE_DIR)] if shared else [])),
                             volumes=((shared, CACHE_DIR),) if shared else ())  # fmt: skip
@@ -136,26 +136,6 @@ class Served(Containers):
                 self._open[key] = Finished(exit_code=None, stdout=b"", stderr="", refused=engine_said(exc))
         return self._open[key]
 
-    def _volume(self, image: str, purpose: str) -> str | None:
-        """The volume the arms of ``image`` share, made at its first arm and removed after the
-        stage's containers (None: the engine would not make one; each arm then compiles alone)."""
-        from docker.errors import APIError, NotFound
-
-        from ..settings import current
-
-        if image not in self._shared:
-            name = container_name(f"{purpose}-cache")
-            try:
-                volume = self.client.volumes.create(name=name, driver="local", driver_opts=CACHE_VOLUME,
-                                                    labels={CONTAINER_LABEL: purpose})  # fmt: skip
-            except APIError:
-                self._shared[image] = None
-            else:
-                self._shared[image] = name
-                if not current().keep_containers:
-                    self._stack.callback(_quietly, lambda: volume.remove(force=True), (NotFound, APIError))
-        return self._shared[image]
-
     def _settle(self, program: str, timeout: float) -> None:
         """Every server started answers once, unrecorded, within ``timeout``, then is paused. A
         workload may do its slow part at its first ask (``torch.compile`` compiles at the first
@@ -165,7 +145,7 @@ class Served(Containers):
         each compile it). What an answer said is not kept: a server that cannot answer says so
         again when its arm is asked."""
         self._settled = True
-        images = self._servers_by_image()
+        images = _by_image(self._open)
         deadline = time.monotonic() + timeout
         slots, failed = threading.BoundedSemaphore(SETTLING), list[BaseException]()
 
@@ -192,14 +172,6 @@ class Served(Containers):
         for servers in images.values():
             for server in servers:
                 self._pause(server)
-
-    def _servers_by_image(self) -> dict[str, list[Any]]:
-        """The servers started, by image, each image's in the order its arms were started."""
-        images: dict[str, list[Any]] = {}
-        for (_, image, *_), server in self._open.items():
-            if not isinstance(server, Finished):
-                images.setdefault(image, []).append(server)
-        return images
 
     def _pause(self, container: Any) -> None:
         from docker.errors import APIError
@@ -276,6 +248,45 @@ class Served(Containers):
         ended = ended_with(container, code or 1)
         return Finished(exit_code=ended.exit_code, stdout=b"",
                         stderr=f"its server ended (exit status {code}); {ended.stderr}")  # fmt: skip
+
+
+class _Caches:
+    """The compile caches of one stage, an image each: a volume made at the image's first arm
+    and removed with the stage's ``stack``, after its containers."""
+
+    def __init__(self, client: Any, stack: ExitStack) -> None:
+        self.client, self.stack = client, stack
+        self.made: dict[str, str | None] = {}  # image → the volume its arms share (None: none)
+
+    def volume(self, image: str, purpose: str) -> str | None:
+        """The volume the arms of ``image`` share (None: the engine would not make one; each arm
+        then compiles alone)."""
+        from docker.errors import APIError, NotFound
+
+        from ..settings import current
+
+        if image not in self.made:
+            name = container_name(f"{purpose}-cache")
+            try:
+                volume = self.client.volumes.create(name=name, driver="local", driver_opts=CACHE_VOLUME,
+                                                    labels={CONTAINER_LABEL: purpose})  # fmt: skip
+            except APIError:
+                self.made[image] = None
+            else:
+                self.made[image] = name
+                if not current().keep_containers:
+                    self.stack.callback(_quietly, lambda: volume.remove(force=True), (NotFound, APIError))
+        return self.made[image]
+
+
+def _by_image(servers: dict[tuple[Any, ...], Any]) -> dict[str, list[Any]]:
+    """The servers started (not refused), by image (a key's second part), each image's in the
+    order its arms were started."""
+    images: dict[str, list[Any]] = {}
+    for (_, image, *_), server in servers.items():
+        if not isinstance(server, Finished):
+            images.setdefault(image, []).append(server)
+    return images
 
 
 def _quietly(call: Any, errors: tuple[type[BaseException], ...]) -> None:
