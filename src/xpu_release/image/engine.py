@@ -228,7 +228,7 @@ class Engine:
                 raise RegistryAuthError(msg) from None
             msg = f"pull of {ref} failed: {said}"
             raise PublishError(msg) from None
-        for _ in self._stream(stream, f"pull of {ref}"):
+        for _ in _checked(stream, f"pull of {ref}"):
             pass
 
     def push(self, ref: str, auth: dict[str, str] | None, on_line: LineSink) -> str:
@@ -236,7 +236,7 @@ class Engine:
         repo, _, tag = ref.rpartition(":")
         stream = self.api.push(repo, tag=tag, stream=True, decode=True, auth_config=auth)
         digest = ""
-        for chunk in self._stream(stream, f"push of {ref}"):
+        for chunk in _checked(stream, f"push of {ref}"):
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
                 digest = aux["Digest"]
@@ -247,25 +247,6 @@ class Engine:
             msg = f"push of {ref} reported no digest"
             raise PublishError(msg)
         return digest
-
-    @staticmethod
-    def _stream(stream: Any, what: str) -> Iterator[dict[str, Any]]:
-        log: list[str] = []
-        for chunk in stream:
-            message = _stream_error(chunk)
-            if message is not None:
-                log.append(message)
-                lowered = message.lower()
-                if any(
-                    k in lowered
-                    for k in ("unauthorized", "authentication required", "denied", "no basic auth")
-                ):
-                    msg = f"{what} was refused: {message}"
-                    raise RegistryAuthError(msg, details="\n".join(log))
-                msg = f"{what} failed: {message}"
-                raise PublishError(msg, details="\n".join(log))
-            log.append(redact(str(chunk.get("status") or "")))
-            yield chunk
 
     # --- containers ----------------------------------------------------------------------
 
@@ -315,6 +296,26 @@ class Engine:
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
         return [c["Names"][0].lstrip("/") for c in self.api.containers(all=True, filters={"label": label})]
+
+
+def _checked(stream: Any, what: str) -> Iterator[dict[str, Any]]:
+    """The engine's pull or push stream, each line checked: an error in it (docker-py reports
+    them inside an HTTP 200 answer) raised as a refusal or a failure, with the log so far."""
+    log: list[str] = []
+    for chunk in stream:
+        message = _stream_error(chunk)
+        if message is not None:
+            log.append(message)
+            lowered = message.lower()
+            if any(
+                k in lowered for k in ("unauthorized", "authentication required", "denied", "no basic auth")
+            ):
+                msg = f"{what} was refused: {message}"
+                raise RegistryAuthError(msg, details="\n".join(log))
+            msg = f"{what} failed: {message}"
+            raise PublishError(msg, details="\n".join(log))
+        log.append(redact(str(chunk.get("status") or "")))
+        yield chunk
 
 
 @contextmanager
