@@ -196,7 +196,7 @@ class Layout:
                 msg = f"{self.root}/index.json: not an image index (no list of manifests); not changed"
                 raise DamagedFileError(msg)
             current: list[Any] = data.get("manifests", [])
-            held = self._tagged(current, version_tag) if version_tag is not None else None
+            held = _tagged(current, version_tag) if version_tag is not None else None
             for m, tag in listed:
                 if tag is not None and tag == version_tag and held not in (None, m.digest):
                     msg = (f"oci:{self.root}:{tag} holds {held}, not {m.digest}: another run put another "
@@ -210,11 +210,6 @@ class Layout:
             data.setdefault("mediaType", OCI_INDEX)
             data["manifests"] = sorted(current, key=_order)
             self._write_index(data)
-
-    @staticmethod
-    def _tagged(entries: list[Any], tag: str) -> str | None:
-        """The digest ``tag`` names among ``entries``."""
-        return next((str(e.get("digest")) for e in entries if _name(e) == tag), None)
 
     def referrers(self, subject: str) -> list[Manifest]:
         """The manifests ``index.json`` lists untagged whose ``subject`` is ``subject``, each
@@ -234,6 +229,11 @@ class Layout:
                     msg = f"{self.root}: more than {bound} referrers of {subject}; the limit is {bound}"
                     raise DamagedFileError(msg)
         return out
+
+
+def _tagged(entries: list[Any], tag: str) -> str | None:
+    """The digest ``tag`` names among ``entries``."""
+    return next((str(e.get("digest")) for e in entries if _name(e) == tag), None)
 
 
 def _name(e: Any) -> str | None:
