@@ -30,6 +30,34 @@ T = TypeVar("T")
 LOG_LIMIT = f"{MAX_WORKLOAD_LOG_BYTES >> 10}k"  # what the engine keeps of a bounded run's log
 
 
+# An image of another architecture than the engine's runs under qemu-user's emulation, and sees
+# the host's /sys/devices/system/cpu: the x86 host's topology, which PyTorch's CPU detection
+# (cpuinfo, oneDNN's xbyak_aarch64) reads as an arm64 one and hangs on or crashes at (`import
+# torch` and a 64x64 product: no answer in 15 minutes; a segfault in a chroot). Over an empty
+# tmpfs the detection says it found nothing and carries on: the same in 15 s (2026-12-07).
+EMULATED_MASKS = {"/sys/devices/system/cpu": "ro"}
+
+
+def masks(client: Any, image: str) -> dict[str, str]:
+    """The tmpfs mounts a container of ``image`` gets on the engine behind ``client``:
+    ``EMULATED_MASKS`` when the image is of another architecture than the engine's (each named
+    as Go or as ``uname -m`` names it: Docker says x86_64, Podman amd64), else none: a native
+    container sees its own machine. An engine that will not say (a socket proxy that refuses
+    ``/info``) is taken as native: an emulated run then shows its hang as a timeout."""
+    from docker.errors import APIError
+
+    from ..manifest.platforms import KNOWN
+
+    machines = {p.architecture: p.machine for p in KNOWN.values()}
+    try:
+        built_for = client.api.inspect_image(image).get("Architecture") or ""
+        engine_is = client.info().get("Architecture") or ""
+    except APIError:
+        return {}
+    native = machines.get(built_for, built_for) == machines.get(engine_is, engine_is)
+    return {} if native or not (built_for and engine_is) else dict(EMULATED_MASKS)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Limits:
     """What every container of an evaluation gets alike: a CPU set (``0-1``) and memory."""
@@ -122,6 +150,7 @@ def start_container(client: Any, launch: Launch) -> Any:
     return client.containers.run(
         launch.image, command=list(launch.argv), name=launch.name, detach=True, entrypoint=[],
         environment=dict(launch.env), labels={CONTAINER_LABEL: launch.purpose}, network_mode="none",
+        tmpfs=masks(client, launch.image),
         cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
         log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
         **({"volumes": {volume: {"bind": path, "mode": "rw"} for volume, path in launch.volumes}}

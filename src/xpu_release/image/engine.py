@@ -30,28 +30,10 @@ from ..guard.shown import shown
 from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
-from .bounded import engine_cpus, engine_said, throwaway
+from .bounded import EMULATED_MASKS as EMULATED_MASKS  # what an emulated container gets
+from .bounded import engine_cpus, engine_said, masks, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
-
-# An image of another architecture than the engine's runs under qemu-user's emulation, and sees
-# the host's /sys/devices/system/cpu: the x86 host's topology, which PyTorch's CPU detection
-# (cpuinfo, oneDNN's xbyak_aarch64) reads as an arm64 one and hangs on or crashes at (`import
-# torch` and a 64x64 product: no answer in 15 minutes; a segfault in a chroot). Over an empty
-# tmpfs the detection says it found nothing and carries on: the same in 15 s (2026-12-07).
-EMULATED_MASKS = {"/sys/devices/system/cpu": "ro"}
-
-
-def masks(client: Any, image: str) -> dict[str, str]:
-    """The tmpfs mounts a container of ``image`` gets on the engine behind ``client``:
-    ``EMULATED_MASKS`` when the image is of another architecture than the engine's, else none
-    (a native container sees its own machine)."""
-    from ..manifest.platforms import KNOWN
-
-    machines = {p.architecture: p.machine for p in KNOWN.values()}
-    built_for = client.api.inspect_image(image).get("Architecture") or ""
-    engine_is = client.info().get("Architecture") or ""
-    return dict(EMULATED_MASKS) if machines.get(built_for, built_for) != engine_is else {}
 
 
 @dataclass(frozen=True, kw_only=True)

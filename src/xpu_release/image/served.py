@@ -263,20 +263,35 @@ class _Caches:
         then compiles alone)."""
         from docker.errors import APIError, NotFound
 
+        from ..interrupts import signals_held
         from ..settings import current
 
         if image not in self.made:
+            self.made[image] = None
+            if _names_its_own_cache(self.client, image):  # a cache the image carries, kept as it is
+                return None
             name = container_name(f"{purpose}-cache")
-            try:
+            # Made and its removal registered with interrupts held (as a container's create): a
+            # Ctrl-C that lands while the engine makes it is delivered after, and removes it.
+            with signals_held(), suppress(APIError):
                 volume = self.client.volumes.create(name=name, driver="local", driver_opts=CACHE_VOLUME,
                                                     labels={CONTAINER_LABEL: purpose})  # fmt: skip
-            except APIError:
-                self.made[image] = None
-            else:
                 self.made[image] = name
                 if not current().keep_containers:
                     self.stack.callback(_quietly, lambda: volume.remove(force=True), (NotFound, APIError))
         return self.made[image]
+
+
+def _names_its_own_cache(client: Any, image: str) -> bool:
+    """Whether ``image``'s config sets ``CACHE_ENV`` (a cache it carries, warmed when it was
+    built): its arms then keep it, unshared."""
+    from docker.errors import APIError
+
+    try:
+        config = client.api.inspect_image(image).get("Config") or {}
+    except APIError:
+        return False
+    return any(str(e).startswith(f"{CACHE_ENV}=") for e in config.get("Env") or ())
 
 
 def _by_image(servers: dict[tuple[Any, ...], Any]) -> dict[str, list[Any]]:

@@ -175,8 +175,11 @@ class Clocked:
             self.boxes[name].status = "removed"
             self.boxes[name].ended.set()
 
-    def info(self) -> dict[str, int]:
-        return {"NCPU": 2}
+    def info(self) -> dict[str, Any]:
+        return {"NCPU": 2, "Architecture": "x86_64"}
+
+    def inspect_image(self, image: str) -> dict[str, Any]:  # an image of the engine's own machine
+        return {"Architecture": "amd64", "Config": {"Env": []}}
 
 
 def arms_of(*images: str, variants: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> list[Arm]:

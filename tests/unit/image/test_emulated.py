@@ -64,3 +64,17 @@ def test_only_an_emulated_container_gets_an_empty_cpu_topology(
 def test_the_mask_is_an_empty_read_only_tmpfs_over_the_cpu_topology_alone() -> None:
     # /proc/cpuinfo, /sys/fs/cgroup and the rest of /sys stay as the engine gives them.
     assert EMULATED_MASKS == {"/sys/devices/system/cpu": "ro"}
+
+
+def test_an_engine_that_will_not_say_its_architecture_is_taken_as_native() -> None:
+    # A socket proxy that refuses /info: the container starts unmasked, never refused for it.
+    from docker.errors import APIError
+
+    client = Engined("arm64", "x86_64")
+
+    def refused() -> dict[str, str]:
+        said = "403 Forbidden"
+        raise APIError(said)
+
+    client.info = refused  # type: ignore[method-assign]
+    assert masks(client, "img:1") == {}

@@ -237,8 +237,11 @@ class FakeClient:
         assert force
         self.removed.append(name)
 
-    def info(self) -> dict[str, int]:
-        return {"NCPU": 2}
+    def info(self) -> dict[str, Any]:
+        return {"NCPU": 2, "Architecture": "x86_64"}
+
+    def inspect_image(self, image: str) -> dict[str, Any]:  # an image of the engine's own machine
+        return {"Architecture": "amd64", "Config": {"Env": []}}
 
 
 def timed_out() -> dict[str, int]:

@@ -221,8 +221,11 @@ class FakeEngine:
         assert force
         self.removed.append(name)
 
-    def info(self) -> dict[str, int]:
-        return {"NCPU": 2}
+    def info(self) -> dict[str, Any]:
+        return {"NCPU": 2, "Architecture": "x86_64"}
+
+    def inspect_image(self, image: str) -> dict[str, Any]:  # an image of the engine's own machine
+        return {"Architecture": "amd64", "Config": {"Env": []}}
 
 
 ANSWER = b'{"workload": "xpu-bench", "tokens_per_second": 5.0}\n'
@@ -287,6 +290,19 @@ def test_a_variant_that_names_its_own_compile_cache_keeps_it() -> None:
     [made] = engine.created
     assert made["environment"] == {served.CACHE_ENV: "/opt/kernels"}
     assert "volumes" not in made
+    assert engine.volumes.made == {}
+
+
+def test_an_image_that_carries_its_own_compile_cache_keeps_it() -> None:
+    # A cache warmed when the image was built (its config's TORCHINDUCTOR_CACHE_DIR) is its own.
+    engine = FakeEngine(answers=[(0, ANSWER, b"")] * 2)
+    engine.inspect_image = lambda image: {"Architecture": "amd64",  # type: ignore[method-assign]
+                                          "Config": {"Env": [f"{served.CACHE_ENV}=/opt/warm"]}}  # fmt: skip
+    with Served(engine) as runner:
+        assert run(runner).stdout == ANSWER
+    [made] = engine.created
+    assert "volumes" not in made
+    assert served.CACHE_ENV not in made["environment"]
     assert engine.volumes.made == {}
 
 
