@@ -18,12 +18,14 @@ it said). The suite's own multi-architecture test uses the small fixture image
 (tests/integration/test_multiarch.py): the full family under emulation takes too long for every
 run.
 
-On an x86 machine the SDK's release stops at its arm64 smoke test (2026-12-06): torch's aarch64
-wheel crashes on import under qemu-user (oneDNN's xbyak_aarch64 finds no midr_el1 in sysfs),
-so the release fails closed, as it must, and publishes nothing. To build the training image for
-arm64 all the same, the script then stands the SDK's two built images in at its registries
-(pushed, and an index put at 2.13.0 as `ci/base-image.py --index` does): a benchmark's stand-in
-in registries that live for the run, never a release, and said so in the table.
+Both releases pass for both platforms on an x86 machine (2026-12-07): a container of an image of
+another architecture than the engine's gets an empty /sys/devices/system/cpu, over which torch's
+CPU detection no longer hangs under qemu-user (docs/using/platforms.md). Before that (2026-12-06)
+the SDK's release stopped, fail-closed, at its arm64 smoke test; should it fail again, the script
+stands the SDK's two built images in at its registries (pushed, and an index put at 2.13.0 as
+`ci/base-image.py --index` does) so that the training image can still be built for arm64: a
+benchmark's stand-in in registries that live for the run, never a release, and said so in the
+table.
 """
 
 from __future__ import annotations
