@@ -392,9 +392,10 @@ class _Container:
 
 
 def _engine(stdout: bytes) -> Engine:
-    api = SimpleNamespace(remove_container=lambda name, force: None)
+    api = SimpleNamespace(remove_container=lambda name, force: None,
+                          inspect_image=lambda image: {"Architecture": "amd64"})  # fmt: skip
     containers = SimpleNamespace(run=lambda *a, **k: _Container(stdout))
-    return Engine(SimpleNamespace(api=api, containers=containers))
+    return Engine(SimpleNamespace(api=api, containers=containers, info=lambda: {"Architecture": "x86_64"}))
 
 
 def _spec() -> Any:
