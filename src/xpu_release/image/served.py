@@ -5,12 +5,12 @@ bounded in size, and by our clock in a thread of its own). Built on ``bounded``'
 the same limits, labels and removal.
 
 The arms of one image share PyTorch's compile cache for the stage (``CACHE_DIR``, a tmpfs volume
-removed with the stage, named by ``TORCHINDUCTOR_CACHE_DIR`` unless the variant names its own):
-what one arm compiles (``+CompilerOpt``) another arm of the same image finds
-(``+CompilerOpt+CkptOpt``: 38 s to start alone here, 22 s after the other; two compiling at once
-wait for each other's kernels, not compile them twice). Never an arm of another image: its
-compiler may differ, and its kernels would be measured as ours. The steps measured run the same
-kernels either way."""
+removed with the stage, named by ``TORCHINDUCTOR_CACHE_DIR`` unless the variant or the image's
+config names its own): what one arm compiles (``+CompilerOpt``) another arm of the same image
+finds (``+CompilerOpt+CkptOpt``: 38 s to start alone here, 22 s after the other), so the servers
+of one image settle one after another (two compiling at once each compile it). Never an arm of
+another image: its compiler may differ, and its kernels would be measured as ours. The steps
+measured run the same kernels either way."""
 
 from __future__ import annotations
 
