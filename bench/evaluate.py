@@ -242,7 +242,18 @@ def main() -> int:
     )
     args = parser.parse_args()
     trials = args.trials or {"synthetic": 200, "sequential": 1000, "local": 8, "engine": 20}[args.mode]
-    rows, details = [], {}
+    rows: list[dict[str, Any]] = []
+    details: dict[str, Any] = {}
+    label = f"-{args.label}" if args.label else ""
+    out = ROOT / "bench" / "results" / f"evaluate-{args.mode}{label}.json"
+
+    def keep() -> None:
+        """The figures so far (after each case: a run stopped half-way keeps what it measured)."""
+        result = {"mode": args.mode, "label": args.label, "rounds": args.rounds, "trials": trials,
+                  "threshold": THRESHOLD, "when": time.strftime("%Y-%m-%d"), "rows": rows,
+                  "trials_detail": details}  # fmt: skip
+        write_bytes(out, (json.dumps(result, indent=2) + "\n").encode(), what="the benchmark's figures")
+
     if args.mode == "sequential":
         rows = sequential_rows(trials)
         planned = looks(5, 20)
@@ -296,6 +307,7 @@ def main() -> int:
             seconds = sorted(g["seconds"] for g in trial_rows)
             rows[-1].update(median_ratio=ratios[len(ratios) // 2], median_rounds=rounds[len(rounds) // 2],
                             median_seconds=seconds[len(seconds) // 2])  # fmt: skip
+            keep()
     if args.mode != "sequential":
         print(f"\nThe evaluation's method, {args.mode} mode: {args.rounds} rounds (+1 warm-up), threshold "
               f"{THRESHOLD:.0%}, {trials} trials per case")  # fmt: skip
@@ -303,12 +315,7 @@ def main() -> int:
         for r in rows:
             print(f"{r['case']:<34} {r['no_difference']:>14} {r['regression']:>11} {r['undecided']:>10}  "
                   f"{r['goal']}: {'met' if r['met'] else 'NOT MET'}")  # fmt: skip
-    label = f"-{args.label}" if args.label else ""
-    out = ROOT / "bench" / "results" / f"evaluate-{args.mode}{label}.json"
-    result = {"mode": args.mode, "label": args.label, "rounds": args.rounds, "trials": trials,
-              "threshold": THRESHOLD, "when": time.strftime("%Y-%m-%d"), "rows": rows,
-              "trials_detail": details}  # fmt: skip
-    write_bytes(out, (json.dumps(result, indent=2) + "\n").encode(), what="the benchmark's figures")
+    keep()
     print(f"wrote {out.relative_to(ROOT)}")
     return 0 if all(r["met"] for r in rows) else 1
 
