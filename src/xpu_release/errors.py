@@ -40,10 +40,10 @@ class Problem:
     """One located problem in an input file: ``file:line:col: key.path: message``."""
 
     file: str
-    line: int
-    column: int
-    path: str
     message: str
+    line: int = 0  # 0: the file as a whole
+    column: int = 0
+    path: str = ""  # the key's path ("": none)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file

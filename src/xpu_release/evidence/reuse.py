@@ -87,9 +87,7 @@ def _as_cosign_reads(found: Attachment, statement: bytes, signer: Signer | None)
     return Attachment(kind=found.kind, payload=envelope(statement, signer), media_type=ENVELOPE_TYPE)
 
 
-def choose(  # noqa: C901  # each rule of the docstring a branch; split next
-    ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool
-) -> Choice:
+def choose(ours: Attachment, found: Attachment | None, signer: Signer | None, *, run_known: bool) -> Choice:
     """What to attach, given ``ours`` (what this run makes from its own inputs: the SBOM, or the
     provenance's unsigned statement) and ``found`` (what an endpoint already holds, outside
     data). The release key signs only ``ours``; a found document is reused only when it is
@@ -119,6 +117,15 @@ def choose(  # noqa: C901  # each rule of the docstring a branch; split next
         return Choice(
             attachment=mine, replaced="it is neither an in-toto statement nor a DSSE envelope of one"
         )
+    return _by_statement(ours, mine, found, statement, signer, run_known=run_known)
+
+
+def _by_statement(
+    ours: Attachment, mine: Attachment, found: Attachment, statement: bytes, signer: Signer | None,
+    *, run_known: bool,
+) -> Choice:  # fmt: skip
+    """``choose``'s rules for a found VEX or provenance that holds an in-toto ``statement``
+    (``mine``: ours as it is attached, signed when there is a key)."""
     by_our_key = signer is not None and signed_by(found.payload, signer.verifier())
     if statement == ours.payload:
         return Choice(attachment=_as_cosign_reads(found, statement, signer) if by_our_key
@@ -141,10 +148,12 @@ def choose(  # noqa: C901  # each rule of the docstring a branch; split next
         return Choice(attachment=_as_cosign_reads(found, statement, signer))
     if signer is None and not run_known and ours.kind == "provenance":
         return Choice(attachment=found)
-    if ours.kind != "provenance":
-        why = "it is not written byte for byte as this run writes it"
-    elif signer is not None:
-        why = "no key of ours signed its build facts"
-    else:
-        why = "its build facts are not this run's"
-    return Choice(attachment=mine, replaced=why)
+    return Choice(attachment=mine, replaced=_not_reused(ours.kind, signed=signer is not None))
+
+
+def _not_reused(kind: str, *, signed: bool) -> str:
+    """Why a found statement that differs from this run's in nothing but how it is written, or
+    in its build facts, is replaced."""
+    if kind != "provenance":
+        return "it is not written byte for byte as this run writes it"
+    return "no key of ours signed its build facts" if signed else "its build facts are not this run's"

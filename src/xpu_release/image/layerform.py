@@ -121,21 +121,14 @@ def read_profile(path: Path, display: str) -> tuple[str, ...]:
         if problem is None and line in paths:
             problem = f"{quoted(line)} is listed before, at line {paths[line]}"
         if problem is not None:
-            problems.append(
-                Problem(
-                    file=display,
-                    line=n,
-                    column=1,
-                    path="",
-                    message=f"{problem}; remake the file with `xpu-release profile`",
-                )
-            )
+            why = f"{problem}; remake the file with `xpu-release profile`"
+            problems.append(Problem(file=display, line=n, column=1, message=why))
         paths.setdefault(line, n)
     if len(problems) > MAX_PROFILE_PROBLEMS:
         more = len(problems) - MAX_PROFILE_PROBLEMS
         problems = [
             *problems[:MAX_PROFILE_PROBLEMS],
-            Problem(file=display, line=0, column=0, path="", message=f"and {more:,} more lines like these"),
+            Problem(file=display, message=f"and {more:,} more lines like these"),
         ]
     if problems:
         raise ManifestError(problems)

@@ -108,53 +108,73 @@ class Lock:
         return cls.from_lines(list(enumerate(text.splitlines(), 1)), where)
 
     @classmethod
-    def from_lines(  # noqa: C901  # one pass over the lock file, each line kind a branch; split next
+    def from_lines(
         cls, lines: list[tuple[int, str]], where: str, *, pins_sha: str = "", base: str = ""
     ) -> Lock:
         """The lock ``lines`` (numbered as in the file) say; ``pins_sha`` and ``base``: what the
         file says of them before (a platform's section of a platformed lock)."""
         provided: list[tuple[str, str]] = []
-        layers: list[Layer] = []
-        current: tuple[str, str] | None = None
-        packages: list[Locked] = []
-        url = ""
-        rx = re.compile(r"(?P<name>[A-Za-z0-9._\-]+)==(?P<version>\S+) --hash=sha256:(?P<sha>[0-9a-f]{64})")
+        layers = _Layers()
         for n, line in lines:
+            at = f"{where}:{n}"
             if line.startswith("# pins-sha256: "):
                 pins_sha = line.split(": ", 1)[1].strip()
             elif line.startswith("# base: "):
-                base = _base_pin(line.split(": ", 1)[1].strip(), f"{where}:{n}")
+                base = _base_pin(line.split(": ", 1)[1].strip(), at)
             elif line.startswith(("# platform ", "# platforms:")):
-                msg = (
-                    f"{where}:{n}: a platform's section inside a lock of one platform; run `xpu-release lock`"
-                )
+                msg = f"{at}: a platform's section inside a lock of one platform; run `xpu-release lock`"
                 raise LockError(msg)
             elif line.startswith("# provided: "):
                 name, sep, version = line[len("# provided: ") :].strip().partition("==")
                 if not sep or not name or not version:
-                    msg = f"{where}:{n}: a provided distribution is written name==version"
+                    msg = f"{at}: a provided distribution is written name==version"
                     raise LockError(msg)
                 provided.append((name, version))
-            elif line.startswith("# layer "):
-                if current:
-                    layers.append(Layer(component=current[0], pin=current[1], packages=tuple(packages)))
-                cid, pin = line[len("# layer ") :].split(": ", 1)
-                current, packages = (cid, pin), []
-            elif line.startswith("# url: "):
-                url = line[len("# url: ") :]
-            elif line and not line.startswith("#"):
-                m = rx.fullmatch(line)
-                if not m or current is None or not url:
-                    msg = f"{where}:{n}: not a line of a lock written by xpu-release; run `xpu-release lock`"
-                    raise LockError(msg)
-                packages.append(Locked(name=m["name"], version=m["version"], sha256=m["sha"], url=url))
-                url = ""
-        if current:
-            layers.append(Layer(component=current[0], pin=current[1], packages=tuple(packages)))
+            else:
+                layers.read(line, at)
         if not pins_sha or not base:
             msg = f"{where}: incomplete lock (no pins hash or no base digest); run `xpu-release lock`"
             raise LockError(msg)
-        return cls(pins_sha256=pins_sha, layers=tuple(layers), base=base, provided=tuple(provided))
+        return cls(pins_sha256=pins_sha, layers=layers.done(), base=base, provided=tuple(provided))
+
+
+_PACKAGE = re.compile(r"(?P<name>[A-Za-z0-9._\-]+)==(?P<version>\S+) --hash=sha256:(?P<sha>[0-9a-f]{64})")
+
+
+class _Layers:
+    """A lock's layers as its lines give them: ``# layer C: PIN`` opens one, and each package
+    line after it is named by the ``# url:`` line just before it."""
+
+    def __init__(self) -> None:
+        self.layers: list[Layer] = []
+        self.current: tuple[str, str] | None = None
+        self.packages: list[Locked] = []
+        self.url = ""
+
+    def read(self, line: str, at: str) -> None:
+        """One line of the file that is none of the header's (``at``: the file and line)."""
+        if line.startswith("# layer "):
+            self.done()
+            cid, pin = line[len("# layer ") :].split(": ", 1)
+            self.current, self.packages = (cid, pin), []
+        elif line.startswith("# url: "):
+            self.url = line[len("# url: ") :]
+        elif line and not line.startswith("#"):
+            m = _PACKAGE.fullmatch(line)
+            if not m or self.current is None or not self.url:
+                msg = f"{at}: not a line of a lock written by xpu-release; run `xpu-release lock`"
+                raise LockError(msg)
+            self.packages.append(Locked(name=m["name"], version=m["version"], sha256=m["sha"], url=self.url))
+            self.url = ""
+
+    def done(self) -> tuple[Layer, ...]:
+        """Every layer read so far, the open one closed."""
+        if self.current:
+            self.layers.append(
+                Layer(component=self.current[0], pin=self.current[1], packages=tuple(self.packages))
+            )
+            self.current = None
+        return tuple(self.layers)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -104,8 +104,7 @@ class Repo:
         except OSError as exc:
             from ..files import describe
 
-            problem = Problem(file=self.rel(folder), line=0, column=0, path="",
-                              message=f"cannot read this folder ({describe(exc)})")  # fmt: skip
+            problem = Problem(file=self.rel(folder), message=f"cannot read this folder ({describe(exc)})")
             raise ManifestError([problem]) from None
 
     def images(self) -> list[str]:
@@ -142,9 +141,7 @@ class Repo:
             raise NotFoundError(msg)
         if not VERSION_RX.fullmatch(version):
             why = "its file name is not a version (letters, digits, '.', '_', '-'; at most 128); rename it"
-            raise ManifestError(
-                [Problem(file=shown(self.rel(path), 200), line=0, column=0, path="", message=why)]
-            )
+            raise ManifestError([Problem(file=shown(self.rel(path), 200), message=why)])
         try:
             return load(path, self.rel(path))
         except YamlProblems as exc:
@@ -158,46 +155,18 @@ class Repo:
 
     def _resolve(self, image: str, version: str, chain: tuple[str, ...]) -> Source:
         src = self._source(image, version)
-        data = src.data
-        problems: list[Problem] = []
-        if not isinstance(data, dict):
+        if not isinstance(src.data, dict):
             raise ManifestError([src.problem((), "a manifest is a mapping of keys")])
-        if data.get("image") != image:
-            problems.append(src.problem(("image",), f"must be {image!r}, the folder it lives in"))
-        if data.get("version") != version:
-            got = data.get("version")
-            raw = src.raw.get(("version",))
-            hint = f"; quote it: '{raw}'" if raw is not None and not isinstance(got, str) else ""
-            problems.append(
-                src.problem(("version",), f"{got!r} does not match the file name {version}.yaml{hint}")
-            )
-        parent = data.get("extends")
-        if parent is None:
-            if problems:
-                raise ManifestError(problems)
-            return src
-        if not isinstance(parent, str) or not VERSION_RX.fullmatch(parent):
-            why = "must be a version of the same image, e.g. '25.03'"
-            problems.append(src.problem(("extends",), why))
-            raise ManifestError(problems)
-        if parent == version or parent in chain:
-            loop = " → ".join((*chain, version, parent))
-            problems.append(src.problem(("extends",), f"inheritance cycle: {loop}"))
-            raise ManifestError(problems)
-        from ..files import kind_of
-
-        if kind_of(self.manifest_path(image, parent)) == "missing":
-            problems.append(
-                src.problem(
-                    ("extends",),
-                    f"parent {image}:{parent} does not exist ({self.rel(self.manifest_path(image, parent))})",
-                )
-            )
-            raise ManifestError(problems)
+        problems = _placed_problems(src, image, version)
+        parent = src.data.get("extends")
+        if parent is not None:
+            problems.extend(_parent_problems(self, src, image, (*chain, version)))
         if problems:
             raise ManifestError(problems)
+        if parent is None:
+            return src
         base = self._resolved(image, parent, (*chain, version))
-        got = inherit.inherit({k: v for k, v in base.data.items() if k not in schema.NOT_INHERITED}, data)
+        got = inherit.inherit({k: v for k, v in base.data.items() if k not in schema.NOT_INHERITED}, src.data)
         merged = Source(
             file=src.file,
             data=got.data,
@@ -262,19 +231,39 @@ class Repo:
                 try:
                     specs.append(self.load(image, version))
                 except ManifestError as exc:
-                    problems.extend(
-                        exc.problems
-                        or [
-                            Problem(
-                                file=self.rel(self.manifest_path(image, version)),
-                                line=0,
-                                column=0,
-                                path="",
-                                message=exc.message,
-                            )
-                        ]
-                    )
+                    whole = Problem(file=self.rel(self.manifest_path(image, version)), message=exc.message)
+                    problems.extend(exc.problems or [whole])
         return specs, problems
+
+
+def _placed_problems(src: Source, image: str, version: str) -> list[Problem]:
+    """Where the manifest says it belongs that its place contradicts: its image is not the
+    folder it lives in, its version not its file name."""
+    data, problems = src.data, []
+    if data.get("image") != image:
+        problems.append(src.problem(("image",), f"must be {image!r}, the folder it lives in"))
+    if data.get("version") != version:
+        got, raw = data.get("version"), src.raw.get(("version",))
+        hint = f"; quote it: '{raw}'" if raw is not None and not isinstance(got, str) else ""
+        why = f"{got!r} does not match the file name {version}.yaml{hint}"
+        problems.append(src.problem(("version",), why))
+    return problems
+
+
+def _parent_problems(repo: Repo, src: Source, image: str, chain: tuple[str, ...]) -> list[Problem]:
+    """What is wrong with the ``extends`` of the manifest at the end of ``chain`` (the
+    versions that extend one another down to it): not a version, a cycle, no such manifest."""
+    from ..files import kind_of
+
+    parent = src.data.get("extends")
+    if not isinstance(parent, str) or not VERSION_RX.fullmatch(parent):
+        return [src.problem(("extends",), "must be a version of the same image, e.g. '25.03'")]
+    if parent in chain:
+        return [src.problem(("extends",), f"inheritance cycle: {' → '.join((*chain, parent))}")]
+    path = repo.manifest_path(image, parent)
+    if kind_of(path) == "missing":
+        return [src.problem(("extends",), f"parent {image}:{parent} does not exist ({repo.rel(path)})")]
+    return []
 
 
 def _check_floating_tags(

@@ -114,7 +114,7 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             msg = f"document has more than {MAX_NODES} values; manifests are small"
-            raise YamlProblems([Problem(file=self.file, line=1, column=1, path="", message=msg)])
+            raise YamlProblems([Problem(file=self.file, line=1, column=1, message=msg)])
         self.marks[path] = self._mark(node)
         if len(path) > MAX_DEPTH:
             self._fail(node, (), f"nested deeper than {MAX_DEPTH} levels; the limit is {MAX_DEPTH}")
@@ -205,18 +205,18 @@ def load(path: Path, display: str) -> Source:
 
     def refused(message: str) -> YamlProblems:  # the guard's message names the file first
         why = message.removeprefix(display).removeprefix(":").strip()
-        return YamlProblems([Problem(file=display, line=0, column=0, path="", message=why)])
+        return YamlProblems([Problem(file=display, message=why)])
 
     data = read_file(path, what=display, limit=MAX_BYTES, error=refused)
     try:
         text = data.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         msg = f"not UTF-8 text ({exc.reason})"
-        raise YamlProblems([Problem(file=display, line=0, column=0, path="", message=msg)]) from None
+        raise YamlProblems([Problem(file=display, message=msg)]) from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         msg = "holds a NUL byte; a manifest is text"
-        raise YamlProblems([Problem(file=display, line=line, column=0, path="", message=msg)])
+        raise YamlProblems([Problem(file=display, line=line, message=msg)])
     return loads(text, display)
 
 
@@ -228,12 +228,12 @@ def loads(text: str, display: str) -> Source:
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         said = aliases_refused(display) if exc.problem == ALIASES_REFUSED else (exc.problem or exc)
         message = f"invalid YAML: {said}"
-        raise YamlProblems([Problem(file=display, line=line, column=col, path="", message=message)]) from None
+        raise YamlProblems([Problem(file=display, line=line, column=col, message=message)]) from None
     except yaml.YAMLError as exc:
-        problem = Problem(file=display, line=0, column=0, path="", message=f"invalid YAML: {exc}")
+        problem = Problem(file=display, message=f"invalid YAML: {exc}")
         raise YamlProblems([problem]) from None
     if node is None:
-        raise YamlProblems([Problem(file=display, line=1, column=1, path="", message="file is empty")])
+        raise YamlProblems([Problem(file=display, line=1, column=1, message="file is empty")])
     builder = _Builder(display)
     data = builder.build(node, ())
     if builder.problems:

@@ -193,7 +193,7 @@ class Transport:
 
     # --- with retries and authentication ---------------------------------------------------------
 
-    def request(  # noqa: C901  # the retry loop: each answer kind a branch; split next
+    def request(
         self,
         method: str,
         path: str,
@@ -208,8 +208,7 @@ class Transport:
         (callers decide what 404 means); raises on anything else. The body of an ``ok`` answer is
         read here, at most ``limit`` bytes at the transport's pace (a 404's, at most a short
         preview); with ``limit=None`` the caller streams it (``answers.body_pieces``)."""
-        authed_once = False
-        attempt = 0
+        attempt, authed_once = 0, False
         url = self.url(path)
         what = f"{self.endpoint.name}: {method} {shown(path, 200)}"
         while True:
@@ -228,34 +227,18 @@ class Transport:
                         continue
             except Expired:
                 raise
-            except Failed as exc:
-                said = exc.failure
-                if not said.temporary:
-                    msg = f"{what}: {said.why}"
-                    raise WireError(msg) from None
-                if attempt + 1 >= self.retry.attempts:
-                    msg = f"{what} failed after {attempt + 1} attempts ({said.why})"
-                    raise WireError(msg, temporary=True, unanswered=said.unanswered) from None
-                self.backoff(attempt, None, said.why)
-                attempt += 1
+            except (Failed, WireError) as exc:  # no answer, or a body too slow, a token service down
+                final = given_up(exc, what, attempt + 1, self.retry.attempts)
+                if final is not None:
+                    raise final from None
+                self.backoff(attempt, None, exc.failure.why if isinstance(exc, Failed) else exc.message)
+                attempt, authed_once = attempt + 1, authed_once and isinstance(exc, Failed)
                 continue
-            except WireError as exc:  # a body too slow, a token service down: another attempt may do
-                if not exc.temporary or attempt + 1 >= self.retry.attempts:
-                    raise
-                self.backoff(attempt, None, exc.message)
-                attempt, authed_once = attempt + 1, False
-                continue
-            if resp.status_code in (401, 403):
-                code = resp.status_code
-                msg = f"{self.endpoint.name} ({self.endpoint.host}) refused {method} {path} ({code})"
-                raise RegistryAuthError(msg)
             if resp.status_code in RETRYABLE and attempt + 1 < self.retry.attempts:
                 self.backoff(attempt, resp.headers.get("Retry-After"), str(resp.status_code))
                 attempt += 1
                 continue
-            msg = f"{self.endpoint.name}: {method} {path} answered {resp.status_code}: {text}"
-            down = resp.status_code in RETRYABLE  # "try later" through every retry: it is down
-            raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
+            raise refused(self.endpoint, f"{method} {path}", resp.status_code, text)
 
     def backoff(self, attempt: int, retry_after: str | None, why: str) -> None:
         name = self.endpoint.name
@@ -338,3 +321,28 @@ def fetch_token(t: Transport, realm: str, params: dict[str, str]) -> str:
         raise WireError(msg, status=resp.status_code, temporary=down, unanswered=down)
     preload_within(t.deadline, t.base, resp, what, limits.MAX_SMALL_ANSWER_BYTES, t.retry.pace)
     return token_of(parse_json(resp.content, what=what, error=WireError), what)
+
+
+def given_up(exc: Failed | WireError, what: str, attempts: int, most: int) -> WireError | None:
+    """What a request that got no answer (``Failed``) or no whole one (a temporary
+    ``WireError``) after ``attempts`` of ``most`` raises; None: another attempt may do."""
+    if isinstance(exc, WireError):
+        return exc if not exc.temporary or attempts >= most else None
+    said = exc.failure
+    if not said.temporary:
+        return WireError(f"{what}: {said.why}")
+    if attempts >= most:
+        msg = f"{what} failed after {attempts} attempts ({said.why})"
+        return WireError(msg, temporary=True, unanswered=said.unanswered)
+    return None
+
+
+def refused(endpoint: Endpoint, call: str, status: int, text: str) -> RegistryAuthError | WireError:
+    """What an answer that is no success, and is not tried again, raises: 401 and 403 refuse
+    our login; another status is the registry's error (one that says "try later" through every
+    retry: the endpoint is down)."""
+    if status in (401, 403):
+        return RegistryAuthError(f"{endpoint.name} ({endpoint.host}) refused {call} ({status})")
+    down = status in RETRYABLE
+    msg = f"{endpoint.name}: {call} answered {status}: {text}"
+    return WireError(msg, status=status, temporary=down, unanswered=down)

@@ -170,10 +170,8 @@ class Publisher:
         if self.documents is None:
             return ()
         first = self.plan.targets[0].endpoint
-        client, repo = self.pool.client(first), self.pool.repo(first)
-        return documents_for(
-            client, repo, first.name, self.documents, source, self.options.signer, self.on_line
-        )
+        client, repo, signer = self.pool.client(first), self.pool.repo(first), self.options.signer
+        return documents_for(client, repo, first.name, self.documents, source, signer, self.on_line)
 
     def attached(self, source: Manifest) -> dict[str, str]:
         """kind → the digest of the artifact manifest that attaches it to ``source``."""
@@ -230,9 +228,8 @@ class Publisher:
         except ReleaseError as exc:
             return self._record(target, "failed", None, exc.message, started, client)
         except Exception as exc:  # a region's unexpected failure must not hide the others'
-            return self._record(
-                target, "failed", None, f"{type(exc).__name__}: {redact(str(exc))}", started, client
-            )
+            said = f"{type(exc).__name__}: {redact(str(exc))}"
+            return self._record(target, "failed", None, said, started, client)
 
     def tag(self, target: Target, source: Manifest, image_id: str, staged: EndpointRecord) -> EndpointRecord:
         """Write the version tag at a staged endpoint, held to immutability at the moment of
@@ -258,13 +255,10 @@ class Publisher:
         endpoints on other hosts than the source's (the same host mounts, in stage)."""
         first = self.plan.targets[0].endpoint
         others = [t for t in self.plan.targets[1:] if t.endpoint.host != first.host]
-        self.early = (
-            EarlyCopies(
-                self.pool, self.spool, others, workers=self.workers, chunk_size=self.options.chunk_size
-            )
-            if others and not self.options.engine_push
-            else None
-        )
+        self.early = None
+        if others and not self.options.engine_push:
+            self.early = EarlyCopies(self.pool, self.spool, others, workers=self.workers,
+                                     chunk_size=self.options.chunk_size)  # fmt: skip
         try:
             return self._staged(image_id)
         finally:
