@@ -20,7 +20,7 @@ from xpu_release.release.model import line
 from xpu_release.release.model.pool import EndpointPool
 
 from ..helpers import run, write_manifest
-from .line import IMAGE, LOGIN, PASSWORD, channel, manifests, publish
+from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish
 
 SRC = Path(line.__file__).resolve().parents[2]
 PATCH = "release:\n  patch:\n    fixes: []\n"
@@ -32,7 +32,9 @@ STATES = [
     (["1.0", "1.1"], ["1.0", "1.1"], [], "1.1", ("latest", "1.1-latest")),
     (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], [], "1.0.1", ("1.0-latest",)),  # a patch of an older line
     (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], ["1.1"], "1.0.1", ("1.0-latest", "latest")),  # 1.1 withdrawn
-    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], ["1.1"], "1.0", ()),  # 1.0.1 is newer in its line
+    # 1.1 withdrawn, 1.0.1 not published: 1.0 is the newest release that serves (withdraw put them there)
+    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1"], ["1.1"], "1.0", ("latest", "1.0-latest")),
+    (["1.0", "1.1", "1.0.1"], ["1.0", "1.1", "1.0.1"], ["1.1"], "1.0", ()),  # 1.0.1 published: it holds them
     (
         ["1.0", "1.1"],
         ["1.0", "1.1"],
@@ -41,7 +43,10 @@ STATES = [
         ("latest", "1.0-latest"),
     ),  # a rerun of 1.0 takes latest back
     (["1.0", "1.1", "1.2"], ["1.0", "1.1", "1.2"], ["1.2"], "1.0", ("1.0-latest",)),  # 1.1 keeps latest
-    (["1.0", "1.1", "1.2"], ["1.0", "1.1"], [], "1.1", ("1.1-latest",)),  # 1.2 has a manifest: latest waits
+    # 1.2 has a manifest but is not published: it holds nothing yet, its own publish moves latest on
+    (["1.0", "1.1", "1.2"], ["1.0", "1.1"], [], "1.1", ("latest", "1.1-latest")),
+    # 1.1 withdrawn, 1.2 not published: 1.0 is where withdraw puts latest
+    (["1.0", "1.1", "1.2"], ["1.0", "1.1"], ["1.1"], "1.0", ("latest", "1.0-latest")),
 ]
 
 
@@ -141,3 +146,40 @@ def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tm
     assert set(planned["moves"]) == set(rule) == {"latest", "1.0-latest"}
     assert planned["moves_floating"] is True  # latest moves, though 1.1 is a newer version
     assert planned["withdrawals_unasked"] is None
+
+
+def _moves(ch: Channel, version: str) -> tuple[str, ...]:
+    """What the line rule gives ``demo:version`` at ``ch``'s endpoints now."""
+    registries = load_registries(ch.root, str(ch.file))
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
+    pool = EndpointPool(Repo(ch.root).load(IMAGE, version), registries, creds, VERIFYING)
+    return line.Line(Repo(ch.root)).moves(pool)
+
+
+@pytest.mark.parametrize(
+    ("versions", "published"),
+    [(["1.0", "1.1"], ["1.0", "1.1"]), (["1.0", "1.1", "1.2"], ["1.0", "1.1"])],
+    ids=["the newest withdrawn", "a newer manifest not published yet"],
+)
+def test_withdraw_and_reinstate_put_latest_where_the_line_rule_gives_it(
+    repo: Path, tmp_path: Path, versions: list[str], published: list[str]
+) -> None:
+    # A new maintainer's reading (session 14): with 1.2's manifest in the repository and not
+    # published, `withdraw 1.1` moved latest to 1.0, which the line rule then would not give it.
+    manifests(repo, versions)
+    with channel(repo, tmp_path, "production") as ch:
+        digests = publish(ch, published, tmp_path / "spool").digests
+        version_of = {d: v for v, d in digests.items()}
+        steps = {}
+        for action, reason in (("withdraw", ("--reason", "bad")), ("reinstate", ())):
+            done = run(ch.root, "--registries", str(ch.file), action, f"{IMAGE}:1.1", *reason, *LOGIN,
+                       input=PASSWORD)  # fmt: skip
+            assert done.exit_code == 0, done.stderr
+            serving = {version_of.get(d or "") for d in ch.served("latest").values()}
+            # A withdrawn release is given no tag whatever the rule says: publish refuses it first.
+            standing = [v for v in published if not (action == "withdraw" and v == "1.1")]
+            steps[action] = (serving, {v for v in standing if "latest" in _moves(ch, v)})
+
+    assert steps["withdraw"] == ({"1.0"}, {"1.0"})
+    assert steps["reinstate"] == ({"1.1"}, {"1.1"})

@@ -4,9 +4,10 @@ release of a patch ``watch --release`` makes), so none of them moves a tag anoth
 
 Floating tags never move backwards: ``latest`` (the manifest's tags) goes to the newest version
 of the image, the line's tag (``25.03-latest``) to the newest release of its line. And a tag
-every newer release carrying it has left by withdrawal (``withdrawn.past_withdrawn``, asked of
-the pool's endpoints) comes to this release: after ``withdraw 25.04``, a release of the patch
-25.03.1 takes ``latest``, as the newest release that is not withdrawn.
+every newer release carrying it has left, withdrawn or never published (``withdrawn.past_withdrawn``,
+asked of the pool's endpoints), comes to this release: after ``withdraw 25.04``, a release of the
+patch 25.03.1 takes ``latest``, as the newest release that is published and not withdrawn. So a
+floating tag serves what ``withdraw`` and ``reinstate`` put it on (``steering/withdraw``).
 
 The answer depends on the registries (what is withdrawn), so it is asked when the tags move, not
 when a command starts (a release builds for minutes first), and asked again once they moved: a

@@ -10,10 +10,11 @@ asks it or reads the same notices (``evidence.lifecycle.in_force``), and none ta
 tell" as "not withdrawn". (``list`` and the release notes say what the local release record
 says, offline; the registries are the truth, ``status`` reads them.)
 
-And which floating tags a release takes because every newer release carrying them is withdrawn
-(``past_withdrawn``): after ``withdraw``, ``latest`` serves the newest release not withdrawn; a
-patch of that release, released later, is then the newest one not withdrawn and takes it. A newer
-release whose endpoints cannot say stops the tags where they are, saying so (exit 7, or 10).
+And which floating tags a release takes because every newer release carrying them has left them,
+withdrawn or never published (``past_withdrawn``): after ``withdraw``, ``latest`` serves the
+newest release that is published and not withdrawn; a patch of that release, released later, is
+then the newest such one and takes it. A newer release whose endpoints cannot say stops the tags
+where they are, saying so (exit 7, or 10).
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ def withdrawal_in_force(pool: EndpointPool, digest: str, *, then: str) -> Notice
 
 def past_withdrawn(repo: Repo, pool: EndpointPool) -> tuple[str, ...]:
     """The floating tags of ``pool.spec`` that the newer releases carrying them leave to it: at
-    least one carries the tag, and each is served and withdrawn at every endpoint of the pool
-    (one that is not served there, or an endpoint that does not answer, keeps the tag where it
-    is)."""
+    least one carries the tag, and each has left it (``_left``: withdrawn at every endpoint of
+    the pool, or not published at any). One published in part, or an endpoint that does not
+    answer, keeps the tag where it is."""
     spec = pool.spec
     mine = version_key(spec.version)
     newer: list[ImageSpec] = []
@@ -74,12 +75,12 @@ def past_withdrawn(repo: Repo, pool: EndpointPool) -> tuple[str, ...]:
             newer.append(repo.load(spec.image, version))
         except ReleaseError:
             return ()  # a newer manifest that cannot be read: keep every tag where it is
-    withdrawn: dict[str, bool] = {}
+    left: dict[str, bool] = {}
 
     def gone(other: ImageSpec) -> bool:
-        if other.version not in withdrawn:
-            withdrawn[other.version] = _withdrawn_everywhere(pool, other)
-        return withdrawn[other.version]
+        if other.version not in left:
+            left[other.version] = _left(pool, other)
+        return left[other.version]
 
     # A tag no newer release carries is not "left": whether it moves is the manifests' rule
     # (a newer version without floating tags keeps latest where it is, never on an older one).
@@ -90,20 +91,28 @@ def past_withdrawn(repo: Repo, pool: EndpointPool) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def _withdrawn_everywhere(pool: EndpointPool, other: ImageSpec) -> bool:
-    """Whether ``other`` is served and withdrawn at every endpoint of its plan: one that serves it
-    not withdrawn (or not at all) is a "no"; one that cannot say, with no "no" elsewhere, stops
-    the question (``could_not_tell``)."""
+def _left(pool: EndpointPool, other: ImageSpec) -> bool:
+    """Whether ``other`` holds none of its floating tags for good: it is withdrawn at every
+    endpoint of its plan, or it is published at none (a manifest not released yet holds nothing;
+    its own publish moves the tags on, by the manifests' rule). One endpoint that serves it not
+    withdrawn, or a publish of it done in part, is a "no"; one that cannot say, with no "no"
+    elsewhere, stops the question (``could_not_tell``). ``withdraw`` puts a tag on the newest
+    release this makes it "left" to (``steering/withdraw``), so the two agree."""
     targets = make_plan(other, pool.registries).targets
     problems: list[tuple[str, ReleaseError]] = []
+    served_at = unserved = 0
     for t in targets:
         client, name = pool.client(t.endpoint), t.endpoint.repository(other.image)
         try:
             served = client.head_manifest(name, other.version)
-            if served is None or not withdrawals(client, name, served):
+            if served is not None and not withdrawals(client, name, served):
                 return False
         except ReleaseError as exc:
             problems.append((t.endpoint.name, exc))
+            continue
+        served_at, unserved = served_at + (served is not None), unserved + (served is None)
+    if served_at and unserved:
+        return False  # published in part: the rerun that finishes it moves the tags
     if problems:
         raise could_not_tell(other.ref, problems, len(targets), "no floating tag was moved")
     return True
