@@ -220,14 +220,15 @@ def withdrawn_words(rows: list[StatusRow]) -> list[str]:
             for words, where in found.items()]  # fmt: skip
 
 
-def withdrawn_on_record(repo: Repo, spec: ImageSpec) -> dict[str, Any] | None:
-    """What the release record says of a withdrawal (None: none, or no record to say; a
-    damaged record says nothing here: ``status`` reads the registries)."""
+def withdrawn_on_record(repo: Repo, spec: ImageSpec) -> dict[str, Any] | str | None:
+    """What the release record says of a withdrawal (None: none, or no record to say); a
+    record that cannot be read says why (it is not "not withdrawn": ``status`` reads the
+    registries)."""
     from ..errors import ReleaseError
     from ..release.model import record as records
 
     try:
         record = records.read_optional(records.default_path(repo.root, spec.image, spec.version))
-    except ReleaseError:
-        return None
+    except ReleaseError as exc:
+        return exc.message
     return record.withdrawn if record is not None else None

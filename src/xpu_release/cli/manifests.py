@@ -123,13 +123,17 @@ def list_(state: State, as_json: bool) -> None:
     watched = [security(repo.root, spec.image, spec.version) for spec in specs]
     if as_json:
         _emit_json([{"ref": spec.ref, "extends": spec.extends, "manifest": spec.manifest_path,
-                     "support": standing(spec).to_json(), "withdrawn": w, "security": sec}
+                     "support": standing(spec).to_json(), "withdrawn": None if isinstance(w, str) else w,
+                     "record_unreadable": w if isinstance(w, str) else None, "security": sec}
                     for spec, w, sec in zip(specs, withdrawn, watched, strict=True)])  # fmt: skip
         return
     for spec, w, sec in zip(specs, withdrawn, watched, strict=True):
         said = [f"(extends {spec.extends})"] if spec.extends else []
         said += [standing(spec).words()] if spec.support is not None else []
-        said += [f"withdrawn {w['at']}: {w['reason']}"] if w else []
+        if isinstance(w, str):  # whether it is withdrawn cannot be told from the record
+            said += [f"withdrawn: cannot tell from its record ({w}); `xpu-release status {spec.ref}` asks"]
+        elif w:
+            said += [f"withdrawn {w['at']}: {w['reason']}"]
         said += [f"[{describe(sec)}]"] if isinstance(sec, dict) else []
         click.echo("  ".join([spec.ref, *said]))
 

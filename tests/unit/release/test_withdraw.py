@@ -266,3 +266,25 @@ def test_without_a_record_endpoints_that_serve_different_images_withdraw_nothing
     assert "finish its release first" in err
     assert not any(withdrawn_everywhere(ch, d) for d in digests.values())
     assert all(notices(ch, d) == {ep.name: [] for ep in ch.endpoints()} for d in digests.values())
+
+
+def test_list_never_takes_a_record_it_cannot_read_as_not_withdrawn(
+    line: tuple[Channel, dict[str, str]],
+) -> None:
+    # A new maintainer's reading (session 14): a damaged record left `list` silent, as if the
+    # release were not withdrawn; "cannot tell" is said, and `status` named as what asks.
+    ch, digests = line
+    path = recorded(ch, "1.2", digests["1.2"])
+    path.write_text("{ not json")
+
+    listed = run(ch.root, "list")
+    as_json = run(ch.root, "list", "--json")
+
+    assert listed.exit_code == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("demo:1.2 "))
+    assert "withdrawn: cannot tell from its record" in row
+    assert "`xpu-release status demo:1.2` asks" in row
+    entry = next(e for e in json.loads(as_json.stdout) if e["ref"] == "demo:1.2")
+    assert entry["withdrawn"] is None
+    assert entry["record_unreadable"]
+    assert next(e for e in json.loads(as_json.stdout) if e["ref"] == "demo:1.1")["record_unreadable"] is None
