@@ -162,8 +162,8 @@ def build(state: State, ref: str, rebuild: bool, no_cache: bool, platform_names:
         if inputs.platform not in platforms:
             continue
         how = Building(
-            builder=state.builder, rebuild=rebuild or no_cache, no_cache=no_cache,
-            codec=Push().codec(state.settings),  # as `publish` will compress, unless told
+            builder=state.builder, credentials=state.credentials(), rebuild=rebuild or no_cache,
+            no_cache=no_cache, codec=Push().codec(state.settings),  # as `publish` will compress, unless told
         )  # fmt: skip
         made.append(build_image(state.root, inputs, registries, engine, how, live))
     live.close()
@@ -238,12 +238,14 @@ def repro(state: State, ref: str, platform_names: str | None, as_json: bool) -> 
     from dataclasses import asdict
 
     from ..errors import BuildFailed
+    from ..image.build import Building
     from ..image.engine import Engine
     from ..image.repro import check
 
     spec = state.repo.load_ref(ref)
     engine, live = Engine.connect(), line_sink()
-    report = check(state.root, spec, state.registries(), engine, builder=state.builder, on_line=live,
+    how = Building(builder=state.builder, credentials=state.credentials())
+    report = check(state.root, spec, state.registries(), engine, how=how, on_line=live,
                    platform=chosen(spec, platform_names)[0])  # fmt: skip
     live.close()
     if as_json:

@@ -84,13 +84,11 @@ def _served(spec: ImageSpec, registries: Registries, credentials: CredentialStor
         raise StackError(msg) from None
 
 
-def pull_auth(spec: ImageSpec, registries: Registries) -> dict[str, str] | None:
+def pull_auth(spec: ImageSpec, registries: Registries, credentials: CredentialStore) -> dict[str, str] | None:
     """The engine's credentials for the base's registry (a family release's public endpoint
-    may need them), from the environment or the docker config; None for an open registry."""
-    hub = registries.endpoint(spec.base.registry)
-    from ..settings import current
-
-    creds = CredentialStore.from_settings(current()).for_host(hub.host)
+    may need them): the command's own (``credentials``, handed down: its login goes only to the
+    release's hosts, the docker config's to theirs); None for an open registry."""
+    creds = credentials.for_host(registries.endpoint(spec.base.registry).host)
     return creds.docker_auth() if creds else None
 
 

@@ -25,6 +25,7 @@ from ..manifest.platforms import Platform
 from ..manifest.registries import Registries
 from ..manifest.support import calver_month
 from ..oci.codec import Codec
+from ..oci.credentials import CredentialStore
 from ..oci.store import ObservedMap
 from ..settings import cache_folder, current
 from . import baseimage, fetch, stages
@@ -135,9 +136,11 @@ class Building:
     provenance; ``rebuild``: even when an image of the same inputs exists; ``no_cache``: every
     step and layer made again; ``keep_layers``: a folder to keep the layers above the base in
     (``repro``); ``codec``: the layers it writes are compressed into the publish spool with it,
-    for the push to find (None: left to the push)."""
+    for the push to find (None: left to the push); ``credentials``: the command's, for pulling
+    the base (``baseimage.pull_auth``)."""
 
     builder: str
+    credentials: CredentialStore
     rebuild: bool = False
     no_cache: bool = False
     keep_layers: Path | None = None
@@ -170,9 +173,8 @@ def build_image(
         )
 
     base_ref = baseimage.pinned_ref(spec, registries, lock)
-    base_layers = baseimage.ensure(
-        engine, base_ref, on_line, baseimage.pull_auth(spec, registries), release=spec.base.release_ref
-    )
+    auth = baseimage.pull_auth(spec, registries, how.credentials)
+    base_layers = baseimage.ensure(engine, base_ref, on_line, auth, release=spec.base.release_ref)
     context = _assemble_context(root, spec, inputs.dockerfile.text, lock, platform)
     epoch = source_date_epoch(spec)
     # Nothing of the build's time or place: no clock, no git revision or remote, no host name.

@@ -69,7 +69,8 @@ def relock(root: Path, spec: ImageSpec, registries: Registries, credentials: Cre
             by_digest = (
                 f"{registries.endpoint(spec.base.registry).prefix}/{spec.base.repository}@{digests[platform]}"
             )
-            ensure(running(), by_digest, on_line, pull_auth(spec, registries), release=spec.base.release_ref)
+            auth = pull_auth(spec, registries, credentials)
+            ensure(running(), by_digest, on_line, auth, release=spec.base.release_ref)
             facts, asked = provided(running(), by_digest, spec.base.python), True
         keep = Kept.of(before, spec, platform) if before is not None else Kept()
         made = resolve(spec, base, facts, keep, platform if spec.platformed else None)

@@ -9,7 +9,7 @@ are compared file by file (kind, mode, owner, mtime, size, content, link, xattrs
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..manifest import ImageSpec
@@ -60,10 +60,11 @@ def _config_diff(engine: Engine, a: str, b: str) -> tuple[str, ...]:
 
 
 def check(
-    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, builder: str, on_line: LineSink,
+    root: Path, spec: ImageSpec, registries: Registries, engine: Engine, *, how: Building, on_line: LineSink,
     platform: Platform | None = None,
 ) -> ReproReport:  # fmt: skip
-    """Two builds from scratch of ``platform``'s image (None: the first declared platform's)."""
+    """Two builds from scratch of ``platform``'s image (None: the first declared platform's), each
+    as ``how`` says (its builder and credentials), with no cache and its layers kept."""
     each = BuildInputs.each(root, spec, registries)
     inputs = next(i for i in each if i.platform == (platform or spec.platforms[0]))
     with tempfile.TemporaryDirectory(prefix="xpu-repro-", dir=cache_dir()) as tmp_name:
@@ -73,8 +74,8 @@ def check(
             folder = tmp / n
             folder.mkdir()
             on_line(f"==> {n} build of {inputs.ref}, from scratch")
-            how = Building(builder=builder, rebuild=True, no_cache=True, keep_layers=folder)
-            made = build_image(root, inputs, registries, engine, how, on_line)
+            scratch = replace(how, rebuild=True, no_cache=True, keep_layers=folder)
+            made = build_image(root, inputs, registries, engine, scratch, on_line)
             diffs = tuple((engine.inspect_raw(made.image_id).get("RootFS") or {}).get("Layers") or ())
             built.append((made.image_id, diffs, folder))
         (id_a, diffs_a, dir_a), (id_b, diffs_b, dir_b) = built

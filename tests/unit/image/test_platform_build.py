@@ -21,11 +21,14 @@ from xpu_release.manifest import Repo
 from xpu_release.manifest.platforms import AMD64, ARM64
 from xpu_release.manifest.registries import load_registries
 from xpu_release.oci.codec import DEFAULT
+from xpu_release.oci.credentials import CredentialStore
 from xpu_release.oci.members import CompressedMap, blob_file, spool_dir
 from xpu_release.settings import Settings, current, use
 
 from .build_engine import BuildEngine
 from .kit import ON_AMD64, ON_ARM64, locked_kit
+
+NO_LOGIN = CredentialStore()  # an open registry: no login, no docker config
 
 
 @pytest.fixture
@@ -48,7 +51,12 @@ def build_all(root: Path, engine: BuildEngine) -> dict[str, str]:
     out = {}
     for inputs in BuildInputs.each(root, spec, registries):
         built = build_image(
-            root, inputs, registries, engine, Building(builder="test", codec=DEFAULT), lambda _: None
+            root,
+            inputs,
+            registries,
+            engine,
+            Building(builder="test", credentials=NO_LOGIN, codec=DEFAULT),
+            lambda _: None,
         )
         assert built.platform == inputs.platform.name
         out[inputs.platform.name] = built.image_id
@@ -124,8 +132,8 @@ def test_repro_of_the_arm64_image_builds_it_twice_from_scratch_and_finds_one_id(
     engine = BuildEngine()
     spec = Repo(repo).load_ref("kit:25.03")
 
-    report = check(repo, spec, load_registries(repo), engine, builder="test", on_line=lambda _: None,
-                   platform=ARM64)  # fmt: skip
+    how = Building(builder="test", credentials=NO_LOGIN)
+    report = check(repo, spec, load_registries(repo), engine, how=how, on_line=lambda _: None, platform=ARM64)
 
     assert report.same, report
     assert engine.tags["kit:25.03-arm64"] == report.first

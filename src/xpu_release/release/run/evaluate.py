@@ -74,10 +74,11 @@ def _pulled(engine: EvalEngine, ref: str, auth: dict[str, str] | None) -> ImageI
     return engine.image(ref) or f"pulling {ref} gave no image"
 
 
-def _base(spec: ImageSpec, registries: Registries, lock: Lock, engine: EvalEngine) -> Reference:
+def _base(spec: ImageSpec, registries: Registries, lock: Lock, engine: EvalEngine,
+          credentials: CredentialStore) -> Reference:  # fmt: skip
     ref = pinned_ref(spec, registries, lock)
     name = spec.base.release_ref or f"{spec.base.repository}:{spec.base.tag}"
-    got = _pulled(engine, ref, pull_auth(spec, registries))
+    got = _pulled(engine, ref, pull_auth(spec, registries, credentials))
     if isinstance(got, str):
         return Reference(role="base", ref=name, missing=got)
     return Reference(role="base", ref=name, image_id=got.id)
@@ -155,7 +156,7 @@ def references(repo: Repo, spec: ImageSpec, registries: Registries, lock: Lock, 
     assert ev is not None
     found = []
     if "base" in ev.against:
-        found.append(_base(spec, registries, lock, engine))
+        found.append(_base(spec, registries, lock, engine, credentials))
     if "previous" in ev.against and spec.extends:
         found.append(_previous(repo, spec, engine, credentials))
     return tuple(_same_workload(spec, engine, image_id, r) for r in found)

@@ -47,7 +47,7 @@ def build(ctx: ReleaseContext, engine: Engine) -> Outcome[str]:
     if pulled is not None:
         detail = f"{pulled[:19]} from an endpoint that serves it (same inputs)"
         return Outcome(status=Status.PULLED, detail=detail, value=pulled)
-    how = Building(builder=ctx.builder, codec=ctx.options.codec)
+    how = Building(builder=ctx.builder, credentials=ctx.pool.credentials, codec=ctx.options.codec)
     built = build_image(ctx.repo.root, ctx.inputs, ctx.registries, engine, how, ctx.on_line)
     state = Status.SKIPPED if built.skipped else Status.DONE
     return Outcome(
