@@ -47,10 +47,10 @@ def publish(state: State, ref: str, dry_run: bool, record_file: str | None, push
       xpu-release publish training-cpu-pytorch:25.03 --dry-run
       xpu-release publish training-cpu-pytorch:25.03 --signing-key key.pem
     """
-    from ..errors import PublishError, ReleaseError
+    from ..errors import PublishError
     from ..oci.channel import ASKING
     from ..release.model import record as records
-    from ..release.model.line import Line, forward, newer_version
+    from ..release.model.line import Line, newer_version
     from ..release.model.plan import make_plan
     from ..release.model.pool import EndpointPool
     from ..release.publishing.publish import Options, failure_report
@@ -60,21 +60,15 @@ def publish(state: State, ref: str, dry_run: bool, record_file: str | None, push
     codec = push.codec(state.settings)  # a refused codec fails a dry run too
     creds = login.store(state.settings, registries)
     if dry_run:  # the tags the publish would move: the line rule, withdrawals asked as the publish will
-        try:
-            moves, unasked = (
-                Line(state.repo).moves(EndpointPool(spec, registries, creds, ASKING)),
-                None,
-            )
-        except ReleaseError as exc:  # a plan, not a move: said, and the manifests' answer shown
-            moves, unasked = forward(state.repo, spec), exc.message.splitlines()[0]
-        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec),
-                         moves=moves)  # fmt: skip
+        moving = Line(state.repo).planned(EndpointPool(spec, registries, creds, ASKING))
+        plan = make_plan(spec, registries, newer=newer_version(state.repo, spec), moves=moving.moves)
         if as_json:
-            _emit_json({**plan.to_json(), "dry_run": True, "withdrawals_unasked": unasked})
+            _emit_json({**plan.to_json(), "dry_run": True, "withdrawals_unasked": moving.unasked})
             return
         print_plan(plan, f"would publish {spec.ref} (dry run: nothing is touched)")
-        if unasked:
-            notice(f"the floating tags by the manifests alone; the withdrawals could not be asked: {unasked}")
+        if moving.unasked:
+            alone = "the floating tags by the manifests alone; the withdrawals could not be asked"
+            notice(f"{alone}: {moving.unasked}")
         return
 
     from ..image.engine import Engine

@@ -14,7 +14,7 @@ import pytest
 
 from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
-from xpu_release.oci.channel import VERIFYING
+from xpu_release.oci.channel import ASKING, VERIFYING
 from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.release.model import line
 from xpu_release.release.model.pool import EndpointPool
@@ -183,3 +183,33 @@ def test_withdraw_and_reinstate_put_latest_where_the_line_rule_gives_it(
 
     assert steps["withdraw"] == ({"1.0"}, {"1.0"})
     assert steps["reinstate"] == ({"1.1"}, {"1.1"})
+
+
+def test_a_plan_whose_endpoints_cannot_say_shows_the_manifests_answer_and_why(
+    repo: Path, tmp_path: Path
+) -> None:
+    # One answer for both dry runs (release and publish): a plan moves nothing, so an endpoint
+    # that cannot say whether 1.1 is withdrawn fails nothing there; the publish asks again.
+    manifests(repo, ["1.0", "1.1"])
+    write_manifest(repo, IMAGE, "1.0.1", f'image: {IMAGE}\nversion: "1.0.1"\nextends: "1.0"\n{PATCH}')
+    with channel(repo, tmp_path, "production") as ch:
+        publish(ch, ["1.0", "1.1"], tmp_path / "spool")
+        done = run(ch.root, "--registries", str(ch.file), "withdraw", f"{IMAGE}:1.1", "--reason", "bad",
+                   *LOGIN, input=PASSWORD)  # fmt: skip
+        asked = _planned(ch, "1.0.1")
+        list(ch.states.values())[-1].faults.unavailable = 10_000  # a region down
+        down = _planned(ch, "1.0.1")
+
+    assert done.exit_code == 0, done.stderr
+    assert asked == line.Planned(moves=("1.0-latest", "latest"))
+    assert down.moves == line.forward(Repo(repo), Repo(repo).load(IMAGE, "1.0.1")) == ("1.0-latest",)
+    assert down.unasked is not None
+    assert "whether demo:1.1 is withdrawn cannot be told" in down.unasked
+
+
+def _planned(ch: Channel, version: str) -> line.Planned:
+    registries = load_registries(ch.root, str(ch.file))
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
+    pool = EndpointPool(Repo(ch.root).load(IMAGE, version), registries, creds, ASKING)
+    return line.Line(Repo(ch.root)).planned(pool)

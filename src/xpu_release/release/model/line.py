@@ -45,6 +45,15 @@ def newer_version(repo: Repo, spec: ImageSpec) -> str | None:
 
 
 @dataclass(frozen=True)
+class Planned:
+    """The floating tags a publish would move, and why the withdrawals were not asked (None:
+    they were; else ``moves`` is the manifests' answer alone)."""
+
+    moves: tuple[str, ...]
+    unasked: str | None = None
+
+
+@dataclass(frozen=True)
 class Line:
     """The line rule over one repository's manifests; the registries are the pool's it is asked of."""
 
@@ -55,6 +64,15 @@ class Line:
         newer release carrying them left by withdrawal."""
         left = past_withdrawn(self.repo, pool)
         return tuple(dict.fromkeys((*forward(self.repo, pool.spec), *left)))
+
+    def planned(self, pool: EndpointPool) -> Planned:
+        """What a publish of ``pool.spec`` would move, as a plan (a dry run) says it: the rule's
+        answer; when the endpoints cannot say whether a newer release left a tag, the manifests'
+        answer and why (a plan moves nothing, so it fails nothing: the publish asks again)."""
+        try:
+            return Planned(moves=self.moves(pool))
+        except ReleaseError as exc:
+            return Planned(moves=forward(self.repo, pool.spec), unasked=exc.message.splitlines()[0])
 
     def move(self, pool: EndpointPool, tags: TagRules, source: Manifest) -> tuple[str, ...]:
         """The floating tags the rule gives ``pool.spec`` now, moved onto ``source`` at every

@@ -22,6 +22,7 @@ from ...image.smoke import already_tested, smoke_test
 from ...labels import INPUTS_LABEL
 from ...settings import cache_dir
 from ..model import record as records
+from ..model.line import Planned
 from ..model.plan import floating_tags
 from ..model.serving import pull_published, status
 from ..publishing.documents import gate_vex
@@ -233,10 +234,13 @@ def planned(ctx: ReleaseContext, engine: Engine) -> list[tuple[str, str]]:
     """What each stage after the lock would do, as a dry run says it."""
     spec, repo = ctx.spec, ctx.repo
     plan = ctx.pool.plan
-    moved = ctx.options.line.moves(ctx.pool) if ctx.options.line is not None else ()
+    moving = ctx.options.line.planned(ctx.pool) if ctx.options.line is not None else Planned(moves=())
+    moved = moving.moves
     stay = ", ".join(t for t in floating_tags(spec) if t not in moved)
-    floating = (f"; then {', '.join(moved)}" if moved else "") + (f"; {stay} stay (newer versions exist)"
-                                                                  if stay else "")  # fmt: skip
+    floating = f"; then {', '.join(moved)}" if moved else ""
+    floating += f"; {stay} stay (a newer release holds them)" if stay else ""
+    if moving.unasked:
+        floating += f" (by the manifests alone: the withdrawals could not be asked: {moving.unasked})"
     builds = [(c.inputs.platform, _plan_of_build(c, engine)) for c in ctx.per_platform()]
     build_plan = "; ".join(f"{p}: {b}" for p, b in builds) if ctx.each else builds[0][1]
     index = f"one image index of {', '.join(p.name for p in spec.platforms)} at " if ctx.each else ""
