@@ -207,7 +207,7 @@ def verify(
 
     spec = state.repo.load_ref(ref)
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read_optional(path)
+    record = records.of_release(path, spec.ref)
     creds = login.store(state.settings, state.registries())
     if record is None:  # what is checked then is that the endpoints agree, not what was released
         said = "each endpoint is held against the others (what their version tags serve), not a release"
@@ -299,7 +299,7 @@ def status(
         raise_answers([(e.endpoint, e.error, e.error_kind) for e in entries])
         return
     path = Path(record_file) if record_file else records.default_path(state.root, spec.image, spec.version)
-    record = records.read_optional(path)
+    record = records.of_release(path, spec.ref)
     rows = endpoint_status(pool, record)
     from ..release.model.history import describe, security
 

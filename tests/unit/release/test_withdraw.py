@@ -288,3 +288,19 @@ def test_list_never_takes_a_record_it_cannot_read_as_not_withdrawn(
     assert entry["withdrawn"] is None
     assert entry["record_unreadable"]
     assert next(e for e in json.loads(as_json.stdout) if e["ref"] == "demo:1.1")["record_unreadable"] is None
+
+
+@pytest.mark.parametrize("command", ["verify", "status"])
+def test_a_record_of_another_release_is_refused_never_held_against_the_endpoints(
+    line: tuple[Channel, dict[str, str]], command: str
+) -> None:
+    # A new maintainer's reading (session 14): `verify demo:1.2 --record <1.1's record>` held
+    # 1.2's endpoints against 1.1's digest and said they differ.
+    ch, digests = line
+    other = recorded(ch, "1.1", digests["1.1"])
+
+    code, out, err = cli(ch, command, "demo:1.2", "--record", str(other))
+
+    assert code == 3, err
+    assert "is the record of demo:1.1, not of demo:1.2" in err
+    assert out == ""  # nothing compared

@@ -236,6 +236,16 @@ def writable(path: Path, ref: str, root: Path) -> ReleaseRecord | None:
         current = read_optional(path)
     except DamagedFileError:
         return None  # a damaged record says nothing: this run's replaces it (keep)
+    return _of(current, path, ref)
+
+
+def of_release(path: Path, ref: str) -> ReleaseRecord | None:
+    """The record at ``path`` (None: none there), which must be ``ref``'s: another release's
+    record is refused (exit 3), never held against this release's endpoints."""
+    return _of(read_optional(path), path, ref)
+
+
+def _of(current: ReleaseRecord | None, path: Path, ref: str) -> ReleaseRecord | None:
     if current is not None and current.ref != ref:
         msg = (f"{path} is the record of {shown(current.ref, 80)}, not of {ref}: nothing was changed; "
                f"pass --record naming {ref}'s record (or a new file)")  # fmt: skip
