@@ -38,24 +38,52 @@ LOG_LIMIT = f"{MAX_WORKLOAD_LOG_BYTES >> 10}k"  # what the engine keeps of a bou
 EMULATED_MASKS = {"/sys/devices/system/cpu": "ro"}
 
 
-def masks(client: Any, image: str) -> dict[str, str]:
-    """The tmpfs mounts a container of ``image`` gets on the engine behind ``client``:
-    ``EMULATED_MASKS`` when the image is of another architecture than the engine's (each named
-    as Go or as ``uname -m`` names it: Docker says x86_64, Podman amd64), else none: a native
-    container sees its own machine. An engine that will not say (a socket proxy that refuses
-    ``/info``) is taken as native: an emulated run then shows its hang as a timeout."""
-    from docker.errors import APIError
-
+def emulated(built_for: str, engine_is: str) -> dict[str, str]:
+    """The tmpfs mounts a container of an image built for ``built_for`` gets on an engine of
+    ``engine_is``: ``EMULATED_MASKS`` when they differ (each named as Go or as ``uname -m`` names
+    it: Docker says x86_64, Podman amd64; ``manifest/platforms`` knows both), else none: a
+    native container sees its own machine. Either unknown (""): taken as native, and an
+    emulated run then shows its hang as a timeout."""
     from ..manifest.platforms import KNOWN
 
     machines = {p.architecture: p.machine for p in KNOWN.values()}
-    try:
-        built_for = client.api.inspect_image(image).get("Architecture") or ""
-        engine_is = client.info().get("Architecture") or ""
-    except APIError:
-        return {}
     native = machines.get(built_for, built_for) == machines.get(engine_is, engine_is)
     return {} if native or not (built_for and engine_is) else dict(EMULATED_MASKS)
+
+
+class Sight:
+    """What the engine behind ``client`` says of its machine, asked once (its architecture: an
+    engine that will not say, a socket proxy that refuses ``/info``, says "") and of an image's
+    config (asked as a container of it starts; a refusal says nothing)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._machine: str | None = None
+
+    @property
+    def machine(self) -> str:
+        from docker.errors import APIError
+
+        if self._machine is None:
+            try:
+                self._machine = str(self.client.info().get("Architecture") or "")
+            except APIError:
+                self._machine = ""
+        return self._machine
+
+    def config(self, image: str) -> dict[str, Any]:
+        """``image``'s inspection (its ``Architecture``, its ``Config``); {}: refused."""
+        from docker.errors import APIError
+
+        try:
+            return dict(self.client.api.inspect_image(image) or {})
+        except APIError:
+            return {}
+
+    def masks(self, image: str, config: dict[str, Any] | None = None) -> dict[str, str]:
+        """What a container of ``image`` (of its inspection ``config``, when known) mounts."""
+        seen = self.config(image) if config is None else config
+        return emulated(str(seen.get("Architecture") or ""), self.machine)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +105,7 @@ class Launch:
     purpose: str
     limits: Limits
     volumes: tuple[tuple[str, str], ...] = ()
+    masks: tuple[tuple[str, str], ...] = ()  # tmpfs mounts: an emulated image's (``Sight.masks``)
     name: str = ""  # "": made from the purpose (``container_name``)
 
     def __post_init__(self) -> None:
@@ -150,7 +179,7 @@ def start_container(client: Any, launch: Launch) -> Any:
     return client.containers.run(
         launch.image, command=list(launch.argv), name=launch.name, detach=True, entrypoint=[],
         environment=dict(launch.env), labels={CONTAINER_LABEL: launch.purpose}, network_mode="none",
-        tmpfs=masks(client, launch.image),
+        tmpfs=dict(launch.masks),
         cpuset_cpus=limits.cpuset, mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
         log_config=LogConfig(type="json-file", config={"max-size": LOG_LIMIT, "max-file": "1"}),
         **({"volumes": {volume: {"bind": path, "mode": "rw"} for volume, path in launch.volumes}}
@@ -185,6 +214,7 @@ class Containers:
 
     def __init__(self, client: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        self.sight = Sight(client)
         self.now = clock  # the evaluation's clock (a test's fake engine has its own)
 
     def prepare(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
@@ -193,7 +223,8 @@ class Containers:
 
     def run_bounded(self, image: str, argv: list[str], *, env: dict[str, str], purpose: str,
                     limits: Limits, timeout: float, arm: str = "") -> Finished:  # fmt: skip
-        launch = Launch(image=image, argv=tuple(argv), env=tuple(env.items()), purpose=purpose, limits=limits)
+        launch = Launch(image=image, argv=tuple(argv), env=tuple(env.items()), purpose=purpose, limits=limits,
+                        masks=tuple(self.sight.masks(image).items()))  # fmt: skip
         return run(self.client, launch, timeout)
 
     def cpu_count(self) -> int:

@@ -31,7 +31,7 @@ from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
 from .bounded import EMULATED_MASKS as EMULATED_MASKS  # what an emulated container gets
-from .bounded import engine_cpus, engine_said, masks, throwaway
+from .bounded import Sight, engine_cpus, engine_said, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -84,6 +84,7 @@ class Engine:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.api = client.api
+        self.sight = Sight(client)  # the engine's architecture, asked once
 
     @classmethod
     def connect(cls) -> Engine:
@@ -245,7 +246,7 @@ class Engine:
                             " (the checks run in it: does the image have `sleep`?)"):  # fmt: skip
                 self.client.containers.run(image, command=["sleep", "infinity"], name=name, detach=True,
                                            labels={CONTAINER_LABEL: purpose}, network_mode="none",
-                                           entrypoint=[], tmpfs=masks(self.client, image))  # fmt: skip
+                                           entrypoint=[], tmpfs=self.sight.masks(image))  # fmt: skip
 
         with throwaway(self.client, name, create, keep=current().keep_containers):
             yield name
@@ -257,7 +258,7 @@ class Engine:
         name = f"xpu-release-{purpose}-{uuid.uuid4().hex[:12]}"
 
         def create() -> Any:
-            mounts = masks(self.client, image)
+            mounts = self.sight.masks(image)
             return self.client.containers.run(image, command=argv, entrypoint=[], name=name,
                                               network_mode="none", detach=True, tmpfs=mounts,
                                               labels={CONTAINER_LABEL: purpose})  # fmt: skip

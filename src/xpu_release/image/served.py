@@ -81,6 +81,7 @@ class Served(Containers):
         self._open: dict[tuple[Any, ...], Any] = {}
         self._stack = ExitStack()
         self._caches = _Caches(client, self._stack)
+        self._configs: dict[str, dict[str, Any]] = {}  # image → its inspection, asked once a stage
         self._settled = False
         self._paused: set[str] = set()
         self._stopped: set[str] = set()  # servers killed for an ask that ignored its timeout
@@ -124,10 +125,12 @@ class Served(Containers):
 
         key = (arm, image, tuple(argv), tuple(sorted(env.items())), limits)
         if key not in self._open:
-            shared = None if CACHE_ENV in env else self._caches.volume(image, purpose)
+            config = self._configs.setdefault(image, self.sight.config(image))
+            shared = None if CACHE_ENV in env else self._caches.volume(image, purpose, config)
             launch = Launch(image=image, argv=(*argv, "--serve"), purpose=purpose, limits=limits,
                             env=(*env.items(), *([(CACHE_ENV, CACHE_DIR)] if shared else [])),
-                            volumes=((shared, CACHE_DIR),) if shared else ())  # fmt: skip
+                            volumes=((shared, CACHE_DIR),) if shared else (),
+                            masks=tuple(self.sight.masks(image, config).items()))  # fmt: skip
             made = throwaway(self.client, launch.name, lambda: start_container(self.client, launch),
                              keep=current().keep_containers)  # fmt: skip
             try:
@@ -258,9 +261,9 @@ class _Caches:
         self.client, self.stack = client, stack
         self.made: dict[str, str | None] = {}  # image → the volume its arms share (None: none)
 
-    def volume(self, image: str, purpose: str) -> str | None:
-        """The volume the arms of ``image`` share (None: the engine would not make one; each arm
-        then compiles alone)."""
+    def volume(self, image: str, purpose: str, config: dict[str, Any]) -> str | None:
+        """The volume the arms of ``image`` (of the inspection ``config``) share (None: the
+        engine would not make one; each arm then compiles alone)."""
         from docker.errors import APIError, NotFound
 
         from ..interrupts import signals_held
@@ -268,7 +271,7 @@ class _Caches:
 
         if image not in self.made:
             self.made[image] = None
-            if _names_its_own_cache(self.client, image):  # a cache the image carries, kept as it is
+            if _names_its_own_cache(config):  # a cache the image carries, kept as it is
                 return None
             name = container_name(f"{purpose}-cache")
             # Made and its removal registered with interrupts held (as a container's create): a
@@ -282,15 +285,10 @@ class _Caches:
         return self.made[image]
 
 
-def _names_its_own_cache(client: Any, image: str) -> bool:
-    """Whether ``image``'s config sets ``CACHE_ENV`` (a cache it carries, warmed when it was
-    built): its arms then keep it, unshared."""
-    from docker.errors import APIError
-
-    try:
-        config = client.api.inspect_image(image).get("Config") or {}
-    except APIError:
-        return False
+def _names_its_own_cache(inspected: dict[str, Any]) -> bool:
+    """Whether an image's config (its ``inspected`` form) sets ``CACHE_ENV`` (a cache it carries,
+    warmed when it was built): its arms then keep it, unshared."""
+    config = inspected.get("Config") or {}
     return any(str(e).startswith(f"{CACHE_ENV}=") for e in config.get("Env") or ())
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from xpu_release.cli.app import _terminate
 from xpu_release.image import bounded
-from xpu_release.image.bounded import Limits
-from xpu_release.image.engine import EMULATED_MASKS, masks
+from xpu_release.image.bounded import Limits, Sight
+from xpu_release.image.engine import EMULATED_MASKS
 from xpu_release.image.served import Served
 
 from ..fake_volumes import FakeVolume, FakeVolumes
@@ -90,7 +90,7 @@ def test_a_native_image_on_an_engine_that_names_its_architecture_as_go_does_is_n
     thread count reads there)."""
     client = Engine(built_for, engine_is)
 
-    assert masks(client, "sha256:" + "1" * 64) == {}
+    assert Sight(client).masks("sha256:" + "1" * 64) == {}
 
 
 @pytest.mark.parametrize("runner", ["bounded", "served"])

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from xpu_release.image.engine import EMULATED_MASKS, Engine, masks
+from xpu_release.image.bounded import Sight, emulated
+from xpu_release.image.engine import EMULATED_MASKS, Engine
 
 
 class Engined:
@@ -43,7 +44,7 @@ class Engined:
 
 
 @pytest.mark.parametrize(
-    ("built_for", "engine_is", "emulated"),
+    ("built_for", "engine_is", "is_emulated"),
     [
         ("amd64", "x86_64", False),
         ("arm64", "aarch64", False),
@@ -52,13 +53,13 @@ class Engined:
     ],
 )
 def test_only_an_emulated_container_gets_an_empty_cpu_topology(
-    built_for: str, engine_is: str, emulated: bool
+    built_for: str, engine_is: str, is_emulated: bool
 ) -> None:
     client = Engined(built_for, engine_is)
-    assert masks(client, "img:1") == (EMULATED_MASKS if emulated else {})
+    assert Sight(client).masks("img:1") == (EMULATED_MASKS if is_emulated else {})
     with Engine(client).container("img:1", purpose="smoke"):
         pass
-    assert client.started[0]["tmpfs"] == (EMULATED_MASKS if emulated else {})
+    assert client.started[0]["tmpfs"] == (EMULATED_MASKS if is_emulated else {})
 
 
 def test_the_mask_is_an_empty_read_only_tmpfs_over_the_cpu_topology_alone() -> None:
@@ -77,4 +78,28 @@ def test_an_engine_that_will_not_say_its_architecture_is_taken_as_native() -> No
         raise APIError(said)
 
     client.info = refused  # type: ignore[method-assign]
-    assert masks(client, "img:1") == {}
+    assert Sight(client).masks("img:1") == {}
+
+
+def test_the_engine_is_asked_its_architecture_once_however_many_containers_start() -> None:
+    # The reread of session 13: every container asked the engine's /info again.
+    client = Engined("arm64", "x86_64")
+    asked: list[int] = []
+    said = client.info
+
+    def counted() -> dict[str, str]:
+        asked.append(1)
+        return said()
+
+    client.info = counted  # type: ignore[method-assign]
+    engine = Engine(client)
+    for _ in range(3):
+        with engine.container("img:1", purpose="smoke"):
+            pass
+    assert len(asked) == 1
+    assert [c["tmpfs"] for c in client.started] == [EMULATED_MASKS] * 3
+
+
+@pytest.mark.parametrize("unknown", [("", "x86_64"), ("arm64", "")])
+def test_an_architecture_either_side_does_not_name_is_taken_as_native(unknown: tuple[str, str]) -> None:
+    assert emulated(*unknown) == {}
