@@ -52,24 +52,32 @@ def emulated(built_for: str, engine_is: str) -> dict[str, str]:
 
 
 class Sight:
-    """What the engine behind ``client`` says of its machine, asked once (its architecture: an
-    engine that will not say, a socket proxy that refuses ``/info``, says "") and of an image's
-    config (asked as a container of it starts; a refusal says nothing)."""
+    """What the engine behind ``client`` says of its machine, asked once (``/info``: its
+    architecture and CPUs; an engine that will not say, a socket proxy that refuses ``/info``,
+    says "" and one CPU) and of an image's config (asked as a container of it starts; a refusal
+    says nothing). Its machine may not be this one."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self._machine: str | None = None
+        self._info: dict[str, Any] | None = None
+
+    def _said(self) -> dict[str, Any]:
+        from docker.errors import APIError
+
+        if self._info is None:
+            try:
+                self._info = dict(self.client.info() or {})
+            except APIError:
+                self._info = {}
+        return self._info
 
     @property
     def machine(self) -> str:
-        from docker.errors import APIError
+        return str(self._said().get("Architecture") or "")
 
-        if self._machine is None:
-            try:
-                self._machine = str(self.client.info().get("Architecture") or "")
-            except APIError:
-                self._machine = ""
-        return self._machine
+    @property
+    def cpus(self) -> int:
+        return int(self._said().get("NCPU") or 1)
 
     def config(self, image: str) -> dict[str, Any]:
         """``image``'s inspection (its ``Architecture``, its ``Config``); {}: refused."""
@@ -203,11 +211,6 @@ def engine_said(exc: Exception) -> str:
     return f"{said} (HTTP {status})" if status else said
 
 
-def engine_cpus(client: Any) -> int:
-    """The CPUs of the engine behind ``client`` (its machine may not be this one)."""
-    return int(client.info().get("NCPU") or 1)
-
-
 class Containers:
     """The engine as the evaluation asks it (``experiment.Runner``): bounded runs, and how many
     CPUs a CPU set may name."""
@@ -228,7 +231,7 @@ class Containers:
         return run(self.client, launch, timeout)
 
     def cpu_count(self) -> int:
-        return engine_cpus(self.client)
+        return self.sight.cpus
 
 
 def container_name(purpose: str) -> str:

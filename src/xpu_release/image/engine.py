@@ -31,7 +31,7 @@ from ..progress import Sink
 from ..secrets import redact
 from .bounded import CONTAINER_LABEL as CONTAINER_LABEL  # every throwaway container carries it
 from .bounded import EMULATED_MASKS as EMULATED_MASKS  # what an emulated container gets
-from .bounded import Sight, engine_cpus, engine_said, throwaway
+from .bounded import Sight, engine_said, throwaway
 
 LineSink = Sink  # the one progress type (progress.py)
 
@@ -274,7 +274,7 @@ class Engine:
         return out.decode("utf-8", "replace") if isinstance(out, bytes) else str(out)
 
     def cpu_count(self) -> int:
-        return engine_cpus(self.client)
+        return self.sight.cpus
 
     def containers(self, purpose: str | None = None) -> list[str]:
         label = f"{CONTAINER_LABEL}={purpose}" if purpose else CONTAINER_LABEL
