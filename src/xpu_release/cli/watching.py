@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError, NotFoundError
+from ..errors import ConfigError
 from .app import State, _emit_json, cli, json_option, pass_state, ref_argument
 from .groups import Checks, Login, Push, advisories_option, grouped, signing_key_option, with_login
 from .live import line_sink
@@ -103,19 +103,17 @@ def _order(state: State) -> Any:
     return lambda refs: build_order(state.repo, refs)
 
 
-# Where a scheduled run's patch files wait to be committed (ci/watch.sh, the watch jobs' artifacts).
-_PATCH_FILES = "the watch job's artifacts: manifests/, images/"
-
-
 def _say(w: Any) -> None:
     """One release as ``watch`` answers for it."""
+    from ..release.watching.watched import UNCOMMITTED
+
     sla = " (out of SLA)" if w.sla == "out" and w.state == "needs a patch" else ""
     by = f" by {w.superseded_by}" if w.superseded_by else ""
     eol = f" since {w.end_of_life}: not watched (past its support date)" if w.end_of_life else ""
     click.echo(f"{w.ref}  {w.state}{by}{eol}{sla}")
     if w.uncommitted:
         click.echo(f"  {w.superseded_by} is published but its manifest is not in this checkout: commit the "
-                   f"files the run that released it wrote ({_PATCH_FILES}); until then it is not "
+                   f"files the run that released it wrote ({UNCOMMITTED}); until then it is not "
                    "watched")  # fmt: skip
     for r in w.reasons:
         click.echo(f"  {r.text}")
@@ -321,24 +319,14 @@ def patch(state: State, ref: str, reading: Reading, as_json: bool, login: Login)
       xpu-release patch training-cpu-pytorch:25.03 --advisories osv/
       xpu-release patch pytorch-cpu-sdk:2.13.0 --json
     """
+    from ..release.watching.patch import patchable
+
     state.repo.load_ref(ref)
     with _watcher(state, reading, login, history=False) as watcher:
         watched = watcher.watch(ref)
-        if watched.state == "not published":
-            msg = f"{ref} is not published at {watched.endpoint}: there is nothing to patch; release it"
-            raise NotFoundError(msg)
-        if watched.unchecked:
-            raise watched.unchecked[0].error
-        if watched.state == "superseded":
-            said = f"{ref} is superseded by {watched.superseded_by}: patch that one"
-            if watched.uncommitted:  # its manifest is in the artifacts of the run that released it
-                said = (f"{ref} is superseded by {watched.superseded_by}, published but not committed here: "
-                        f"commit its files ({_PATCH_FILES}), then patch that one")  # fmt: skip
-            _patched(as_json, None, watched, said)
-            return
-        if watched.state == "end of life":
-            said = f"{ref} is end of life since {watched.end_of_life}: it gets no patch; nothing was written"
-            _patched(as_json, None, watched, said)
+        refused = patchable(watched)
+        if refused is not None:
+            _patched(as_json, None, watched, refused)
             return
         prepared = _prepare(state, watcher, ref, watched)
         if not prepared.changes:

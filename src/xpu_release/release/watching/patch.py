@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...errors import ConfigError
+from ...errors import ConfigError, NotFoundError
 from ...evidence.osv import Advisories
 from ...evidence.remedy import fixes, to_leave
 from ...guard.generated import write_generated
@@ -37,7 +37,7 @@ from ...manifest.model import canonical_name
 from ...manifest.patchformat import BaseMove, Fixed, Patch, Unfixed
 from ...manifest.registries import Registries
 from .basewatch import Reason
-from .watched import Open, Watched
+from .watched import UNCOMMITTED, Open, Watched
 
 Offers = Callable[[ImageSpec, str, str], bool]  # (spec, distribution, version) → on the index
 Versions = Callable[[ImageSpec, str], tuple[str, ...]]  # (spec, distribution) → what the index has
@@ -135,6 +135,27 @@ class _Planner:
         mine = {canonical_name(n) for n in self.floors}
         kept = [c for c in self.spec.pip_constraints if canonical_name(c.partition(">=")[0]) not in mine]
         return (*kept, *(f"{n}>={v}" for n, v in sorted(self.floors.items())))
+
+
+def patchable(watched: Watched) -> str | None:
+    """Why the release ``watch`` found as ``watched`` gets no patch now (None: it may get one):
+    superseded by a patch (patch that one), end of life. A release that is not published, or
+    that could not be checked, is an error (raised): there is nothing to patch, or it is not
+    known what."""
+    ref = watched.ref
+    if watched.state == "not published":
+        msg = f"{ref} is not published at {watched.endpoint}: there is nothing to patch; release it"
+        raise NotFoundError(msg)
+    if watched.unchecked:
+        raise watched.unchecked[0].error
+    if watched.state == "superseded":
+        if watched.uncommitted:  # its manifest is in the artifacts of the run that released it
+            return (f"{ref} is superseded by {watched.superseded_by}, published but not committed here: "
+                    f"commit its files ({UNCOMMITTED}), then patch that one")  # fmt: skip
+        return f"{ref} is superseded by {watched.superseded_by}: patch that one"
+    if watched.state == "end of life":
+        return f"{ref} is end of life since {watched.end_of_life}: it gets no patch; nothing was written"
+    return None
 
 
 def prepare(repo: Repo, spec: ImageSpec, watched: Watched, advisories: Advisories, lock: Lock,

@@ -17,6 +17,10 @@ from .sla import Clock, overall
 ORDER = ("critical", "high", "medium", "low", "unknown")
 
 
+# Where a scheduled run's patch files wait to be committed (ci/watch.sh, the watch jobs' artifacts).
+UNCOMMITTED = "the watch job's artifacts: manifests/, images/"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Open:
     """An open finding (no valid VEX exception) of a published release."""
