@@ -127,13 +127,13 @@ def print_plan(plan: Plan, heading: str) -> None:
     click.echo(heading)
     for t in plan.targets:
         click.echo(f"  {t.endpoint.name:<22} {t.version_ref}")
-    tags = floating_tags(plan.spec)
-    stay = [tag for tag in tags if tag not in plan.moves]
+    tags, moves = floating_tags(plan.spec), plan.moves or ()
+    stay = [tag for tag in tags if tag not in moves]
     if stay:  # only a later version keeps a tag (the newest of an image is the newest of its line)
         click.echo(f"  {', '.join(stay)} stay where they are: {plan.spec.image}:{plan.newer} is newer")
     for t in plan.targets:
         for tag, ref in zip(tags, t.floating_refs, strict=True):
-            if tag in plan.moves:
+            if tag in moves:
                 click.echo(f"  then move {ref} (after every endpoint verifies)")
 
 

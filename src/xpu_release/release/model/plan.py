@@ -51,24 +51,26 @@ class Plan:
     spec: ImageSpec
     targets: tuple[Target, ...]
     # Floating tags never move backwards: the newer version that keeps them, if there is one;
-    # the floating tags this publish moves (the line rule by the manifests, line.forward).
+    # the floating tags this publish moves, as a plan says them (``line.Line.planned``, or the
+    # manifests' rule, ``line.forward``); None: not said here (a pool's plan: its targets only;
+    # the line rule decides when the tags move).
     newer: str | None = None
-    moves: tuple[str, ...] = ()
+    moves: tuple[str, ...] | None = None
 
     @property
     def moves_floating(self) -> bool:
         """Whether the image's own floating tags (``latest``: the manifest's) move: by the
         manifests when it is the newest version, or because every newer release carrying them
-        is withdrawn (the line's tag is in ``moves`` either way)."""
-        return any(tag in self.moves for tag in self.spec.floating_tags)
+        has left them (the line's tag is in ``moves`` either way). False when not said."""
+        return any(tag in (self.moves or ()) for tag in self.spec.floating_tags)
 
     def to_json(self) -> dict[str, Any]:
         """As ``plan --json`` prints it: each target's ``floating_refs`` are the refs of the tags
         this publish moves there (``moves``), never one that stays where it is."""
-        tags = floating_tags(self.spec)
+        tags, moves = floating_tags(self.spec), self.moves or ()
 
         def moved(t: Target) -> list[str]:
-            return [ref for tag, ref in zip(tags, t.floating_refs, strict=True) if tag in self.moves]
+            return [ref for tag, ref in zip(tags, t.floating_refs, strict=True) if tag in moves]
 
         return {
             "image": self.spec.ref,
@@ -76,7 +78,7 @@ class Plan:
             "manifest_sha256": self.spec.content_hash,
             "targets": [{**t.to_json(), "floating_refs": moved(t)} for t in self.targets],
             "moves_floating": self.moves_floating,
-            "moves": list(self.moves),
+            "moves": None if self.moves is None else list(self.moves),
             "newer_version": self.newer,
         }
 
@@ -85,7 +87,7 @@ def make_plan(
     spec: ImageSpec, registries: Registries, *, newer: str | None = None, moves: tuple[str, ...] | None = None
 ) -> Plan:
     """Every ref a publish of ``spec`` writes. ``newer``: a later version of the image exists;
-    ``moves``: the floating tags it moves (``line.forward``; None: every one, as the newest)."""
+    ``moves``: the floating tags it moves, as a plan says them (None: not said)."""
     targets = tuple(
         Target(
             endpoint=ep,
@@ -94,6 +96,4 @@ def make_plan(
         )
         for ep in registries.publish_endpoints()
     )
-    return Plan(
-        spec=spec, targets=targets, newer=newer, moves=floating_tags(spec) if moves is None else moves
-    )
+    return Plan(spec=spec, targets=targets, newer=newer, moves=moves)
