@@ -8,6 +8,7 @@ from datetime import date
 import click
 
 from ..errors import ReleaseError, StaleError
+from ..guard.shown import shown
 from ..manifest import ImageSpec, Repo
 from .app import (
     State,
@@ -131,9 +132,10 @@ def list_(state: State, as_json: bool) -> None:
         said = [f"(extends {spec.extends})"] if spec.extends else []
         said += [standing(spec).words()] if spec.support is not None else []
         if isinstance(w, str):  # whether it is withdrawn cannot be told from the record
-            said += [f"withdrawn: cannot tell from its record ({w}); `xpu-release status {spec.ref}` asks"]
+            why = shown(w, 200)
+            said += [f"withdrawn: cannot tell from its record ({why}); `xpu-release status {spec.ref}` asks"]
         elif w:
-            said += [f"withdrawn {w['at']}: {w['reason']}"]
+            said += [f"withdrawn {shown(str(w['at']), 40)}: {shown(str(w['reason']), 200)}"]
         said += [f"[{describe(sec)}]"] if isinstance(sec, dict) else []
         click.echo("  ".join([spec.ref, *said]))
 

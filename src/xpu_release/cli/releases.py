@@ -45,7 +45,9 @@ def notes(state: State, ref: str, lang: str, record_file: str | None, output: st
     from ..release.run.notes import render_notes
 
     spec = state.repo.load_ref(ref)
-    record = records.read(Path(record_file)) if record_file else None
+    path = Path(record_file) if record_file else None
+    # This release's record (another release's is refused, exit 3; none there: exit 11).
+    record = (records.of_release(path, spec.ref) or records.read(path)) if path else None
     result = render_notes(state.repo, spec, state.registries(), lang, record)
     if write_output(output, result.text, what="notes"):
         info(f"wrote {output}")

@@ -62,13 +62,17 @@ class Sight:
         self._info: dict[str, Any] | None = None
 
     def _said(self) -> dict[str, Any]:
+        """``/info``'s answer, kept once given or refused (4xx: a proxy that will not say); an
+        error of the engine's own (5xx, none) is not kept: the next container asks again."""
         from docker.errors import APIError
 
         if self._info is None:
             try:
                 self._info = dict(self.client.info() or {})
-            except APIError:
-                self._info = {}
+            except APIError as exc:
+                if 400 <= (getattr(exc, "status_code", None) or 500) < 500:
+                    self._info = {}
+                return self._info or {}
         return self._info
 
     @property

@@ -125,7 +125,9 @@ class Served(Containers):
 
         key = (arm, image, tuple(argv), tuple(sorted(env.items())), limits)
         if key not in self._open:
-            config = self._configs.setdefault(image, self.sight.config(image))
+            if image not in self._configs:
+                self._configs[image] = self.sight.config(image)
+            config = self._configs[image]
             shared = None if CACHE_ENV in env else self._caches.volume(image, purpose, config)
             launch = Launch(image=image, argv=(*argv, "--serve"), purpose=purpose, limits=limits,
                             env=(*env.items(), *([(CACHE_ENV, CACHE_DIR)] if shared else [])),

@@ -15,10 +15,14 @@ from pathlib import Path
 
 from xpu_release.evidence.attachment import Attachment
 from xpu_release.evidence.referrers import attach
+from xpu_release.manifest import Repo
 from xpu_release.manifest.registries import load_registries
-from xpu_release.oci.credentials import Credentials
+from xpu_release.oci.channel import VERIFYING, RetryPolicy
+from xpu_release.oci.credentials import Credentials, CredentialStore
 from xpu_release.oci.endpoint import Endpoint
 from xpu_release.oci.registry import OCI_MANIFEST, Manifest, RegistryClient, sha256_digest
+from xpu_release.release.model import line as line_rule
+from xpu_release.release.model.pool import EndpointPool
 from xpu_release.release.model.record import EndpointRecord, ReleaseRecord, default_path, write
 
 from ..fake_registry import Faults, State, fake_registry
@@ -184,3 +188,16 @@ def recorded(ch: Channel, version: str, digest: str, scan: dict[str, object] | N
         complete=True, floating_moved=(), endpoints=eps, scan=scan,
     ), path)  # fmt: skip
     return path
+
+
+def pool_of(ch: Channel, version: str, policy: RetryPolicy = VERIFYING) -> EndpointPool:
+    """The endpoint pool of ``demo:version`` at ``ch``'s endpoints, logged in."""
+    registries = load_registries(ch.root, str(ch.file))
+    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
+    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
+    return EndpointPool(Repo(ch.root).load(IMAGE, version), registries, creds, policy)
+
+
+def moves(ch: Channel, version: str) -> tuple[str, ...]:
+    """What the line rule gives ``demo:version`` at ``ch``'s endpoints now."""
+    return line_rule.Line(Repo(ch.root)).moves(pool_of(ch, version))

@@ -20,7 +20,7 @@ from xpu_release.release.model import line
 from xpu_release.release.model.pool import EndpointPool
 
 from ..helpers import run, write_manifest
-from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, publish
+from .line import IMAGE, LOGIN, PASSWORD, Channel, channel, manifests, moves, pool_of, publish
 
 SRC = Path(line.__file__).resolve().parents[2]
 PATCH = "release:\n  patch:\n    fixes: []\n"
@@ -148,15 +148,6 @@ def test_a_dry_run_of_publish_says_the_tags_the_publish_will_move(repo: Path, tm
     assert planned["withdrawals_unasked"] is None
 
 
-def _moves(ch: Channel, version: str) -> tuple[str, ...]:
-    """What the line rule gives ``demo:version`` at ``ch``'s endpoints now."""
-    registries = load_registries(ch.root, str(ch.file))
-    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
-    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
-    pool = EndpointPool(Repo(ch.root).load(IMAGE, version), registries, creds, VERIFYING)
-    return line.Line(Repo(ch.root)).moves(pool)
-
-
 @pytest.mark.parametrize(
     ("versions", "published"),
     [(["1.0", "1.1"], ["1.0", "1.1"]), (["1.0", "1.1", "1.2"], ["1.0", "1.1"])],
@@ -179,7 +170,7 @@ def test_withdraw_and_reinstate_put_latest_where_the_line_rule_gives_it(
             serving = {version_of.get(d or "") for d in ch.served("latest").values()}
             # A withdrawn release is given no tag whatever the rule says: publish refuses it first.
             standing = [v for v in published if not (action == "withdraw" and v == "1.1")]
-            steps[action] = (serving, {v for v in standing if "latest" in _moves(ch, v)})
+            steps[action] = (serving, {v for v in standing if "latest" in moves(ch, v)})
 
     assert steps["withdraw"] == ({"1.0"}, {"1.0"})
     assert steps["reinstate"] == ({"1.1"}, {"1.1"})
@@ -208,8 +199,4 @@ def test_a_plan_whose_endpoints_cannot_say_shows_the_manifests_answer_and_why(
 
 
 def _planned(ch: Channel, version: str) -> line.Planned:
-    registries = load_registries(ch.root, str(ch.file))
-    hosts = frozenset(ep.host for ep in registries.publish_endpoints())
-    creds = CredentialStore(explicit=Credentials(username="u", password="the-password"), release_hosts=hosts)
-    pool = EndpointPool(Repo(ch.root).load(IMAGE, version), registries, creds, ASKING)
-    return line.Line(Repo(ch.root)).planned(pool)
+    return line.Line(Repo(ch.root)).planned(pool_of(ch, version, ASKING))

@@ -92,15 +92,15 @@ def past_withdrawn(repo: Repo, pool: EndpointPool) -> tuple[str, ...]:
 
 
 def _left(pool: EndpointPool, other: ImageSpec) -> bool:
-    """Whether ``other`` holds none of its floating tags for good: it is withdrawn at every
-    endpoint of its plan, or it is published at none (a manifest not released yet holds nothing;
-    its own publish moves the tags on, by the manifests' rule). One endpoint that serves it not
-    withdrawn, or a publish of it done in part, is a "no"; one that cannot say, with no "no"
-    elsewhere, stops the question (``could_not_tell``). ``withdraw`` puts a tag on the newest
-    release this makes it "left" to (``steering/withdraw``), so the two agree."""
+    """Whether ``other`` holds none of its floating tags for good: every endpoint of its plan
+    that serves it has withdrawn it, and one that does not serve it holds nothing of it (a
+    manifest not released yet, or a publish done in part and then withdrawn; its own publish,
+    or its rerun, moves the tags on by the manifests' rule). One endpoint that serves it not
+    withdrawn is a "no" (a publish done in part: the rerun that finishes it moves the tags); one
+    that cannot say, with no "no" elsewhere, stops the question (``could_not_tell``).
+    ``withdraw`` puts a tag on the newest release this leaves it to (``steering/withdraw``)."""
     targets = make_plan(other, pool.registries).targets
     problems: list[tuple[str, ReleaseError]] = []
-    served_at = unserved = 0
     for t in targets:
         client, name = pool.client(t.endpoint), t.endpoint.repository(other.image)
         try:
@@ -109,10 +109,6 @@ def _left(pool: EndpointPool, other: ImageSpec) -> bool:
                 return False
         except ReleaseError as exc:
             problems.append((t.endpoint.name, exc))
-            continue
-        served_at, unserved = served_at + (served is not None), unserved + (served is None)
-    if served_at and unserved:
-        return False  # published in part: the rerun that finishes it moves the tags
     if problems:
         raise could_not_tell(other.ref, problems, len(targets), "no floating tag was moved")
     return True
